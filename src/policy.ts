@@ -1,0 +1,138 @@
+// The one normalised policy every downstream module consumes (proxy, profiles, platform).
+// Settings are discovered, parsed, merged and trust-filtered in src/settings/; this file
+// defines the shape they are turned into. Everything here is absolute and already decided:
+// consumers never look at scopes again except to report where an entry came from.
+
+import type { DomainRule } from './proxy/domains.js';
+
+export type Scope = 'managed' | 'cli' | 'local' | 'project' | 'user' | 'default';
+
+/** Where an effective entry came from. `file` is absent for CLI flags and built-in defaults. */
+export interface Source {
+  scope: Scope;
+  file?: string;
+}
+
+/** A filesystem entry after `~`/relative resolution against its scope's base. */
+export interface PathRule {
+  /** Absolute path; contains glob syntax only when `glob` is true. A trailing `/**` is kept here. */
+  path: string;
+  glob: boolean;
+  /** The spelling in the settings file, for messages. */
+  original: string;
+  source: Source;
+}
+
+export interface SourcedDomain {
+  rule: DomainRule;
+  source: Source;
+}
+
+export type CredentialMode = 'mask' | 'deny';
+export type OnExtractNoMatch = 'warn' | 'deny' | 'error';
+
+export interface EnvCredential {
+  name: string;
+  mode: CredentialMode;
+  /** Hosts (lowercase, no port) the real value may be sent to; undefined = every allowed host. */
+  injectHosts?: string[];
+  decode?: 'jwt';
+  maskClaims?: string[];
+  source: Source;
+}
+
+export interface FileCredential {
+  /** Absolute path. */
+  path: string;
+  glob: boolean;
+  mode: CredentialMode;
+  extract?: string;
+  onExtractNoMatch: OnExtractNoMatch;
+  maskDuplicates: boolean;
+  injectHosts?: string[];
+  decode?: 'jwt';
+  maskClaims?: string[];
+  source: Source;
+}
+
+export interface AwsPair {
+  accessKeyIdVar: string;
+  secretAccessKeyVar: string;
+  sessionTokenVar?: string;
+  source: Source;
+}
+
+export type SigV4Handling = 'deny' | 'passthrough';
+
+export interface TlsTerminate {
+  caCertPath?: string;
+  caKeyPath?: string;
+  /** Parsed like allowedDomains. */
+  excludeDomains: DomainRule[];
+  extraCaCertPaths: string[];
+  maxTunnels: number;
+  handshakeTimeoutMs: number;
+  source: Source;
+}
+
+/** An entry that a trust rule or an unsupported reference key made srt ignore. */
+export interface IgnoredEntry {
+  /** Dotted key path, e.g. `network.tlsTerminate` or `credentials.envVars[0]`. */
+  key: string;
+  source: Source;
+  reason: string;
+}
+
+export interface Policy {
+  /** The directory the command runs in (absolute, symlinks resolved). */
+  cwd: string;
+  /** The user's home directory. */
+  home: string;
+  /** Git work-tree top holding cwd, else cwd. */
+  root: string;
+
+  network: {
+    allowedDomains: SourcedDomain[];
+    deniedDomains: SourcedDomain[];
+    /** Keyed by the normalised entry text (`github.com:22`). */
+    deniedDomainReasons: Record<string, string>;
+    strictAllowlist: boolean;
+    allowManagedDomainsOnly: boolean;
+    /** CIDR strings, validated. */
+    deniedResolvedAddresses: string[];
+    allowUnixSockets: string[];
+    allowAllUnixSockets: boolean;
+    allowLocalBinding: boolean;
+    httpProxyPort?: number;
+    socksProxyPort?: number;
+    tlsTerminate?: TlsTerminate;
+  };
+
+  filesystem: {
+    allowWrite: PathRule[];
+    denyWrite: PathRule[];
+    denyRead: PathRule[];
+    allowRead: PathRule[];
+    disabled: boolean;
+    allowManagedReadPathsOnly: boolean;
+  };
+
+  credentials: {
+    envVars: EnvCredential[];
+    files: FileCredential[];
+    awsPairs: AwsPair[];
+    sigv4: { presigned: SigV4Handling; streaming: SigV4Handling; sigv4a: SigV4Handling };
+    allowPlaintextInject: boolean;
+  };
+
+  mandatoryDenySearchDepth: number;
+  enableWeakerNestedSandbox: boolean;
+  allowNestedUserNamespaces: boolean;
+  allowPty: boolean;
+  allowAppleEvents: boolean;
+  enableWeakerNetworkIsolation: boolean;
+
+  /** Human-readable warnings (each printed once as `srt: warning: ...`). */
+  warnings: string[];
+  ignored: IgnoredEntry[];
+}
