@@ -1,0 +1,49 @@
+// Locate the seccomp helper built from seccomp/srt-seccomp.c by scripts/build-seccomp.sh.
+// Checked without running it: present, executable, and an ELF for this machine's architecture.
+import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { SeccompArch } from '../profiles/seccomp.js';
+
+/** seccomp/build/srt-seccomp at the package root (this file is src/platform or dist/platform). */
+export const SECCOMP_HELPER_PATH = fileURLToPath(new URL('../../seccomp/build/srt-seccomp', import.meta.url));
+
+const BUILD_HINT = 'run `npm run build` (needs gcc)';
+
+// ELF e_machine values.
+const ELF_MACHINE: Record<SeccompArch, number> = { x86_64: 62, aarch64: 183 };
+
+/** The seccomp architecture of this process, or undefined where srt has no filter for it. */
+export function hostSeccompArch(): SeccompArch | undefined {
+  if (process.platform !== 'linux') return undefined;
+  if (process.arch === 'x64') return 'x86_64';
+  if (process.arch === 'arm64') return 'aarch64';
+  return undefined;
+}
+
+export function findSeccompHelper(path: string = SECCOMP_HELPER_PATH): { path: string; arch: SeccompArch } | { error: string } {
+  const arch = hostSeccompArch();
+  if (!arch) {
+    return { error: `srt: no seccomp filter for ${process.platform}/${process.arch} (Linux x86_64 and aarch64 only)` };
+  }
+  try {
+    if (!statSync(path).isFile()) return { error: `srt: seccomp helper ${path} is not a file: ${BUILD_HINT}` };
+    accessSync(path, constants.X_OK);
+  } catch {
+    return { error: `srt: seccomp helper not built (${path}): ${BUILD_HINT}` };
+  }
+  const header = Buffer.alloc(20);
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, 'r');
+    if (readSync(fd, header, 0, header.length, 0) !== header.length) throw new Error('short');
+  } catch {
+    return { error: `srt: cannot read the seccomp helper ${path}: ${BUILD_HINT}` };
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+  const isElf64Le = header.readUInt32BE(0) === 0x7f454c46 && header[4] === 2 && header[5] === 1;
+  if (!isElf64Le || header.readUInt16LE(18) !== ELF_MACHINE[arch]) {
+    return { error: `srt: seccomp helper ${path} is not built for ${arch}: ${BUILD_HINT}` };
+  }
+  return { path, arch };
+}

@@ -1,0 +1,327 @@
+// The real bubblewrap + the real seccomp helper + the generated filter, launched directly
+// (the way src/sandbox.ts launches them), with real clients inside. SPEC §4, invariant 6.
+import { execa } from 'execa';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
+import { SECCOMP_HELPER_PATH, hostSeccompArch } from '../../src/platform/seccomp-helper.js';
+import { REPO, tempDir } from './helpers.js';
+
+const arch = hostSeccompArch();
+const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
+const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
+const RELAY_PORT = 3128;
+
+const tmp = tempDir('srt-seccomp-e2e-');
+const runDir = join(tmp.path, 'run');
+const socketPath = join(runDir, 'http.sock');
+const filters = {
+  strict: join(tmp.path, 'strict.bpf'),
+  unix: join(tmp.path, 'unix.bpf'),
+  ns: join(tmp.path, 'ns.bpf'),
+  bad: join(tmp.path, 'bad.bpf'),
+};
+let server: Server | undefined;
+
+beforeAll(async () => {
+  if (!arch || !BWRAP) return;
+  if (!existsSync(SECCOMP_HELPER_PATH)) await execa('bash', [join(REPO, 'scripts', 'build-seccomp.sh')]);
+  writeFileSync(filters.strict, buildSeccompFilter({ arch, allowUnixSockets: false, allowNamespaces: false }));
+  writeFileSync(filters.unix, buildSeccompFilter({ arch, allowUnixSockets: true, allowNamespaces: false }));
+  writeFileSync(filters.ns, buildSeccompFilter({ arch, allowUnixSockets: false, allowNamespaces: true }));
+  writeFileSync(filters.bad, Buffer.alloc(12));
+  mkdirSync(runDir);
+  // Stands in for srt's proxy: an HTTP responder on a Unix socket outside the sandbox.
+  server = createServer((req, res) => res.end(`unix responder: ${req.method} ${req.url}\n`));
+  await new Promise<void>((resolve) => server!.listen(socketPath, resolve));
+});
+
+afterAll(async () => {
+  if (server) await new Promise((resolve) => server!.close(resolve));
+  tmp.cleanup();
+});
+
+interface RunOptions {
+  filter?: keyof typeof filters;
+  relay?: boolean;
+  env?: Record<string, string>;
+  caps?: string[];
+  helperArgs?: string[];
+  extraBwrap?: string[];
+}
+
+function bwrapArgs(opts: RunOptions): string[] {
+  return [
+    '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
+    '--new-session', '--die-with-parent', '--as-pid-1',
+    '--cap-drop', 'ALL', ...(opts.caps ?? ['CAP_SYS_ADMIN', 'CAP_SETPCAP']).flatMap((c) => ['--cap-add', c]),
+    '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
+    '--bind', runDir, runDir,
+    ...(opts.extraBwrap ?? []),
+  ];
+}
+
+function helperArgs(opts: RunOptions): string[] {
+  return opts.helperArgs ?? [
+    ...(opts.relay ? ['--relay', `${RELAY_PORT}:${socketPath}`] : []),
+    '--filter', filters[opts.filter ?? 'strict'],
+  ];
+}
+
+function sandboxArgv(cmd: string[], opts: RunOptions): string[] {
+  return [...bwrapArgs(opts), '--', SECCOMP_HELPER_PATH, ...helperArgs(opts), '--', ...cmd];
+}
+
+const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: tmp.path };
+
+interface Run { exitCode?: number; stdout: string; stderr: string }
+
+async function sandbox(cmd: string[], opts: RunOptions = {}): Promise<Run> {
+  const r = await execa(BWRAP!, sandboxArgv(cmd, opts), {
+    reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: { ...ENV, ...opts.env },
+  });
+  return { exitCode: r.exitCode, stdout: String(r.stdout), stderr: String(r.stderr) };
+}
+
+const sh = (script: string, opts?: RunOptions): Promise<Run> => sandbox(['/bin/sh', '-c', script], opts);
+
+// Prints the errno (0 = success) of each probe, one per line.
+const PY_PROBES = `
+import ctypes, errno, fcntl, os, socket, sys
+libc = ctypes.CDLL(None, use_errno=True)
+def sock(family, kind=socket.SOCK_STREAM):
+    try:
+        socket.socket(family, kind).close(); return 0
+    except OSError as e: return e.errno
+def connect_unix(path):
+    try:
+        s = socket.socket(socket.AF_UNIX); s.connect(path); return 0
+    except OSError as e: return e.errno
+def syscall(nr, *args):
+    r = libc.syscall(ctypes.c_long(nr), *[ctypes.c_long(a) for a in args])
+    return 0 if r >= 0 else ctypes.get_errno()
+def tiocsti():
+    fd = os.open('/dev/null', os.O_RDWR)
+    try:
+        fcntl.ioctl(fd, 0x5412, b'x'); return 0
+    except OSError as e: return e.errno
+def pair():
+    try:
+        a, b = socket.socketpair(); a.sendall(b'ok'); return 0 if b.recv(2) == b'ok' else -1
+    except OSError as e: return e.errno
+nr = dict(x86_64=dict(io_uring_setup=425, clone3=435, mount=165), aarch64=dict(io_uring_setup=425, clone3=435, mount=40))[os.uname().machine]
+params = ctypes.create_string_buffer(120)
+print('unix', sock(socket.AF_UNIX))
+print('unix_dgram', sock(socket.AF_UNIX, socket.SOCK_DGRAM))
+print('inet', sock(socket.AF_INET))
+print('inet6', sock(socket.AF_INET6))
+print('connect_host_socket', connect_unix(sys.argv[1]))
+print('socketpair', pair())
+print('io_uring_setup', syscall(nr['io_uring_setup'], 4, ctypes.addressof(params)))
+print('clone3', syscall(nr['clone3'], 0, 0))
+print('mount', syscall(nr['mount'], 0, 0, 0, 0, 0))
+print('tiocsti', tiocsti())
+`;
+
+function probes(stdout: string): Record<string, number> {
+  return Object.fromEntries(stdout.trim().split('\n').map((l) => {
+    const [k, v] = l.split(' ');
+    return [k, Number(v)];
+  }));
+}
+
+describe.skipIf(!arch || !BWRAP)('seccomp helper in bubblewrap', () => {
+  it('python: no AF_UNIX socket, no host socket, no io_uring/mount/TIOCSTI, clone3 ENOSYS; inet and socketpair work', async () => {
+    const r = await sandbox([PYTHON, '-c', PY_PROBES, socketPath], { relay: true });
+    expect(r.stderr).toBe('');
+    expect(probes(r.stdout)).toEqual({
+      unix: 1, unix_dgram: 1, inet: 0, inet6: 0, connect_host_socket: 1, socketpair: 0,
+      io_uring_setup: 1, clone3: 38, mount: 1, tiocsti: 1,
+    });
+    expect(r.exitCode).toBe(0);
+  });
+
+  it('python: with the socket rule removed an AF_UNIX socket can be created (and the host socket reached)', async () => {
+    const r = await sandbox([PYTHON, '-c', PY_PROBES, socketPath], { filter: 'unix' });
+    const p = probes(r.stdout);
+    expect(p.unix).toBe(0);
+    expect(p.connect_host_socket).toBe(0);
+    expect(p.io_uring_setup).toBe(1);
+    expect(p.clone3).toBe(38);
+  });
+
+  it.skipIf(arch !== 'x86_64')('kills a process that makes an x32 syscall (SIGSYS → 159)', async () => {
+    const r = await sandbox([PYTHON, '-c', 'import ctypes; ctypes.CDLL(None).syscall(0x40000000 | 39); print("survived")']);
+    expect(r.stdout).toBe('');
+    expect(r.exitCode).toBe(128 + 31);
+  });
+
+  it('node: cannot connect to or listen on a Unix socket; child processes (socketpair stdio) still work', async () => {
+    const code = `
+      const net = require('net'), cp = require('child_process');
+      const out = { child: cp.execFileSync('/bin/echo', ['hi']).toString().trim() };
+      const c = net.connect(process.argv[1]);
+      c.on('connect', () => { out.connect = 'connected'; done(); });
+      c.on('error', (e) => { out.connect = e.code; done(); });
+      function done() {
+        const s = net.createServer().listen(process.argv[1] + '.new');
+        s.on('error', (e) => { out.listen = e.code; console.log(JSON.stringify(out)); });
+        s.on('listening', () => { out.listen = 'listening'; console.log(JSON.stringify(out)); s.close(); });
+      }`;
+    const r = await sandbox(['node', '-e', code, socketPath]);
+    expect(r.stderr).toBe('');
+    expect(JSON.parse(r.stdout)).toEqual({ child: 'hi', connect: 'EPERM', listen: 'EPERM' });
+  });
+
+  it('refuses new user and mount namespaces: unshare -r, unshare -m, unshare -U, nested bwrap', async () => {
+    const r = await sh(
+      'for c in "unshare -r true" "unshare -m true" "unshare -U true" "unshare -p -f true" "unshare -n true" ' +
+      '"bwrap --ro-bind / / /bin/true" "bwrap --unshare-user --ro-bind / / /bin/true"; do ' +
+      '$c 2>/dev/null; echo "$c => $?"; done');
+    const lines = r.stdout.trim().split('\n');
+    expect(lines).toHaveLength(7);
+    for (const line of lines) expect(line).not.toMatch(/=> 0$/);
+    const direct = await sandbox(['unshare', '-r', 'true']);
+    expect(direct.stderr).toMatch(/Operation not permitted/);
+  });
+
+  it('with the namespace rules removed, a nested user+mount namespace works', async () => {
+    const r = await sh('unshare -U -m true && echo ok', { filter: 'ns' });
+    expect(r.stdout.trim()).toBe('ok');
+  });
+
+  it('hides socat and the outer helper: a fresh /proc shows only init (pid 1) and the command', async () => {
+    const r = await sh(
+      'for p in /proc/[0-9]*; do echo "${p#/proc/} $(cat $p/comm 2>/dev/null)"; done; ps -e -o comm= | sort | tr "\\n" " "',
+      { relay: true });
+    const [procLines, psLine] = [r.stdout.trim().split('\n').slice(0, -1), r.stdout.trim().split('\n').at(-1)!];
+    const procs = procLines.map((l) => l.split(' ') as [string, string]);
+    expect(procs.find(([pid]) => pid === '1')?.[1]).toBe('srt-seccomp');
+    expect(procs.filter(([, comm]) => comm === 'srt-seccomp')).toHaveLength(1);
+    expect(r.stdout).not.toMatch(/socat|bwrap/);
+    expect(psLine).not.toMatch(/socat|bwrap/);
+    expect(psLine).toContain('ps');
+  });
+
+  it('init cannot be read, ptraced, killed or stopped from inside; the command has no capabilities', async () => {
+    const r = await sh([
+      'cat /proc/1/environ >/dev/null 2>&1; echo "environ $?"',
+      'readlink /proc/1/fd/2 >/dev/null 2>&1; echo "fd $?"',
+      'ls /proc/1/root/ >/dev/null 2>&1; echo "root $?"',
+      `${PYTHON} -c "import ctypes; l = ctypes.CDLL(None, use_errno=True); print('ptrace', l.ptrace(16, 1, 0, 0), ctypes.get_errno())"`,
+      'kill -KILL 1; kill -STOP 1; sleep 0.1; grep -q "^State:.*[RS]" /proc/1/status; echo "init-running $?"',
+      'grep -E "^(CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs|Seccomp):" /proc/self/status',
+      'grep -E "^(CapEff|CapBnd):" /proc/1/status | sed "s/^/init/"',
+      'echo 1 2>/dev/null > /proc/sys/vm/drop_caches; echo "proc-sys $?"',
+      'grep -E " /proc/(sys|irq|bus) " /proc/self/mountinfo | cut -d" " -f5,6 | cut -c1-20',
+    ].join('\n'), { relay: true });
+    const out = r.stdout;
+    expect(out).toContain('environ 1');
+    expect(out).toContain('fd 1');
+    expect(out).toContain('root 2');
+    expect(out).toContain('ptrace -1 1');
+    expect(out).toContain('init-running 0');
+    for (const cap of ['CapPrm', 'CapEff', 'CapBnd', 'CapAmb', 'initCapEff', 'initCapBnd']) {
+      expect(out).toMatch(new RegExp(`^${cap}:\\s+0000000000000000$`, 'm'));
+    }
+    expect(out).toMatch(/^NoNewPrivs:\s+1$/m);
+    expect(out).toMatch(/^Seccomp:\s+2$/m);
+    expect(out).not.toContain('proc-sys 0');
+    expect(out).toMatch(/^\/proc\/sys ro,/m);
+  });
+
+  it('curl through the relay reaches the Unix-socket responder with the filter on', async () => {
+    const r = await sandbox(['curl', '-sS', '--max-time', '10', '-x', `http://127.0.0.1:${RELAY_PORT}`, 'http://x/through-relay'], { relay: true });
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toBe('unix responder: GET http://x/through-relay');
+    expect(r.exitCode).toBe(0);
+  });
+
+  it('passes exit codes through: 0, 7, 128+N on signal; 126 not executable; 127 not found', async () => {
+    const notExecutable = join(tmp.path, 'not-executable');
+    writeFileSync(notExecutable, 'echo should not run\n', { mode: 0o644 });
+    const [ok, seven, term, killed, noexec, missing] = await Promise.all([
+      sh('exit 0'), sh('exit 7'), sh('kill -TERM $$'), sh('kill -KILL $$'),
+      sandbox([notExecutable]), sandbox(['srt-no-such-command']),
+    ]);
+    expect(ok.exitCode).toBe(0);
+    expect(seven.exitCode).toBe(7);
+    expect(term.exitCode).toBe(143);
+    expect(killed.exitCode).toBe(137);
+    expect([noexec.exitCode, noexec.stderr]).toEqual([126, `srt: ${notExecutable}: permission denied`]);
+    expect([missing.exitCode, missing.stderr]).toEqual([127, 'srt: srt-no-such-command: command not found']);
+  });
+
+  it('SIGTERM and SIGHUP sent to the outer helper reach the command', async () => {
+    for (const [signal, code] of [['SIGTERM', 42], ['SIGHUP', 43]] as const) {
+      const script = `trap "echo got-${signal}; exit ${code}" ${signal.slice(3)}; echo ready; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done; exit 99`;
+      // --info-fd reports the sandbox's PID 1 (the outer helper) as seen from here.
+      const child = execa(BWRAP!, ['--info-fd', '3', ...sandboxArgv(['/bin/sh', '-c', script], { relay: true })], {
+        reject: false, stdio: ['ignore', 'pipe', 'pipe', 'pipe'], timeout: 20_000, extendEnv: false, env: ENV,
+      });
+      let info = '';
+      let out = '';
+      await new Promise<void>((resolve) => {
+        const check = (): void => { if (/"child-pid"/.test(info) && out.includes('ready')) resolve(); };
+        child.stdio[3]!.on('data', (d: Buffer) => { info += d.toString(); check(); });
+        child.stdout!.on('data', (d: Buffer) => { out += d.toString(); check(); });
+        void child.then(() => resolve()); // exited early: the assertions below report it
+      });
+      const helperPid = Number(/"child-pid":\s*(\d+)/.exec(info)?.[1]);
+      expect(helperPid).toBeGreaterThan(1);
+      process.kill(helperPid, signal);
+      const r = await child;
+      expect(r.stdout).toContain(`got-${signal}`);
+      expect(r.exitCode).toBe(code);
+    }
+  });
+
+  describe('its own failures exit 125 with an srt: message and run nothing', () => {
+    it('missing or malformed filter, bad relay spec, missing command', async () => {
+      const marker = join(tmp.path, 'ran');
+      const cmd = ['/bin/sh', '-c', `touch ${marker}`];
+      const cases: [string[], RegExp][] = [
+        [['--filter', join(tmp.path, 'absent.bpf')], /^srt: seccomp helper: cannot open filter/],
+        [['--filter', filters.bad], /^srt: seccomp helper: .* is not a seccomp filter/],
+        [['--relay', 'x:/tmp/a', '--filter', filters.strict], /^srt: seccomp helper: --relay x:\/tmp\/a: want PORT:SOCKETPATH/],
+        [['--relay', '3128:/tmp/a,b', '--filter', filters.strict], /socket path must be absolute/],
+        [['--relay', '70000:/tmp/a', '--filter', filters.strict], /want PORT:SOCKETPATH/],
+        [['--filter', filters.strict, '--bogus'], /^srt: seccomp helper: usage/],
+      ];
+      for (const [args, message] of cases) {
+        const r = await sandbox(cmd, { helperArgs: args });
+        expect(r.exitCode, args.join(' ')).toBe(125);
+        expect(r.stderr).toMatch(message);
+      }
+      const noCmd = await execa(BWRAP!, [...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, '--filter', filters.strict, '--'], { reject: false, env: ENV, extendEnv: false });
+      expect(noCmd.exitCode).toBe(125);
+      expect(existsSync(marker)).toBe(false);
+    });
+
+    it('socat missing, a relay that cannot listen, or capabilities it cannot drop', async () => {
+      const marker = join(tmp.path, 'ran2');
+      const cmd = ['/bin/sh', '-c', `touch ${marker}`];
+      // Only system directories count: a socat first on PATH (a project's node_modules/.bin) would run unfiltered.
+      const fakeBin = join(tmp.path, 'fake-bin');
+      mkdirSync(fakeBin, { recursive: true });
+      writeFileSync(join(fakeBin, 'socat'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+      const noSocat = await sandbox(cmd, {
+        relay: true, env: { PATH: `${fakeBin}:${ENV.PATH}` },
+        extraBwrap: ['--ro-bind', '/dev/null', existsSync('/usr/bin/socat') ? '/usr/bin/socat' : '/bin/socat'],
+      });
+      expect([noSocat.exitCode, noSocat.stderr]).toEqual([125, expect.stringMatching(/^srt: socat not found in \/usr\/local\/bin/)]);
+      // socat has no capabilities: binding a privileged port fails and it exits.
+      const privileged = await sandbox(cmd, { helperArgs: ['--relay', `80:${socketPath}`, '--filter', filters.strict] });
+      expect(privileged.exitCode).toBe(125);
+      expect(privileged.stderr).toMatch(/srt: relay for 127\.0\.0\.1:80 \(socat\) exited with status 1 before listening/);
+      const twice = await sandbox(cmd, { helperArgs: ['--relay', `4000:${socketPath}`, '--relay', `4000:${socketPath}`, '--filter', filters.strict] });
+      expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: seccomp helper: --relay: port 4000 given twice']);
+      const noSetpcap = await sandbox(cmd, { caps: ['CAP_SYS_ADMIN'] });
+      expect(noSetpcap.exitCode).toBe(125);
+      expect(noSetpcap.stderr).toMatch(/^srt: seccomp helper: cannot clear the capability bounding set: start it with bwrap --cap-add CAP_SETPCAP/);
+      expect(existsSync(marker)).toBe(false);
+    });
+  });
+});

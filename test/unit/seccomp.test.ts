@@ -1,0 +1,229 @@
+// The generated BPF program, run through a small classic-BPF interpreter on both architectures.
+import { existsSync, readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import {
+  AUDIT_ARCH,
+  SECCOMP_RET_ALLOW,
+  SECCOMP_RET_ERRNO,
+  SECCOMP_RET_KILL_PROCESS,
+  SYSCALL_NUMBERS,
+  buildSeccompFilter,
+  type SeccompArch,
+  type SeccompFilterOptions,
+} from '../../src/profiles/seccomp.js';
+
+const ALLOW = SECCOMP_RET_ALLOW;
+const KILL = SECCOMP_RET_KILL_PROCESS;
+const EPERM = SECCOMP_RET_ERRNO | 1;
+const ENOSYS = SECCOMP_RET_ERRNO | 38;
+
+const AUDIT_ARCH_I386 = 0x40000003;
+const AUDIT_ARCH_ARM = 0x40000028;
+const X32_BIT = 0x40000000;
+
+interface Insn { code: number; jt: number; jf: number; k: number }
+
+function decode(prog: Buffer): Insn[] {
+  expect(prog.length % 8).toBe(0);
+  const out: Insn[] = [];
+  for (let i = 0; i < prog.length; i += 8) {
+    out.push({ code: prog.readUInt16LE(i), jt: prog[i + 2]!, jf: prog[i + 3]!, k: prog.readUInt32LE(i + 4) });
+  }
+  return out;
+}
+
+/** Run a classic-BPF seccomp program on struct seccomp_data; only the opcodes seccomp filters may use here. */
+function run(prog: Buffer, nr: number, arch: number, args: bigint[] = []): number {
+  const data = Buffer.alloc(64);
+  data.writeInt32LE(nr, 0);
+  data.writeUInt32LE(arch >>> 0, 4);
+  for (let i = 0; i < 6; i++) data.writeBigUInt64LE(BigInt.asUintN(64, args[i] ?? 0n), 16 + 8 * i);
+  const insns = decode(prog);
+  let a = 0;
+  for (let pc = 0; pc < insns.length; pc++) {
+    const { code, jt, jf, k } = insns[pc]!;
+    switch (code) {
+      case 0x20: // BPF_LD | BPF_W | BPF_ABS
+        if (k % 4 !== 0 || k + 4 > 64) throw new Error(`bad load offset ${k}`);
+        a = data.readUInt32LE(k);
+        break;
+      case 0x15: // BPF_JMP | BPF_JEQ | BPF_K
+        pc += a === k ? jt : jf;
+        break;
+      case 0x45: // BPF_JMP | BPF_JSET | BPF_K
+        pc += (a & k) !== 0 ? jt : jf;
+        break;
+      case 0x06: // BPF_RET | BPF_K
+        return k >>> 0;
+      default:
+        throw new Error(`unexpected opcode 0x${code.toString(16)} at ${pc}`);
+    }
+  }
+  throw new Error('program fell off the end');
+}
+
+const ARCHES: SeccompArch[] = ['x86_64', 'aarch64'];
+const strict = (arch: SeccompArch): SeccompFilterOptions => ({ arch, allowUnixSockets: false, allowNamespaces: false });
+
+const AF_UNIX = 1n, AF_INET = 2n, AF_INET6 = 10n, AF_NETLINK = 16n;
+const SIGCHLD = 17n;
+const CLONE_VM = 0x100n, CLONE_THREAD = 0x10000n, CLONE_NEWNS = 0x20000n, CLONE_NEWUSER = 0x10000000n;
+const CLONE_NEWPID = 0x20000000n, CLONE_NEWNET = 0x40000000n, CLONE_NEWUTS = 0x4000000n;
+const CLONE_NEWIPC = 0x8000000n, CLONE_NEWCGROUP = 0x2000000n, CLONE_NEWTIME = 0x80n;
+const CLONE_FILES = 0x400n, CLONE_FS = 0x200n, CLONE_SYSVSEM = 0x40000n;
+const NAMESPACE_FLAGS = [CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWCGROUP];
+
+describe.each(ARCHES)('seccomp filter (%s)', (arch) => {
+  const nr = SYSCALL_NUMBERS[arch];
+  const native = AUDIT_ARCH[arch];
+  const prog = buildSeccompFilter(strict(arch));
+  const call = (n: number, args: bigint[] = []): number => run(prog, n, native, args);
+
+  it('is a well-formed program: 8-byte instructions, forward jumps in range, every path returns', () => {
+    const insns = decode(prog);
+    expect(insns.length).toBeGreaterThan(0);
+    expect(insns.length).toBeLessThanOrEqual(4096);
+    insns.forEach((insn, pc) => {
+      if (insn.code === 0x15 || insn.code === 0x45) {
+        expect(pc + 1 + insn.jt).toBeLessThan(insns.length);
+        expect(pc + 1 + insn.jf).toBeLessThan(insns.length);
+      }
+    });
+    expect(insns[insns.length - 1]!.code).toBe(0x06);
+  });
+
+  it('is deterministic', () => {
+    expect(buildSeccompFilter(strict(arch)).equals(prog)).toBe(true);
+  });
+
+  it('kills a foreign architecture before looking at the syscall number', () => {
+    const foreign = arch === 'x86_64' ? [AUDIT_ARCH_I386, AUDIT_ARCH.aarch64, AUDIT_ARCH_ARM] : [AUDIT_ARCH_ARM, AUDIT_ARCH.x86_64, AUDIT_ARCH_I386];
+    for (const a of foreign) {
+      for (const n of [0, 1, 59, nr.socket, nr.clone]) expect(run(prog, n, a, [AF_INET])).toBe(KILL);
+    }
+  });
+
+  it('allows ordinary syscalls', () => {
+    for (const n of [0, 1, 2, 3, 59, 60, 62, 63, 64, 93, 221, 231, 500]) {
+      if (Object.values(nr).includes(n)) continue;
+      expect(call(n)).toBe(ALLOW);
+    }
+  });
+
+  it('refuses socket(AF_UNIX) with EPERM for every socket type, allows other families', () => {
+    for (const type of [1n, 2n, 5n, 1n | 0x80000n /* SOCK_CLOEXEC */]) {
+      expect(call(nr.socket, [AF_UNIX, type, 0n])).toBe(EPERM);
+    }
+    for (const family of [AF_INET, AF_INET6, AF_NETLINK]) expect(call(nr.socket, [family, 1n, 0n])).toBe(ALLOW);
+  });
+
+  it('judges the socket family by its low 32 bits, as the kernel does (int)', () => {
+    expect(call(nr.socket, [(0xdeadbeefn << 32n) | AF_UNIX, 1n])).toBe(EPERM);
+    expect(call(nr.socket, [(1n << 32n) | AF_INET, 1n])).toBe(ALLOW);
+  });
+
+  it('refuses io_uring with EPERM', () => {
+    for (const n of [nr.io_uring_setup, nr.io_uring_enter, nr.io_uring_register]) expect(call(n)).toBe(EPERM);
+  });
+
+  it('refuses clone with any namespace flag, allows fork and threads', () => {
+    for (const flag of NAMESPACE_FLAGS) {
+      expect(call(nr.clone, [flag | SIGCHLD])).toBe(EPERM);
+      expect(call(nr.unshare, [flag])).toBe(EPERM);
+    }
+    expect(call(nr.clone, [SIGCHLD])).toBe(ALLOW);
+    const thread = CLONE_VM | CLONE_FS | CLONE_FILES | 0x800n /* SIGHAND */ | CLONE_THREAD | CLONE_SYSVSEM | 0x80000n | 0x100000n | 0x200000n;
+    expect(call(nr.clone, [thread])).toBe(ALLOW);
+    expect(call(nr.clone, [CLONE_VM | 0x4000n /* VFORK */ | SIGCHLD])).toBe(ALLOW);
+  });
+
+  it('refuses unshare of a time namespace but allows unshare of files/fs', () => {
+    expect(call(nr.unshare, [CLONE_NEWTIME])).toBe(EPERM);
+    expect(call(nr.unshare, [CLONE_FILES])).toBe(ALLOW);
+    expect(call(nr.unshare, [CLONE_FS | CLONE_SYSVSEM])).toBe(ALLOW);
+  });
+
+  it('answers clone3 with ENOSYS so that libc falls back to clone', () => {
+    expect(call(nr.clone3, [0n, 88n])).toBe(ENOSYS);
+  });
+
+  it('refuses setns, mount, umount2, pivot_root and the new mount API', () => {
+    for (const name of ['setns', 'mount', 'umount2', 'pivot_root', 'open_tree', 'open_tree_attr', 'move_mount',
+      'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr'] as const) {
+      expect(call(nr[name]), name).toBe(EPERM);
+    }
+  });
+
+  it('refuses TIOCSTI and TIOCLINUX, allows other ioctls', () => {
+    expect(call(nr.ioctl, [0n, 0x5412n])).toBe(EPERM);
+    expect(call(nr.ioctl, [0n, 0x541cn])).toBe(EPERM);
+    expect(call(nr.ioctl, [0n, (1n << 32n) | 0x5412n])).toBe(EPERM); // cmd is an unsigned int
+    for (const cmd of [0x5401n /* TCGETS */, 0x5413n /* TIOCGWINSZ */, 0x541bn /* FIONREAD */, 0x5421n]) {
+      expect(call(nr.ioctl, [0n, cmd])).toBe(ALLOW);
+    }
+  });
+
+  it('allowUnixSockets drops only the socket rule', () => {
+    const p = buildSeccompFilter({ arch, allowUnixSockets: true, allowNamespaces: false });
+    expect(run(p, nr.socket, native, [AF_UNIX, 1n])).toBe(ALLOW);
+    expect(run(p, nr.unshare, native, [CLONE_NEWUSER])).toBe(EPERM);
+    expect(run(p, nr.io_uring_setup, native)).toBe(EPERM);
+    expect(run(p, 0, AUDIT_ARCH_ARM)).toBe(KILL);
+  });
+
+  it('allowNamespaces drops only the namespace and mount rules', () => {
+    const p = buildSeccompFilter({ arch, allowUnixSockets: false, allowNamespaces: true });
+    expect(run(p, nr.unshare, native, [CLONE_NEWUSER | CLONE_NEWNS])).toBe(ALLOW);
+    expect(run(p, nr.clone, native, [CLONE_NEWUSER | SIGCHLD])).toBe(ALLOW);
+    expect(run(p, nr.clone3, native)).toBe(ALLOW);
+    for (const n of [nr.mount, nr.setns, nr.umount2, nr.pivot_root, nr.fsopen]) expect(run(p, n, native)).toBe(ALLOW);
+    expect(run(p, nr.socket, native, [AF_UNIX, 1n])).toBe(EPERM);
+    expect(run(p, nr.io_uring_enter, native)).toBe(EPERM);
+    expect(run(p, nr.ioctl, native, [0n, 0x5412n])).toBe(EPERM);
+  });
+
+  it('keeps refusing io_uring, TIOCSTI and foreign arches with both rules off', () => {
+    const p = buildSeccompFilter({ arch, allowUnixSockets: true, allowNamespaces: true });
+    expect(run(p, nr.io_uring_setup, native)).toBe(EPERM);
+    expect(run(p, nr.ioctl, native, [0n, 0x5412n])).toBe(EPERM);
+    expect(run(p, nr.socket, AUDIT_ARCH_I386, [AF_INET])).toBe(KILL);
+  });
+});
+
+describe('x86_64 specifics', () => {
+  it('kills the x32 ABI (syscall numbers with bit 30 set)', () => {
+    const prog = buildSeccompFilter(strict('x86_64'));
+    const nr = SYSCALL_NUMBERS.x86_64;
+    expect(run(prog, X32_BIT | 41, AUDIT_ARCH.x86_64, [AF_UNIX])).toBe(KILL);
+    expect(run(prog, X32_BIT | 0, AUDIT_ARCH.x86_64)).toBe(KILL);
+    expect(run(prog, nr.socket, AUDIT_ARCH.x86_64, [AF_INET])).toBe(ALLOW);
+  });
+
+  it('aarch64 has no x32 check: the same number is an ordinary syscall there', () => {
+    // 0x40000000 is beyond every aarch64 syscall; the kernel answers ENOSYS itself.
+    expect(run(buildSeccompFilter(strict('aarch64')), X32_BIT, AUDIT_ARCH.aarch64)).toBe(ALLOW);
+  });
+});
+
+// Cross-check the hard-coded numbers against the kernel headers when they are installed
+// (linux-libc-dev). Syscalls newer than the headers are skipped.
+describe('syscall numbers match the installed kernel headers', () => {
+  const headers: Record<SeccompArch, string[]> = {
+    x86_64: ['/usr/include/x86_64-linux-gnu/asm/unistd_64.h', '/usr/include/asm/unistd_64.h'],
+    aarch64: ['/usr/include/asm-generic/unistd.h'],
+  };
+  for (const arch of ARCHES) {
+    const file = headers[arch].find((f) => existsSync(f));
+    it.skipIf(!file)(`${arch}: ${file ?? 'headers not installed'}`, () => {
+      const text = readFileSync(file!, 'utf8');
+      let checked = 0;
+      for (const [name, number] of Object.entries(SYSCALL_NUMBERS[arch])) {
+        const m = new RegExp(`#define __NR(?:3264)?_${name}\\s+(\\d+)\\b`).exec(text);
+        if (!m) continue;
+        expect(Number(m[1]), name).toBe(number);
+        checked++;
+      }
+      expect(checked).toBeGreaterThanOrEqual(15);
+    });
+  }
+});
