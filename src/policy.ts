@@ -11,6 +11,8 @@ export type Scope = 'managed' | 'cli' | 'local' | 'project' | 'user' | 'default'
 export interface Source {
   scope: Scope;
   file?: string;
+  /** The CLI flag (`--allow-domain`, ...) for entries given as flags. */
+  flag?: string;
 }
 
 /** A filesystem entry after `~`/relative resolution against its scope's base. */
@@ -38,6 +40,9 @@ export interface EnvCredential {
   injectHosts?: string[];
   decode?: 'jwt';
   maskClaims?: string[];
+  /** Regex; group 1 of each match is masked (never combined with decode). */
+  extract?: string;
+  onExtractNoMatch: OnExtractNoMatch;
   source: Source;
 }
 

@@ -1,0 +1,239 @@
+// The `srt` command line: parse arguments, load the policy, hand the command to the Sandbox.
+// Thin on purpose; heavy modules (settings schema, sandbox, proxy) are imported only by the
+// action that needs them so `srt --help` stays fast.
+
+import { Command, CommanderError, InvalidArgumentError, type Option } from 'commander';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import type { CommandSpec, Sandbox as SandboxType } from './sandbox.js';
+import type { LoadOptions, SettingsReport } from './settings/index.js';
+
+const EXIT_SRT_FAILURE = 125;
+
+interface PolicyOptions {
+  settings?: string[];
+  allowDomain?: string[];
+  allowWrite?: string[];
+  denyRead?: string[];
+}
+
+interface RunOptions extends PolicyOptions {
+  command?: string;
+  dryRun?: boolean;
+  debug?: boolean;
+  controlFd?: number;
+}
+
+/** Thrown to stop with `srt: MESSAGE` lines on stderr and exit 125. */
+class Fatal extends Error {
+  constructor(readonly lines: string[]) {
+    super(lines.join('\n'));
+  }
+}
+
+const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
+
+function parseFd(value: string): number {
+  if (!/^\d+$/.test(value) || Number(value) < 3 || !Number.isSafeInteger(Number(value))) {
+    throw new InvalidArgumentError('must be a file descriptor number of 3 or more (0-2 are stdio)');
+  }
+  return Number(value);
+}
+
+function addPolicyOptions(cmd: Command): Command {
+  return cmd
+    .option('--settings <file>', 'also read this settings file (repeatable; CLI scope)', collect)
+    .option('--allow-domain <domain>', 'allow network access to DOMAIN, e.g. github.com or *.npmjs.org (repeatable)', collect)
+    .option('--allow-write <path>', 'allow writing under PATH (repeatable)', collect)
+    .option('--deny-read <path>', 'hide PATH from the command (repeatable)', collect);
+}
+
+// One argument is run by the shell when it contains whitespace or shell syntax.
+const SHELL_SYNTAX = /[\s|&;<>()$`\\"'*?[\]#~={}!]/;
+
+function debugEnabled(opts: { debug?: boolean }): boolean {
+  return opts.debug === true || process.env.SRT_DEBUG === '1';
+}
+
+function loadOptions(opts: PolicyOptions): LoadOptions {
+  return {
+    cwd: process.cwd(),
+    home: homedir(),
+    settingsFiles: opts.settings ?? [],
+    flags: { allowDomain: opts.allowDomain ?? [], allowWrite: opts.allowWrite ?? [], denyRead: opts.denyRead ?? [] },
+  };
+}
+
+async function loadReport(opts: PolicyOptions, debug: boolean): Promise<SettingsReport> {
+  const { loadSettingsReport, SettingsError } = await import('./settings/index.js');
+  let report: SettingsReport;
+  try {
+    report = loadSettingsReport(loadOptions(opts));
+  } catch (err) {
+    if (err instanceof SettingsError) throw new Fatal(err.lines);
+    throw err;
+  }
+  if (debug) {
+    for (const f of report.files) process.stderr.write(`srt[debug]: settings: ${f.scope} ${f.path}\n`);
+  }
+  for (const w of report.policy.warnings) process.stderr.write(`srt: warning: ${w}\n`);
+  return report;
+}
+
+function commandSpec(operands: string[], explicit: string[] | undefined, opts: RunOptions): CommandSpec | undefined {
+  if (opts.command !== undefined) {
+    if (operands.length > 0 || explicit !== undefined) {
+      throw new Fatal(['-c takes the whole command as one string; give either -c "COMMAND" or COMMAND ARGS, not both']);
+    }
+    return { shell: opts.command };
+  }
+  if (explicit !== undefined) {
+    if (explicit.length === 0) throw new Fatal(['no command after --; usage: srt [options] -- COMMAND [ARGS...]']);
+    return { argv: explicit };
+  }
+  if (operands.length === 0) return undefined;
+  if (operands.length === 1 && SHELL_SYNTAX.test(operands[0]!)) return { shell: operands[0]! };
+  return { argv: operands };
+}
+
+async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
+  const debug = debugEnabled(opts);
+  const report = await loadReport(opts, debug);
+  const { Sandbox, SandboxError } = await import('./sandbox.js');
+  // --control-fd is validated here; the sandbox reads it once it implements live updates.
+  const createOpts: Parameters<typeof Sandbox.create>[0] & { controlFd?: number } = { policy: report.policy, debug };
+  if (opts.controlFd !== undefined) createOpts.controlFd = opts.controlFd;
+  let sandbox: SandboxType | undefined;
+  try {
+    sandbox = await Sandbox.create(createOpts);
+    if (opts.dryRun) {
+      process.stdout.write(sandbox.dryRun(spec).replace(/\n?$/, '\n'));
+      return 0;
+    }
+    const code = await sandbox.run(spec);
+    for (const line of sandbox.violations()) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
+    return code;
+  } catch (err) {
+    if (err instanceof SandboxError) throw new Fatal([err.message.replace(/^srt: /, '')]);
+    throw err;
+  } finally {
+    await sandbox?.dispose();
+  }
+}
+
+/** Split `[srt options] -- COMMAND...` before commander sees it, so `srt -- config` runs a
+ *  command named config instead of the subcommand. Null when there is no such `--`. */
+function splitAtDoubleDash(args: string[], options: readonly Option[]): { head: string[]; tail: string[] } | null {
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    if (arg === '--') return { head: args.slice(0, i), tail: args.slice(i + 1) };
+    if (!arg.startsWith('-') || arg === '-') return null; // the command (or a subcommand) starts here
+    const name = arg.startsWith('--') ? arg.split('=')[0] : arg.slice(0, 2);
+    const option = options.find((o) => o.long === name || o.short === name);
+    const inlineValue = arg.startsWith('--') ? arg.includes('=') : arg.length > 2;
+    if (option && (option.required || option.optional) && !inlineValue) i++;
+  }
+  return null;
+}
+
+const HELP_AFTER = `
+Examples:
+  srt -- npm test                       run npm test in the sandbox (no shell)
+  srt npx -y some-mcp-server            same without --: options after the command are its own
+  srt "curl -s https://example.com | head"   one string with shell syntax runs with bash -c
+  srt -c 'make && make check'           explicit shell command
+  srt --allow-domain github.com -- git fetch
+  srt --dry-run -- ls                   print the sandbox plan without running anything
+  srt config                            show the merged settings and where each value comes from
+  srt -- config                         run a program named "config"
+
+Settings are read from /etc/srt/managed-settings.json (+ .d/*.json), ~/.srt/settings.json,
+~/.srt-settings.json, <repo>/.srt/settings.json, <repo>/.srt/settings.local.json and every
+--settings FILE (YAML accepted as .yaml/.yml). By default the command can read everything,
+write only the current directory and its own TMPDIR, and reach no network host.
+
+Exit status: the command's own (128+N if killed by signal N); 125 when srt itself fails
+(bad settings, the sandbox cannot be built); 126/127 when the command cannot be run.
+srt never runs a command outside the sandbox.`;
+
+function buildProgram(result: { exit: number }, explicit: string[] | undefined): Command {
+  const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
+  const program = new Command('srt');
+  program
+    .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
+    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | schema')
+    .version(pkg.version, '-V, --version')
+    .helpCommand(false)
+    .enablePositionalOptions()
+    .passThroughOptions()
+    .argument('[command...]', 'the command to run and its arguments')
+    .option('-c, --command <string>', 'run STRING with bash -c (sh -c if there is no bash)');
+  addPolicyOptions(program)
+    .option('--dry-run', 'print the sandbox plan (mounts, environment, proxy) and exit without running')
+    .option('--debug', 'print details to stderr (same as SRT_DEBUG=1)')
+    .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs', parseFd)
+    .addHelpText('after', HELP_AFTER)
+    .exitOverride()
+    .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })
+    .action(async (operands: string[], opts: RunOptions) => {
+      const spec = commandSpec(operands, explicit, opts);
+      if (spec === undefined) throw new Fatal(['no command given; usage: srt [options] [--] COMMAND [ARGS...] (see srt --help)']);
+      result.exit = await runAction(spec, opts);
+    });
+
+  addPolicyOptions(
+    program
+      .command('config')
+      .description('print the merged effective settings, each value with the scope and file it came from')
+      .option('--json', 'machine-readable output (stable shape, version 1)'),
+  ).action(async (opts: PolicyOptions & { json?: boolean }) => {
+    const parent = program.opts<PolicyOptions & { debug?: boolean }>();
+    const both = (key: keyof PolicyOptions) => [...(parent[key] ?? []), ...(opts[key] ?? [])];
+    const merged: PolicyOptions = {
+      settings: both('settings'),
+      allowDomain: both('allowDomain'),
+      allowWrite: both('allowWrite'),
+      denyRead: both('denyRead'),
+    };
+    const report = await loadReport(merged, debugEnabled(parent));
+    const { configJson, configText } = await import('./settings/report.js');
+    process.stdout.write(opts.json ? `${JSON.stringify(configJson(report), null, 2)}\n` : configText(report));
+  });
+
+  program
+    .command('schema')
+    .description('print the JSON Schema of the settings file')
+    .action(async () => {
+      const { settingsJsonSchema } = await import('./settings/schema.js');
+      process.stdout.write(`${JSON.stringify(settingsJsonSchema(), null, 2)}\n`);
+    });
+
+  for (const cmd of program.commands) {
+    cmd.exitOverride().configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) });
+  }
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  const result = { exit: 0 };
+  // Options are looked up on a throwaway program so the split knows which options take values.
+  const split = splitAtDoubleDash(argv, buildProgram({ exit: 0 }, undefined).options);
+  const program = buildProgram(result, split?.tail);
+  try {
+    await program.parseAsync(split ? split.head : argv, { from: 'user' });
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_SRT_FAILURE;
+    if (err instanceof Fatal) {
+      for (const line of err.lines) process.stderr.write(`srt: ${line}\n`);
+      return EXIT_SRT_FAILURE;
+    }
+    process.stderr.write(`srt: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    return EXIT_SRT_FAILURE;
+  }
+  return result.exit;
+}
+
+const code = await main(process.argv.slice(2));
+process.exitCode = code;
+// Exit even if a stray handle is left open; a sandbox wrapper must never hang after its command.
+setTimeout(() => process.exit(code), 2000).unref();

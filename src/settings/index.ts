@@ -1,0 +1,62 @@
+// Settings entry points: find every file that applies, read it, and build the one Policy.
+
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Policy, Source } from '../policy.js';
+import { SettingsError } from './errors.js';
+import { discoverSettingsFiles, findRoot, readSettingsFile, type SettingsFile } from './files.js';
+import { buildPolicyWithSources, type CliFlags, type PolicyContext, type SettingsLayer } from './policy-builder.js';
+
+export interface LoadOptions {
+  cwd: string;
+  home: string;
+  /** `--settings` files, in order (CLI scope). */
+  settingsFiles?: string[];
+  flags?: CliFlags;
+  /** Test seam only (not reachable from the CLI or the environment): managed locations in
+   *  load order; a `.json` path is a file location, anything else a drop-in directory.
+   *  Default: `/etc/srt/managed-settings.json`, `/etc/srt/managed-settings.d` (macOS: under
+   *  `/Library/Application Support/srt`). */
+  managedPaths?: string[];
+}
+
+export interface SettingsReport {
+  /** Every settings file read, scope order (managed first), load order within a scope. */
+  files: SettingsFile[];
+  policy: Policy;
+  /** Source of each scalar, keyed by dotted key (see PolicyBuild.sources). */
+  sources: Record<string, Source>;
+}
+
+function context(opts: LoadOptions): PolicyContext {
+  let cwd: string;
+  try {
+    cwd = realpathSync(resolve(opts.cwd));
+  } catch (err) {
+    throw new SettingsError(`cannot use the current directory ${opts.cwd}: ${(err as Error).message}`);
+  }
+  const home = resolve(opts.home);
+  return { cwd, home, root: findRoot(cwd) };
+}
+
+/** Everything `srt config` shows: the files, the policy and where each value came from. */
+export function loadSettingsReport(opts: LoadOptions): SettingsReport {
+  const ctx = context(opts);
+  const discover = { ...ctx, settingsFiles: opts.settingsFiles ?? [] } as Parameters<typeof discoverSettingsFiles>[0];
+  if (opts.managedPaths) discover.managedPaths = opts.managedPaths;
+  const files = discoverSettingsFiles(discover);
+  const layers: SettingsLayer[] = files.map((f) => ({ scope: f.scope, file: f.path, base: f.base, settings: readSettingsFile(f.path) }));
+  const { policy, sources } = buildPolicyWithSources(ctx, layers, opts.flags ?? {});
+  return { files, policy, sources };
+}
+
+/** Discover, read, validate, trust-filter and merge every settings scope. Throws SettingsError. */
+export function loadPolicy(opts: LoadOptions): Policy {
+  return loadSettingsReport(opts).policy;
+}
+
+export { SettingsError } from './errors.js';
+export { buildPolicy, buildPolicyWithSources, SCOPE_ORDER } from './policy-builder.js';
+export type { CliFlags, PolicyBuild, PolicyContext, SettingsLayer } from './policy-builder.js';
+export { defaultManagedPaths, findRoot } from './files.js';
+export type { SettingsFile } from './files.js';

@@ -1,0 +1,544 @@
+// Settings layers → the one Policy (SPEC §2.3, §2.4). Three steps: validate and normalise each
+// layer (paths absolute, domains parsed), drop what a scope may not set (one warning per key),
+// then merge by scope precedence (scalars) and union (lists), where deny entries only add.
+
+import { isIP } from 'node:net';
+import { isAbsolute, join, resolve } from 'node:path';
+import type {
+  AwsPair,
+  CredentialMode,
+  EnvCredential,
+  FileCredential,
+  IgnoredEntry,
+  OnExtractNoMatch,
+  PathRule,
+  Policy,
+  SigV4Handling,
+  Source,
+  SourcedDomain,
+  TlsTerminate,
+} from '../policy.js';
+import { parseDomainEntry, type DomainRule } from '../proxy/domains.js';
+import { SettingsError } from './errors.js';
+import type { FileScope } from './files.js';
+import { UNSUPPORTED_REFERENCE_KEYS, validateSettings, type PathEntry, type SettingsDocument } from './schema.js';
+
+/** One settings document with where it came from. */
+export interface SettingsLayer {
+  scope: FileScope;
+  /** Absolute path of the file, for messages and sources. */
+  file?: string;
+  /** Directory relative paths resolve against (SPEC §2.3). */
+  base: string;
+  /** The settings object (already unwrapped from `{ "sandbox": ... }`); validated here. */
+  settings: unknown;
+}
+
+/** The `--allow-domain`, `--allow-write`, `--deny-read` flags (CLI scope, relative to cwd). */
+export interface CliFlags {
+  allowDomain?: string[];
+  allowWrite?: string[];
+  denyRead?: string[];
+}
+
+export interface PolicyContext {
+  /** Absolute, symlinks resolved. */
+  cwd: string;
+  home: string;
+  /** Git work-tree top holding cwd, else cwd. */
+  root: string;
+}
+
+export interface PolicyBuild {
+  policy: Policy;
+  /** Source of every scalar (dotted key, e.g. `network.strictAllowlist`) and every
+   *  deniedDomainReasons entry (`network.deniedDomainReasons["github.com:22"]`). */
+  sources: Record<string, Source>;
+}
+
+export const SCOPE_ORDER: readonly FileScope[] = ['managed', 'cli', 'local', 'project', 'user'];
+
+const DEFAULT: Source = { scope: 'default' };
+
+interface Layer {
+  scope: FileScope;
+  source: Source;
+  base: string;
+  doc: SettingsDocument;
+}
+
+/** Build the policy from layers (any order; stable within a scope, a later layer wins). */
+export function buildPolicy(ctx: PolicyContext, layers: SettingsLayer[], flags: CliFlags = {}): Policy {
+  return buildPolicyWithSources(ctx, layers, flags).policy;
+}
+
+export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[], flags: CliFlags = {}): PolicyBuild {
+  const layers: Layer[] = input.map((l) => {
+    const source: Source = { scope: l.scope };
+    if (l.file !== undefined) source.file = l.file;
+    const where = l.file ?? `${l.scope} settings`;
+    return { scope: l.scope, source, base: l.base, doc: structuredClone(validateSettings(l.settings, where)) };
+  });
+  const flagLayer = (flag: string, doc: SettingsDocument): Layer => ({ scope: 'cli', source: { scope: 'cli', flag }, base: ctx.cwd, doc });
+  if (flags.allowDomain?.length) layers.push(flagLayer('--allow-domain', { network: { allowedDomains: [...flags.allowDomain] } }));
+  if (flags.allowWrite?.length) layers.push(flagLayer('--allow-write', { filesystem: { allowWrite: [...flags.allowWrite] } }));
+  if (flags.denyRead?.length) layers.push(flagLayer('--deny-read', { filesystem: { denyRead: [...flags.denyRead] } }));
+
+  // Scope order, stable within a scope.
+  const ordered = SCOPE_ORDER.flatMap((scope) => layers.filter((l) => l.scope === scope));
+  return new Builder(ctx, ordered).build();
+}
+
+function label(source: Source): string {
+  return source.file ?? source.flag ?? `${source.scope} settings`;
+}
+
+function where(source: Source, key: string): string {
+  // A flag has no key path worth showing: `--allow-domain: invalid domain entry "x"`.
+  return source.flag !== undefined ? source.flag : `${label(source)}: ${key}`;
+}
+
+const GLOB = /[*?]|\[[^\]/]+\]/;
+
+// Project/local files may narrow the policy but not weaken it (SPEC §2.4): key → what it would do.
+const WEAKENING: Array<{ path: string[]; weakens: (v: unknown) => boolean; what: string }> = [
+  { path: ['filesystem', 'disabled'], weakens: (v) => v === true, what: 'turn filesystem isolation off' },
+  { path: ['credentials', 'awsPairs'], weakens: (v) => Array.isArray(v) && v.length > 0, what: 'send real AWS credentials out of the sandbox' },
+  { path: ['credentials', 'sigv4'], weakens: (v) => v !== undefined, what: 'change how requests signed with masked AWS credentials are forwarded' },
+  { path: ['credentials', 'allowPlaintextInject'], weakens: (v) => v === true, what: 'send real secrets over plain HTTP' },
+  { path: ['network', 'tlsTerminate'], weakens: (v) => v !== undefined, what: 'configure TLS termination' },
+  { path: ['network', 'strictAllowlist'], weakens: (v) => v === false, what: 'turn the strict domain allowlist off' },
+  { path: ['network', 'allowAllUnixSockets'], weakens: (v) => v === true, what: 'allow Unix sockets' },
+  { path: ['network', 'allowUnixSockets'], weakens: (v) => Array.isArray(v) && v.length > 0, what: 'allow Unix sockets' },
+  { path: ['network', 'httpProxyPort'], weakens: (v) => v !== undefined, what: "replace srt's filtering proxy" },
+  { path: ['network', 'socksProxyPort'], weakens: (v) => v !== undefined, what: "replace srt's filtering proxy" },
+  { path: ['enableWeakerNestedSandbox'], weakens: (v) => v === true, what: 'weaken the sandbox for nested containers' },
+  { path: ['allowNestedUserNamespaces'], weakens: (v) => v === true, what: 'allow user namespaces inside the sandbox' },
+  { path: ['allowAppleEvents'], weakens: (v) => v === true, what: 'allow Apple Events' },
+  { path: ['enableWeakerNetworkIsolation'], weakens: (v) => v === true, what: 'weaken network isolation' },
+];
+
+const MANAGED_ONLY: string[][] = [
+  ['network', 'allowManagedDomainsOnly'],
+  ['filesystem', 'allowManagedReadPathsOnly'],
+];
+
+function get(doc: SettingsDocument, path: string[]): unknown {
+  let v: unknown = doc;
+  for (const p of path) {
+    if (v === null || typeof v !== 'object') return undefined;
+    v = (v as Record<string, unknown>)[p];
+  }
+  return v;
+}
+
+function drop(doc: SettingsDocument, path: string[]): void {
+  const parent = get(doc, path.slice(0, -1));
+  if (parent && typeof parent === 'object') delete (parent as Record<string, unknown>)[path[path.length - 1]!];
+}
+
+class Builder {
+  private readonly warnings: string[] = [];
+  private readonly ignored: IgnoredEntry[] = [];
+  private readonly sources: Record<string, Source> = {};
+
+  constructor(
+    private readonly ctx: PolicyContext,
+    /** Scope order: managed first, user last; within a scope in load order. */
+    private readonly layers: Layer[],
+  ) {}
+
+  private ignore(layer: Layer, key: string, reason: string): void {
+    this.ignored.push({ key, source: layer.source, reason });
+    this.warnings.push(`${label(layer.source)}: ${key}: ignored — ${reason}`);
+  }
+
+  /** Layers from the highest precedence down (managed; within a scope the last loaded first). */
+  private byPrecedence(): Layer[] {
+    return SCOPE_ORDER.flatMap((scope) => this.layers.filter((l) => l.scope === scope).reverse());
+  }
+
+  private scalar<T>(key: string, read: (doc: SettingsDocument) => T | undefined, fallback: T, layers = this.byPrecedence()): T {
+    for (const layer of layers) {
+      const v = read(layer.doc);
+      if (v !== undefined) {
+        this.sources[key] = layer.source;
+        return v;
+      }
+    }
+    this.sources[key] = DEFAULT;
+    return fallback;
+  }
+
+  private applyTrust(): { managedDomainsOnly: boolean; managedReadOnly: boolean } {
+    const managed = this.layers.filter((l) => l.scope === 'managed');
+    const managedFirst = [...managed].reverse();
+
+    for (const layer of this.layers) {
+      for (const [key, why] of Object.entries(UNSUPPORTED_REFERENCE_KEYS)) {
+        const path = key.split('.');
+        if (get(layer.doc, path) === undefined) continue;
+        drop(layer.doc, path);
+        this.ignore(layer, key, `not supported by srt (${why})`);
+      }
+      delete (layer.doc as Record<string, unknown>).$schema;
+    }
+
+    const managedConfiguresFs = managed.some(
+      (l) => l.doc.filesystem !== undefined || (l.doc.credentials?.files ?? []).some((f) => f.mode === 'deny'),
+    );
+
+    for (const layer of this.layers) {
+      if (layer.scope === 'managed') continue;
+      for (const path of MANAGED_ONLY) {
+        if (get(layer.doc, path) === undefined) continue;
+        drop(layer.doc, path);
+        this.ignore(layer, path.join('.'), 'only managed settings may set this');
+      }
+      if (layer.scope === 'project' || layer.scope === 'local') {
+        const who = `${layer.scope} settings (which come with the repository)`;
+        for (const rule of WEAKENING) {
+          if (!rule.weakens(get(layer.doc, rule.path))) continue;
+          drop(layer.doc, rule.path);
+          this.ignore(layer, rule.path.join('.'), `${who} may not ${rule.what}`);
+        }
+        for (const list of ['envVars', 'files'] as const) {
+          const entries = layer.doc.credentials?.[list];
+          if (!entries) continue;
+          const kept = entries.filter((entry, i) => {
+            if (entry.mode !== 'mask') return true;
+            const name = 'name' in entry ? entry.name : typeof entry.path === 'string' ? entry.path : entry.path.path;
+            this.ignore(layer, `credentials.${list}[${i}]`, `${who} may not let a real secret leave the sandbox (${name}, mode "mask")`);
+            return false;
+          });
+          (layer.doc.credentials as Record<string, unknown>)[list] = kept;
+        }
+      }
+      if (managedConfiguresFs && layer.doc.filesystem?.disabled === true) {
+        drop(layer.doc, ['filesystem', 'disabled']);
+        this.ignore(layer, 'filesystem.disabled', 'managed settings configure the filesystem, so only they may set filesystem.disabled');
+      }
+    }
+
+    const managedDomainsOnly = this.scalar('network.allowManagedDomainsOnly', (d) => d.network?.allowManagedDomainsOnly, false, managedFirst);
+    const managedReadOnly = this.scalar('filesystem.allowManagedReadPathsOnly', (d) => d.filesystem?.allowManagedReadPathsOnly, false, managedFirst);
+    for (const layer of this.layers) {
+      if (layer.scope === 'managed') continue;
+      if (managedDomainsOnly && layer.doc.network?.allowedDomains?.length) {
+        drop(layer.doc, ['network', 'allowedDomains']);
+        this.ignore(layer, 'network.allowedDomains', 'managed settings set allowManagedDomainsOnly, so only managed allowedDomains count');
+      }
+      if (managedReadOnly && layer.doc.filesystem?.allowRead?.length) {
+        drop(layer.doc, ['filesystem', 'allowRead']);
+        this.ignore(layer, 'filesystem.allowRead', 'managed settings set allowManagedReadPathsOnly, so only managed allowRead entries count');
+      }
+    }
+    return { managedDomainsOnly, managedReadOnly };
+  }
+
+  private resolvePath(layer: Layer, key: string, entry: PathEntry): { path: string; glob: boolean; original: string } {
+    const original = typeof entry === 'string' ? entry : entry.path;
+    const literal = typeof entry !== 'string' && entry.literal === true;
+    let p = original;
+    if (p === '~' || p.startsWith('~/')) p = join(this.ctx.home, p.slice(1));
+    else if (p.startsWith('~')) throw new SettingsError(`${where(layer.source, key)}: "${original}": ~user paths are not supported; write the absolute path`);
+    const path = isAbsolute(p) ? resolve(p) : resolve(layer.base, p);
+    return { path, glob: !literal && GLOB.test(original), original };
+  }
+
+  private pathRules(key: 'allowWrite' | 'denyWrite' | 'denyRead' | 'allowRead'): PathRule[] {
+    const out = new Map<string, PathRule>();
+    for (const layer of this.layers) {
+      (layer.doc.filesystem?.[key] ?? []).forEach((entry, i) => {
+        const r = this.resolvePath(layer, `filesystem.${key}[${i}]`, entry);
+        const id = `${r.glob}:${r.path}`;
+        if (!out.has(id)) out.set(id, { ...r, source: layer.source });
+      });
+    }
+    return [...out.values()];
+  }
+
+  private domains(list: 'allow' | 'deny'): SourcedDomain[] {
+    const key = list === 'allow' ? 'allowedDomains' : 'deniedDomains';
+    const out = new Map<string, SourcedDomain>();
+    for (const layer of this.layers) {
+      (layer.doc.network?.[key] ?? []).forEach((entry, i) => {
+        for (const rule of this.parseDomain(layer, `network.${key}[${i}]`, entry, list)) {
+          if (!out.has(rule.text)) out.set(rule.text, { rule, source: layer.source });
+        }
+      });
+    }
+    return [...out.values()];
+  }
+
+  private parseDomain(layer: Layer, key: string, entry: string, list: 'allow' | 'deny', quiet = false): DomainRule[] {
+    const parsed = parseDomainEntry(entry, list);
+    if (!parsed.ok) throw new SettingsError(`${where(layer.source, key)}: ${parsed.error}`);
+    if (parsed.warning && !quiet) this.warnings.push(`${where(layer.source, key)}: ${parsed.warning}`);
+    return parsed.rules;
+  }
+
+  /** A bad entry is an error even where a trust rule would drop it: a broken file stays broken. */
+  private checkEntries(): void {
+    for (const layer of this.layers) {
+      const { network: n, filesystem: fs, credentials: c } = layer.doc;
+      for (const [key, list] of [['allowedDomains', 'allow'], ['deniedDomains', 'deny']] as const) {
+        (n?.[key] ?? []).forEach((e, i) => this.parseDomain(layer, `network.${key}[${i}]`, e, list, true));
+      }
+      for (const e of Object.keys(n?.deniedDomainReasons ?? {})) {
+        this.parseDomain(layer, `network.deniedDomainReasons[${JSON.stringify(e)}]`, e, 'deny', true);
+      }
+      (n?.tlsTerminate?.excludeDomains ?? []).forEach((e, i) => this.parseDomain(layer, `network.tlsTerminate.excludeDomains[${i}]`, e, 'allow', true));
+      (n?.deniedResolvedAddresses ?? []).forEach((e, i) => this.cidr(layer, i, e));
+      for (const key of ['allowWrite', 'denyWrite', 'denyRead', 'allowRead'] as const) {
+        (fs?.[key] ?? []).forEach((e, i) => this.resolvePath(layer, `filesystem.${key}[${i}]`, e));
+      }
+      (c?.files ?? []).forEach((f, i) => this.resolvePath(layer, `credentials.files[${i}].path`, f.path));
+    }
+  }
+
+  private cidr(layer: Layer, i: number, entry: string): string {
+    const m = /^([^/]+)(?:\/(\d{1,3}))?$/.exec(entry.trim());
+    const family = m ? isIP(m[1]!) : 0;
+    const max = family === 6 ? 128 : 32;
+    const prefix = m?.[2] === undefined ? max : Number(m[2]);
+    if (!m || family === 0 || prefix > max || (m[2] !== undefined && /^0\d/.test(m[2]))) {
+      throw new SettingsError(
+        `${where(layer.source, `network.deniedResolvedAddresses[${i}]`)}: "${entry}" is not an IP address or CIDR (e.g. 10.0.0.0/8, fd00::/8)`,
+      );
+    }
+    return `${m[1]!.toLowerCase()}/${prefix}`;
+  }
+
+  private cidrs(): string[] {
+    const out = new Set<string>();
+    for (const layer of this.layers) {
+      (layer.doc.network?.deniedResolvedAddresses ?? []).forEach((entry, i) => out.add(this.cidr(layer, i, entry)));
+    }
+    return [...out];
+  }
+
+  private reasons(): Record<string, string> {
+    const out: Record<string, string> = {};
+    for (const layer of this.byPrecedence()) {
+      for (const [entry, reason] of Object.entries(layer.doc.network?.deniedDomainReasons ?? {})) {
+        const key = `network.deniedDomainReasons[${JSON.stringify(entry)}]`;
+        for (const rule of this.parseDomain(layer, key, entry, 'deny')) {
+          if (rule.text in out) continue;
+          out[rule.text] = reason;
+          this.sources[`network.deniedDomainReasons[${JSON.stringify(rule.text)}]`] = layer.source;
+        }
+      }
+    }
+    return out;
+  }
+
+  private tlsTerminate(): TlsTerminate | undefined {
+    const withTls = this.byPrecedence().filter((l) => l.doc.network?.tlsTerminate !== undefined);
+    const top = withTls[0];
+    if (!top) return undefined;
+    this.sources['network.tlsTerminate'] = top.source;
+    const abs = (layer: Layer, key: string, p: string) => this.resolvePath(layer, key, { path: p, literal: true }).path;
+    const ca = withTls.find((l) => l.doc.network!.tlsTerminate!.caCertPath !== undefined);
+    const excludeDomains = new Map<string, DomainRule>();
+    const extra = new Set<string>();
+    for (const layer of this.layers.filter((l) => withTls.includes(l))) {
+      const t = layer.doc.network!.tlsTerminate!;
+      (t.excludeDomains ?? []).forEach((entry, i) => {
+        for (const rule of this.parseDomain(layer, `network.tlsTerminate.excludeDomains[${i}]`, entry, 'allow')) {
+          if (!excludeDomains.has(rule.text)) excludeDomains.set(rule.text, rule);
+        }
+      });
+      (t.extraCaCertPaths ?? []).forEach((p, i) => extra.add(abs(layer, `network.tlsTerminate.extraCaCertPaths[${i}]`, p)));
+    }
+    const result: TlsTerminate = {
+      excludeDomains: [...excludeDomains.values()],
+      extraCaCertPaths: [...extra],
+      maxTunnels: this.scalar('network.tlsTerminate.maxTunnels', (d) => d.network?.tlsTerminate?.maxTunnels, 256),
+      handshakeTimeoutMs: this.scalar('network.tlsTerminate.handshakeTimeoutMs', (d) => d.network?.tlsTerminate?.handshakeTimeoutMs, 10000),
+      source: top.source,
+    };
+    if (ca) {
+      const t = ca.doc.network!.tlsTerminate!;
+      result.caCertPath = abs(ca, 'network.tlsTerminate.caCertPath', t.caCertPath!);
+      result.caKeyPath = abs(ca, 'network.tlsTerminate.caKeyPath', t.caKeyPath!);
+      this.sources['network.tlsTerminate.caCertPath'] = ca.source;
+    }
+    return result;
+  }
+
+  private injectHosts(hosts: string[] | undefined): string[] | undefined {
+    return hosts?.map((h) => h.trim().toLowerCase().replace(/\.$/, ''));
+  }
+
+  /** Merge entries naming the same thing: any `deny` wins, else the highest-precedence `mask`. */
+  private pickCredential<T extends { mode: CredentialMode }>(candidates: Array<{ entry: T; layer: Layer }>): { entry: T; layer: Layer } {
+    const rank = (layer: Layer) => SCOPE_ORDER.indexOf(layer.scope) * 1000 - this.layers.indexOf(layer);
+    const sorted = [...candidates].sort((a, b) => rank(a.layer) - rank(b.layer));
+    return sorted.find((c) => c.entry.mode === 'deny') ?? sorted[0]!;
+  }
+
+  private envCredentials(): EnvCredential[] {
+    const byName = new Map<string, Array<{ entry: NonNullable<NonNullable<SettingsDocument['credentials']>['envVars']>[number]; layer: Layer }>>();
+    for (const layer of this.layers) {
+      for (const entry of layer.doc.credentials?.envVars ?? []) {
+        byName.set(entry.name, [...(byName.get(entry.name) ?? []), { entry, layer }]);
+      }
+    }
+    return [...byName.values()].map((candidates) => {
+      const { entry, layer } = this.pickCredential(candidates);
+      const out: EnvCredential = {
+        name: entry.name,
+        mode: entry.mode,
+        onExtractNoMatch: (entry.onExtractNoMatch ?? 'warn') as OnExtractNoMatch,
+        source: layer.source,
+      };
+      const hosts = this.injectHosts(entry.injectHosts);
+      if (hosts) out.injectHosts = hosts;
+      if (entry.decode) out.decode = entry.decode;
+      if (entry.maskClaims) out.maskClaims = [...entry.maskClaims];
+      if (entry.extract !== undefined) out.extract = entry.extract;
+      return out;
+    });
+  }
+
+  private fileCredentials(): FileCredential[] {
+    type Entry = NonNullable<NonNullable<SettingsDocument['credentials']>['files']>[number];
+    const byPath = new Map<string, Array<{ entry: Entry; layer: Layer; path: string; glob: boolean }>>();
+    for (const layer of this.layers) {
+      (layer.doc.credentials?.files ?? []).forEach((entry, i) => {
+        const r = this.resolvePath(layer, `credentials.files[${i}].path`, entry.path);
+        const id = `${r.glob}:${r.path}`;
+        byPath.set(id, [...(byPath.get(id) ?? []), { entry, layer, path: r.path, glob: r.glob }]);
+      });
+    }
+    return [...byPath.values()].map((candidates) => {
+      const picked = this.pickCredential(candidates);
+      const { entry, layer } = picked;
+      const { path, glob } = candidates.find((c) => c.entry === entry)!;
+      const out: FileCredential = {
+        path,
+        glob,
+        mode: entry.mode,
+        onExtractNoMatch: (entry.onExtractNoMatch ?? 'warn') as OnExtractNoMatch,
+        maskDuplicates: entry.maskDuplicates ?? false,
+        source: layer.source,
+      };
+      if (entry.extract !== undefined) out.extract = entry.extract;
+      const hosts = this.injectHosts(entry.injectHosts);
+      if (hosts) out.injectHosts = hosts;
+      if (entry.decode) out.decode = entry.decode;
+      if (entry.maskClaims) out.maskClaims = [...entry.maskClaims];
+      return out;
+    });
+  }
+
+  private awsPairs(): AwsPair[] {
+    const out = new Map<string, AwsPair>();
+    for (const layer of this.layers) {
+      for (const p of layer.doc.credentials?.awsPairs ?? []) {
+        const id = `${p.accessKeyIdVar}\0${p.secretAccessKeyVar}\0${p.sessionTokenVar ?? ''}`;
+        if (out.has(id)) continue;
+        const pair: AwsPair = { accessKeyIdVar: p.accessKeyIdVar, secretAccessKeyVar: p.secretAccessKeyVar, source: layer.source };
+        if (p.sessionTokenVar !== undefined) pair.sessionTokenVar = p.sessionTokenVar;
+        out.set(id, pair);
+      }
+    }
+    return [...out.values()];
+  }
+
+  private unixSockets(): string[] {
+    const out = new Set<string>();
+    for (const layer of this.layers) {
+      (layer.doc.network?.allowUnixSockets ?? []).forEach((p, i) =>
+        out.add(this.resolvePath(layer, `network.allowUnixSockets[${i}]`, { path: p, literal: true }).path),
+      );
+    }
+    return [...out];
+  }
+
+  private startWarnings(policy: Policy): void {
+    const { envVars, files } = policy.credentials;
+    const masked = [...envVars.filter((e) => e.mode === 'mask').map((e) => e.name), ...files.filter((f) => f.mode === 'mask').map((f) => f.path)];
+    if (masked.length > 0 && !policy.network.tlsTerminate && !policy.credentials.allowPlaintextInject) {
+      this.warnings.push(
+        `credentials: ${masked.join(', ')} masked without network.tlsTerminate: the sentinel would reach the server unchanged and authentication would fail; add "tlsTerminate": {} to network`,
+      );
+    }
+    const maskedEnv = new Set(envVars.filter((e) => e.mode === 'mask').map((e) => e.name));
+    const pairs = [
+      { accessKeyIdVar: 'AWS_ACCESS_KEY_ID', secretAccessKeyVar: 'AWS_SECRET_ACCESS_KEY' },
+      ...policy.credentials.awsPairs,
+    ];
+    for (const pair of pairs) {
+      if (maskedEnv.has(pair.secretAccessKeyVar) && !maskedEnv.has(pair.accessKeyIdVar)) {
+        this.warnings.push(
+          `credentials: ${pair.secretAccessKeyVar} is masked but ${pair.accessKeyIdVar} is not: srt cannot re-sign AWS requests without masking the key id too`,
+        );
+      }
+    }
+    for (const entry of Object.keys(policy.network.deniedDomainReasons)) {
+      if (!policy.network.deniedDomains.some((d) => d.rule.text === entry)) {
+        this.warnings.push(`network.deniedDomainReasons: "${entry}" names no deniedDomains entry, so it is never shown`);
+      }
+    }
+  }
+
+  build(): PolicyBuild {
+    this.checkEntries();
+    const { managedDomainsOnly, managedReadOnly } = this.applyTrust();
+    const s = <T>(key: string, read: (doc: SettingsDocument) => T | undefined, fallback: T) => this.scalar(key, read, fallback);
+    const sigv4 = (k: 'presigned' | 'streaming' | 'sigv4a') =>
+      s<SigV4Handling>(`credentials.sigv4.${k}`, (d) => d.credentials?.sigv4?.[k], 'deny');
+
+    const network: Policy['network'] = {
+      allowedDomains: this.domains('allow'),
+      deniedDomains: this.domains('deny'),
+      deniedDomainReasons: this.reasons(),
+      strictAllowlist: s('network.strictAllowlist', (d) => d.network?.strictAllowlist, true),
+      allowManagedDomainsOnly: managedDomainsOnly,
+      deniedResolvedAddresses: this.cidrs(),
+      allowUnixSockets: this.unixSockets(),
+      allowAllUnixSockets: s('network.allowAllUnixSockets', (d) => d.network?.allowAllUnixSockets, false),
+      allowLocalBinding: s('network.allowLocalBinding', (d) => d.network?.allowLocalBinding, false),
+    };
+    const httpProxyPort = s<number | undefined>('network.httpProxyPort', (d) => d.network?.httpProxyPort, undefined);
+    if (httpProxyPort !== undefined) network.httpProxyPort = httpProxyPort;
+    const socksProxyPort = s<number | undefined>('network.socksProxyPort', (d) => d.network?.socksProxyPort, undefined);
+    if (socksProxyPort !== undefined) network.socksProxyPort = socksProxyPort;
+    const tls = this.tlsTerminate();
+    if (tls) network.tlsTerminate = tls;
+
+    const policy: Policy = {
+      cwd: this.ctx.cwd,
+      home: this.ctx.home,
+      root: this.ctx.root,
+      network,
+      filesystem: {
+        allowWrite: this.pathRules('allowWrite'),
+        denyWrite: this.pathRules('denyWrite'),
+        denyRead: this.pathRules('denyRead'),
+        allowRead: this.pathRules('allowRead'),
+        disabled: s('filesystem.disabled', (d) => d.filesystem?.disabled, false),
+        allowManagedReadPathsOnly: managedReadOnly,
+      },
+      credentials: {
+        envVars: this.envCredentials(),
+        files: this.fileCredentials(),
+        awsPairs: this.awsPairs(),
+        sigv4: { presigned: sigv4('presigned'), streaming: sigv4('streaming'), sigv4a: sigv4('sigv4a') },
+        allowPlaintextInject: s('credentials.allowPlaintextInject', (d) => d.credentials?.allowPlaintextInject, false),
+      },
+      mandatoryDenySearchDepth: s('mandatoryDenySearchDepth', (d) => d.mandatoryDenySearchDepth, 3),
+      enableWeakerNestedSandbox: s('enableWeakerNestedSandbox', (d) => d.enableWeakerNestedSandbox, false),
+      allowNestedUserNamespaces: s('allowNestedUserNamespaces', (d) => d.allowNestedUserNamespaces, false),
+      allowPty: s('allowPty', (d) => d.allowPty, false),
+      allowAppleEvents: s('allowAppleEvents', (d) => d.allowAppleEvents, false),
+      enableWeakerNetworkIsolation: s('enableWeakerNetworkIsolation', (d) => d.enableWeakerNetworkIsolation, false),
+      warnings: this.warnings,
+      ignored: this.ignored,
+    };
+    this.startWarnings(policy);
+    return { policy, sources: this.sources };
+  }
+}

@@ -1,0 +1,57 @@
+// Argument handling of the real `srt` binary that needs no sandbox: help, usage errors (125),
+// and the subcommand/command boundary.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { srt, tempDir } from './helpers.js';
+
+let home: ReturnType<typeof tempDir>;
+beforeAll(() => {
+  home = tempDir('srt-e2e-cli-');
+});
+afterAll(() => home.cleanup());
+
+const run = (args: string[]) => srt(args, { home: home.path, cwd: home.path });
+
+describe('srt command line', () => {
+  it('--help explains usage with examples and exits 0', async () => {
+    const r = await run(['--help']);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('Usage: srt [options] [--] COMMAND [ARGS...]');
+    expect(r.stdout).toContain('srt npx -y some-mcp-server');
+    expect(r.stdout).toContain('srt -- config');
+    expect(r.stdout).toMatch(/config \[options\]\s+print the merged effective settings/);
+    expect(r.stdout).not.toMatch(/doctor|proxy \[/);
+  });
+
+  it('usage errors exit 125 with an srt: message', async () => {
+    const cases: Array<[string[], string]> = [
+      [['--bogus', 'ls'], "srt: unknown option '--bogus'"],
+      [['--control-fd', '2', 'ls'], "srt: option '--control-fd <n>' argument '2' is invalid. must be a file descriptor number of 3 or more (0-2 are stdio)"],
+      [['--control-fd', 'x', 'ls'], "srt: option '--control-fd <n>' argument 'x' is invalid. must be a file descriptor number of 3 or more (0-2 are stdio)"],
+      [[], 'srt: no command given; usage: srt [options] [--] COMMAND [ARGS...] (see srt --help)'],
+      [['--'], 'srt: no command after --; usage: srt [options] -- COMMAND [ARGS...]'],
+      [['-c', 'echo hi', 'extra'], 'srt: -c takes the whole command as one string; give either -c "COMMAND" or COMMAND ARGS, not both'],
+      [['--settings'], "srt: option '--settings <file>' argument missing"],
+      [['config', 'extra'], "srt: too many arguments for 'config'. Expected 0 arguments but got 1."],
+    ];
+    for (const [args, message] of cases) {
+      const r = await run(args);
+      expect({ args, exitCode: r.exitCode, stderr: r.stderr }).toEqual({ args, exitCode: 125, stderr: message });
+    }
+  });
+
+  it('`srt -- config` runs a command named config, not the subcommand', async () => {
+    const r = await run(['--', 'config']);
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stdout).not.toContain('Settings files');
+  });
+
+  it('config takes the policy options too, before or after the subcommand', async () => {
+    const before = await run(['--allow-domain', 'a.example', 'config', '--json']);
+    const after = await run(['config', '--allow-domain', 'a.example', '--json']);
+    expect(before.exitCode).toBe(0);
+    expect(JSON.parse(String(before.stdout)).settings.network.allowedDomains).toEqual([
+      { value: 'a.example', source: { scope: 'cli', flag: '--allow-domain' } },
+    ]);
+    expect(after.stdout).toBe(before.stdout);
+  });
+});

@@ -1,0 +1,238 @@
+// `srt config` / `srt schema` and settings errors through the real built binary. The managed
+// scope lives at the fixed /etc/srt, which a test cannot write: those runs happen inside
+// `bwrap --dev-bind / /` with a replacement /etc made of symlinks to the real entries plus a
+// temp srt/ directory (works as root and as an unprivileged user, touches nothing on the host).
+import { execa, type Result } from 'execa';
+import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { SRT_BIN, srt, tempDir, writeTree } from './helpers.js';
+
+interface Sourced {
+  value: unknown;
+  source: { scope: string; file?: string; flag?: string };
+}
+
+let tmp: ReturnType<typeof tempDir>;
+beforeAll(() => {
+  tmp = tempDir('srt-e2e-config-');
+});
+afterAll(() => tmp.cleanup());
+
+/** Run srt with `managedDir` mounted as /etc/srt. */
+function srtWithManaged(managedDir: string, args: string[], opts: { home: string; cwd: string }): Promise<Result> {
+  const base = join(tmp.path, `etc-${readdirSync(tmp.path).length}`);
+  const fakeEtc = join(base, 'etc');
+  const realEtc = join(base, 'real-etc');
+  mkdirSync(fakeEtc, { recursive: true });
+  mkdirSync(realEtc);
+  for (const name of readdirSync('/etc')) {
+    if (name !== 'srt') symlinkSync(join(realEtc, name), join(fakeEtc, name));
+  }
+  symlinkSync(managedDir, join(fakeEtc, 'srt'));
+  return execa(
+    'bwrap',
+    ['--dev-bind', '/', '/', '--bind', '/etc', realEtc, '--bind', fakeEtc, '/etc', '--chdir', opts.cwd, '--', process.execPath, SRT_BIN, ...args],
+    {
+      reject: false,
+      stdin: 'ignore',
+      timeout: 60_000,
+      extendEnv: false,
+      env: { PATH: process.env.PATH, LANG: 'C.UTF-8', HOME: opts.home },
+    },
+  ) as unknown as Promise<Result>;
+}
+
+function fixture(name: string) {
+  const root = join(tmp.path, name);
+  const home = join(root, 'home');
+  const repo = join(root, 'repo');
+  const managed = join(root, 'managed');
+  mkdirSync(join(repo, '.git'), { recursive: true });
+  mkdirSync(join(repo, 'src', 'deep'), { recursive: true });
+  mkdirSync(home, { recursive: true });
+  mkdirSync(managed, { recursive: true });
+  return { root, home, repo, managed };
+}
+
+describe('srt config --json with all five scopes', () => {
+  it('shows the winner and the source of each value', async () => {
+    const f = fixture('five');
+    writeTree(f.managed, {
+      'managed-settings.json': JSON.stringify({ mandatoryDenySearchDepth: 5, network: { allowedDomains: ['managed.example'] } }),
+      'managed-settings.d/10-extra.yaml': 'network:\n  deniedDomains: ["evil.example"]\n',
+    });
+    writeTree(f.home, {
+      '.srt/settings.json': JSON.stringify({
+        mandatoryDenySearchDepth: 1,
+        enableWeakerNestedSandbox: true,
+        network: { allowedDomains: ['user.example'], strictAllowlist: false },
+        filesystem: { allowWrite: ['cache'] },
+      }),
+    });
+    writeTree(f.repo, {
+      '.srt/settings.json': JSON.stringify({
+        mandatoryDenySearchDepth: 2,
+        allowPty: false,
+        network: { allowedDomains: ['project.example'], strictAllowlist: true, tlsTerminate: {} },
+        filesystem: { allowWrite: ['build'] },
+      }),
+      '.srt/settings.local.yaml': 'mandatoryDenySearchDepth: 3\nallowPty: true\nnetwork:\n  allowLocalBinding: false\n',
+      'cli.json': JSON.stringify({ mandatoryDenySearchDepth: 4, network: { allowLocalBinding: true } }),
+    });
+    const cwd = join(f.repo, 'src', 'deep');
+    const r = await srtWithManaged(f.managed, ['--settings', '../../cli.json', '--allow-domain', 'flag.example', 'config', '--json'], {
+      home: f.home,
+      cwd,
+    });
+    expect(r.stderr).toContain(`srt: warning: ${join(f.repo, '.srt', 'settings.json')}: network.tlsTerminate: ignored — project settings`);
+    expect(r.exitCode).toBe(0);
+    const out = JSON.parse(String(r.stdout));
+    const managedFile = '/etc/srt/managed-settings.json';
+    const userFile = join(f.home, '.srt', 'settings.json');
+    const projectFile = join(f.repo, '.srt', 'settings.json');
+    const localFile = join(f.repo, '.srt', 'settings.local.yaml');
+    const cliFile = join(f.repo, 'cli.json');
+
+    expect(out.version).toBe(1);
+    expect(out.cwd).toBe(cwd);
+    expect(out.root).toBe(f.repo);
+    expect(out.files).toEqual([
+      { scope: 'managed', path: managedFile },
+      { scope: 'managed', path: '/etc/srt/managed-settings.d/10-extra.yaml' },
+      { scope: 'cli', path: cliFile },
+      { scope: 'local', path: localFile },
+      { scope: 'project', path: projectFile },
+      { scope: 'user', path: userFile },
+    ]);
+    const s = out.settings;
+    const winner = (v: Sourced) => [v.value, v.source.scope, v.source.file ?? v.source.flag];
+    expect(winner(s.mandatoryDenySearchDepth)).toEqual([5, 'managed', managedFile]);
+    expect(winner(s.network.allowLocalBinding)).toEqual([true, 'cli', cliFile]);
+    expect(winner(s.allowPty)).toEqual([true, 'local', localFile]);
+    expect(winner(s.network.strictAllowlist)).toEqual([true, 'project', projectFile]);
+    expect(winner(s.enableWeakerNestedSandbox)).toEqual([true, 'user', userFile]);
+    expect(winner(s.allowAppleEvents)).toEqual([false, 'default', undefined]);
+    expect(s.network.tlsTerminate).toBeNull();
+    expect(s.network.allowedDomains.map(winner)).toEqual([
+      ['managed.example', 'managed', managedFile],
+      ['flag.example', 'cli', '--allow-domain'],
+      ['project.example', 'project', projectFile],
+      ['user.example', 'user', userFile],
+    ]);
+    expect(s.network.deniedDomains.map(winner)).toEqual([['evil.example', 'managed', '/etc/srt/managed-settings.d/10-extra.yaml']]);
+    expect(s.filesystem.allowWrite.map(winner)).toEqual([
+      [join(f.repo, 'build'), 'project', projectFile],
+      [join(f.home, '.srt', 'cache'), 'user', userFile],
+    ]);
+    expect(out.ignored).toEqual([
+      {
+        key: 'network.tlsTerminate',
+        source: { scope: 'project', file: projectFile },
+        reason: 'project settings (which come with the repository) may not configure TLS termination',
+      },
+    ]);
+
+    // The text form names the same sources, project files relative to the repository.
+    const text = await srtWithManaged(f.managed, ['--settings', '../../cli.json', 'config'], { home: f.home, cwd });
+    expect(text.exitCode).toBe(0);
+    expect(text.stdout).toMatch(/mandatoryDenySearchDepth\s+5\s+managed \/etc\/srt\/managed-settings\.json/);
+    expect(text.stdout).toMatch(/allowPty\s+true\s+local \.srt\/settings\.local\.yaml/);
+    expect(text.stdout).toMatch(/enableWeakerNestedSandbox\s+true\s+user ~\/\.srt\/settings\.json/);
+    expect(text.stdout).toMatch(/network\.tlsTerminate\s+project \.srt\/settings\.json: project settings .* may not configure TLS termination/);
+  });
+
+  it('a broken managed file stops srt with exit 125', async () => {
+    const f = fixture('bad-managed');
+    writeTree(f.managed, { 'managed-settings.json': '{"network": {"allowedDomains": ["a.com",]}}' });
+    const r = await srtWithManaged(f.managed, ['config'], { home: f.home, cwd: f.repo });
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe('srt: /etc/srt/managed-settings.json:1:41: invalid JSON: trailing comma before "]"');
+  });
+});
+
+describe('reference-tool settings', () => {
+  it('a ~/.srt-settings.json written for @anthropic-ai/sandbox-runtime loads unchanged', async () => {
+    const f = fixture('reference');
+    writeTree(f.home, {
+      '.srt-settings.json': JSON.stringify({
+        network: {
+          allowedDomains: ['github.com', '*.npmjs.org'],
+          deniedDomains: ['evil.example'],
+          allowUnixSockets: ['/var/run/docker.sock'],
+          allowLocalBinding: false,
+          mitmProxy: { socketPath: '/tmp/mitm.sock', domains: ['api.example.com'] },
+        },
+        filesystem: { denyRead: ['~/.ssh'], allowWrite: ['.', '/tmp'], denyWrite: ['.env'], allowGitConfig: false },
+        ignoreViolations: { '*': ['/usr/bin'] },
+        ripgrep: { command: 'rg' },
+        mandatoryDenySearchDepth: 3,
+        enableWeakerNestedSandbox: false,
+        allowPty: false,
+      }),
+    });
+    const r = await srt(['config', '--json'], { home: f.home, cwd: f.repo });
+    expect(r.exitCode).toBe(0);
+    const file = join(f.home, '.srt-settings.json');
+    expect(String(r.stderr).split('\n')).toEqual([
+      `srt: warning: ${file}: ignoreViolations: ignored — not supported by srt (srt reports every violation)`,
+      `srt: warning: ${file}: ripgrep: ignored — not supported by srt (srt always runs \`rg\` from PATH)`,
+      `srt: warning: ${file}: network.mitmProxy: ignored — not supported by srt (use network.tlsTerminate instead)`,
+      `srt: warning: ${file}: filesystem.allowGitConfig: ignored — not supported by srt (.git/config stays write-protected)`,
+    ]);
+    const s = JSON.parse(String(r.stdout)).settings;
+    expect(s.network.allowedDomains.map((d: Sourced) => d.value)).toEqual(['github.com', '*.npmjs.org']);
+    expect(s.network.allowUnixSockets).toEqual(['/var/run/docker.sock']);
+    // ~/.srt-settings.json resolves relative paths against the current directory.
+    expect(s.filesystem.allowWrite.map((d: Sourced) => d.value)).toEqual([f.repo, '/tmp']);
+    expect(s.filesystem.denyWrite.map((d: Sourced) => d.value)).toEqual([join(f.repo, '.env')]);
+    expect(s.filesystem.denyRead.map((d: Sourced) => d.value)).toEqual([join(f.home, '.ssh')]);
+  });
+});
+
+describe('bad settings', () => {
+  it('exit 125 with the message, and the command is not run', async () => {
+    const f = fixture('bad-project');
+    const file = join(f.repo, '.srt', 'settings.json');
+    writeTree(f.repo, { '.srt/settings.json': JSON.stringify({ network: { allowedDomain: ['github.com'] } }) });
+    const marker = join(f.root, 'ran');
+    for (const args of [['--', 'touch', marker], [`touch ${marker}`], ['-c', `touch ${marker}`], ['config']]) {
+      const r = await srt(args, { home: f.home, cwd: f.repo });
+      expect(r.exitCode).toBe(125);
+      expect(r.stderr).toBe(`srt: ${file}: network.allowedDomain: unknown key (did you mean allowedDomains?)`);
+      expect(r.stdout).toBe('');
+      expect(existsSync(marker)).toBe(false);
+    }
+  });
+
+  it('a malformed YAML --settings file reports line and column', async () => {
+    const f = fixture('bad-yaml');
+    writeTree(f.repo, { 'x.yaml': 'network:\n  allowedDomains: [a.com\n' });
+    const r = await srt(['--settings', 'x.yaml', '--', 'true'], { home: f.home, cwd: f.repo });
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe(
+      `srt: ${join(f.repo, 'x.yaml')}:3:1: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ]`,
+    );
+  });
+
+  it('an empty settings file is an error, not skipped', async () => {
+    const f = fixture('empty');
+    writeTree(f.home, { '.srt/settings.json': '' });
+    const r = await srt(['--', 'true'], { home: f.home, cwd: f.repo });
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe(`srt: ${join(f.home, '.srt', 'settings.json')}: file is empty; write {} for no settings, or remove the file`);
+  });
+});
+
+describe('srt schema', () => {
+  it('prints valid JSON Schema', async () => {
+    const f = fixture('schema');
+    const r = await srt(['schema'], { home: f.home, cwd: f.repo });
+    expect(r.exitCode).toBe(0);
+    const schema = JSON.parse(String(r.stdout));
+    expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    expect(schema.additionalProperties).toBe(false);
+    expect(schema.properties.network.properties.allowedDomains.type).toBe('array');
+    expect(schema.properties.mandatoryDenySearchDepth).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });
+  });
+});

@@ -1,0 +1,256 @@
+import { describe, expect, it } from 'vitest';
+import { buildPolicy, buildPolicyWithSources, SettingsError, type SettingsLayer } from '../../src/settings/index.js';
+import { settingsJsonSchema } from '../../src/settings/schema.js';
+
+const ctx = { cwd: '/work/repo/sub', home: '/home/u', root: '/work/repo' };
+const user = (settings: unknown, file = '/home/u/.srt/settings.json'): SettingsLayer => ({ scope: 'user', file, base: '/home/u/.srt', settings });
+const managed = (settings: unknown): SettingsLayer => ({ scope: 'managed', file: '/etc/srt/managed-settings.json', base: ctx.cwd, settings });
+const build = (...layers: SettingsLayer[]) => buildPolicy(ctx, layers);
+
+describe('buildPolicy defaults', () => {
+  it('with no settings at all', () => {
+    const p = buildPolicy(ctx, []);
+    expect(p).toEqual({
+      cwd: ctx.cwd,
+      home: ctx.home,
+      root: ctx.root,
+      network: {
+        allowedDomains: [],
+        deniedDomains: [],
+        deniedDomainReasons: {},
+        strictAllowlist: true,
+        allowManagedDomainsOnly: false,
+        deniedResolvedAddresses: [],
+        allowUnixSockets: [],
+        allowAllUnixSockets: false,
+        allowLocalBinding: false,
+      },
+      filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false },
+      credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+      mandatoryDenySearchDepth: 3,
+      enableWeakerNestedSandbox: false,
+      allowNestedUserNamespaces: false,
+      allowPty: false,
+      allowAppleEvents: false,
+      enableWeakerNetworkIsolation: false,
+      warnings: [],
+      ignored: [],
+    });
+  });
+
+  it('tlsTerminate {} gets maxTunnels 256 and handshakeTimeoutMs 10000', () => {
+    const p = build(user({ network: { tlsTerminate: {} } }));
+    expect(p.network.tlsTerminate).toEqual({
+      excludeDomains: [],
+      extraCaCertPaths: [],
+      maxTunnels: 256,
+      handshakeTimeoutMs: 10000,
+      source: { scope: 'user', file: '/home/u/.srt/settings.json' },
+    });
+  });
+
+  it('tlsTerminate paths are absolute and excludeDomains parsed', () => {
+    const p = build(
+      user({
+        network: {
+          tlsTerminate: { caCertPath: 'ca.pem', caKeyPath: '~/ca.key', excludeDomains: ['MTLS.example.net.'], extraCaCertPaths: ['/etc/ssl/corp.pem'], maxTunnels: 8 },
+        },
+      }),
+    );
+    const t = p.network.tlsTerminate!;
+    expect(t.caCertPath).toBe('/home/u/.srt/ca.pem');
+    expect(t.caKeyPath).toBe('/home/u/ca.key');
+    expect(t.excludeDomains.map((r) => r.text)).toEqual(['mtls.example.net']);
+    expect(t.extraCaCertPaths).toEqual(['/etc/ssl/corp.pem']);
+    expect(t.maxTunnels).toBe(8);
+  });
+
+  it('credential entries get onExtractNoMatch "warn" and maskDuplicates false by default', () => {
+    const p = build(
+      user({
+        network: { tlsTerminate: {} },
+        credentials: {
+          envVars: [{ name: 'JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['API.example.COM.'] }],
+          files: [{ path: '~/.config/gh/hosts.yml', mode: 'mask', extract: 'oauth_token:\\s*(\\S+)', onExtractNoMatch: 'error' }],
+        },
+      }),
+    );
+    const src = { scope: 'user', file: '/home/u/.srt/settings.json' };
+    expect(p.credentials.envVars).toEqual([
+      { name: 'JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['api.example.com'], onExtractNoMatch: 'warn', source: src },
+    ]);
+    expect(p.credentials.files).toEqual([
+      {
+        path: '/home/u/.config/gh/hosts.yml',
+        glob: false,
+        mode: 'mask',
+        extract: 'oauth_token:\\s*(\\S+)',
+        onExtractNoMatch: 'error',
+        maskDuplicates: false,
+        source: src,
+      },
+    ]);
+    expect(p.warnings).toEqual([]);
+  });
+});
+
+describe('paths', () => {
+  it('expands ~, resolves relative paths against the base and detects globs', () => {
+    const p = build(
+      user({
+        filesystem: {
+          denyRead: ['~/', '~', '~/.ssh', 'rel/dir/', '/abs/../abs2', '**/*.pem', '/data/file?.txt', '/x/[abc]', '/y/[', { path: '/lit/*', literal: true }],
+        },
+      }),
+    );
+    expect(p.filesystem.denyRead.map((r) => [r.original, r.path, r.glob])).toEqual([
+      ['~/', '/home/u', false],
+      ['~/.ssh', '/home/u/.ssh', false],
+      ['rel/dir/', '/home/u/.srt/rel/dir', false],
+      ['/abs/../abs2', '/abs2', false],
+      ['**/*.pem', '/home/u/.srt/**/*.pem', true],
+      ['/data/file?.txt', '/data/file?.txt', true],
+      ['/x/[abc]', '/x/[abc]', true],
+      ['/y/[', '/y/[', false],
+      ['/lit/*', '/lit/*', false],
+    ]);
+  });
+
+  it('keeps a trailing /** on write entries for the sandbox to interpret', () => {
+    const p = build(user({ filesystem: { allowWrite: ['/tmp/cache/**'] } }));
+    expect(p.filesystem.allowWrite[0]).toMatchObject({ path: '/tmp/cache/**', glob: true });
+  });
+
+  it('flags resolve against cwd and carry the flag as source', () => {
+    const p = buildPolicy(ctx, [], { allowWrite: ['out'], denyRead: ['~/.aws'], allowDomain: ['x.example'] });
+    expect(p.filesystem.allowWrite).toEqual([{ path: '/work/repo/sub/out', glob: false, original: 'out', source: { scope: 'cli', flag: '--allow-write' } }]);
+    expect(p.filesystem.denyRead[0]!.path).toBe('/home/u/.aws');
+    expect(p.network.allowedDomains[0]!.source).toEqual({ scope: 'cli', flag: '--allow-domain' });
+  });
+});
+
+describe('network', () => {
+  it('parses domain entries with parseDomainEntry, normalised and de-duplicated', () => {
+    const p = build(user({ network: { allowedDomains: ['GitHub.com', 'github.com.', '*.npmjs.org', 'api.example.com:443', '[::1]:8080', '127.0.0.1:3000'] } }));
+    expect(p.network.allowedDomains.map((d) => d.rule.text)).toEqual(['github.com', '*.npmjs.org', 'api.example.com:443', '[::1]:8080', '127.0.0.1:3000']);
+    expect(p.network.allowedDomains[0]!.rule.raw).toBe('GitHub.com');
+  });
+
+  it('turns parse warnings into policy warnings naming file and key', () => {
+    const p = build(user({ network: { allowedDomains: ['*'], deniedDomains: ['2001:db8::1:443'] } }));
+    expect(p.warnings).toEqual([
+      '/home/u/.srt/settings.json: network.allowedDomains[0]: allowedDomains entry "*" allows every destination',
+      '/home/u/.srt/settings.json: network.deniedDomains[0]: deniedDomains entry "2001:db8::1:443" is ambiguous without brackets; denying [2001:db8::1:443] and [2001:db8::1]:443',
+    ]);
+    expect(p.network.deniedDomains.map((d) => d.rule.text)).toEqual(['[2001:db8::1:443]', '[2001:db8::1]:443']);
+  });
+
+  it('validates and normalises deniedResolvedAddresses', () => {
+    const p = build(user({ network: { deniedResolvedAddresses: ['10.0.0.0/8', '192.168.1.1', 'FD00::/8', '10.0.0.0/8'] } }));
+    expect(p.network.deniedResolvedAddresses).toEqual(['10.0.0.0/8', '192.168.1.1/32', 'fd00::/8']);
+    expect(() => build(user({ network: { deniedResolvedAddresses: ['fd00::/129'] } }))).toThrow(SettingsError);
+    expect(() => build(user({ network: { deniedResolvedAddresses: ['10.0.0.0/08'] } }))).toThrow(SettingsError);
+  });
+
+  it('warns about a reason for a domain that is not denied', () => {
+    const p = build(user({ network: { deniedDomainReasons: { 'x.example': 'because' } } }));
+    expect(p.warnings).toEqual(['network.deniedDomainReasons: "x.example" names no deniedDomains entry, so it is never shown']);
+  });
+});
+
+describe('start-time warnings', () => {
+  it('masking without tlsTerminate', () => {
+    const p = build(user({ credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }] } }));
+    expect(p.warnings).toEqual([
+      'credentials: GH_TOKEN masked without network.tlsTerminate: the sentinel would reach the server unchanged and authentication would fail; add "tlsTerminate": {} to network',
+    ]);
+    expect(build(user({ credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }], allowPlaintextInject: true } })).warnings).toEqual([]);
+  });
+
+  it('AWS secret masked without its key id', () => {
+    const p = build(user({ network: { tlsTerminate: {} }, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }));
+    expect(p.warnings).toEqual([
+      'credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too',
+    ]);
+  });
+});
+
+describe('reference-tool compatibility', () => {
+  it('accepts an @anthropic-ai/sandbox-runtime settings file, warning once per unsupported key', () => {
+    const file = '/home/u/.srt-settings.json';
+    const p = build(
+      user(
+        {
+          network: {
+            allowedDomains: ['github.com'],
+            deniedDomains: [],
+            allowLocalBinding: true,
+            mitmProxy: { socketPath: '/tmp/m.sock', domains: ['x.example'] },
+            parentProxy: { http: 'http://proxy:3128' },
+            allowMachLookup: ['com.1password.*'],
+          },
+          filesystem: { denyRead: ['~/.ssh'], allowWrite: ['.'], denyWrite: [], allowGitConfig: true },
+          ignoreViolations: { '*': ['/tmp'] },
+          ripgrep: { command: 'rg' },
+          mandatoryDenySearchDepth: 4,
+          enableWeakerNestedSandbox: false,
+          allowPty: true,
+          seccomp: { applyPath: '/x' },
+          bwrapPath: '/usr/bin/bwrap',
+          socatPath: '/usr/bin/socat',
+          git: { safeDirectories: [] },
+        },
+        file,
+      ),
+    );
+    expect(p.network.allowedDomains.map((d) => d.rule.text)).toEqual(['github.com']);
+    expect(p.allowPty).toBe(true);
+    expect(p.mandatoryDenySearchDepth).toBe(4);
+    expect(p.ignored.map((i) => i.key).sort()).toEqual(
+      [
+        'bwrapPath',
+        'filesystem.allowGitConfig',
+        'git',
+        'ignoreViolations',
+        'network.allowMachLookup',
+        'network.mitmProxy',
+        'network.parentProxy',
+        'ripgrep',
+        'seccomp',
+        'socatPath',
+      ].sort(),
+    );
+    expect(p.warnings).toContain(`${file}: ripgrep: ignored — not supported by srt (srt always runs \`rg\` from PATH)`);
+    expect(p.warnings.filter((w) => w.includes('ignored'))).toHaveLength(10);
+  });
+
+  it('accepts $schema for editor support without comment', () => {
+    expect(build(user({ $schema: 'https://example/schema.json' })).warnings).toEqual([]);
+  });
+});
+
+describe('sources', () => {
+  it('records where every scalar came from', () => {
+    const { sources } = buildPolicyWithSources(ctx, [managed({ allowPty: true }), user({ mandatoryDenySearchDepth: 2 })]);
+    expect(sources.allowPty).toEqual({ scope: 'managed', file: '/etc/srt/managed-settings.json' });
+    expect(sources.mandatoryDenySearchDepth).toEqual({ scope: 'user', file: '/home/u/.srt/settings.json' });
+    expect(sources['network.strictAllowlist']).toEqual({ scope: 'default' });
+  });
+
+  it('does not mutate the caller\'s settings objects', () => {
+    const settings = { network: { strictAllowlist: false } };
+    buildPolicy(ctx, [{ scope: 'project', file: '/work/repo/.srt/settings.json', base: ctx.root, settings }]);
+    expect(settings).toEqual({ network: { strictAllowlist: false } });
+  });
+});
+
+describe('srt schema', () => {
+  it('is generated from the zod schema, strict, with every top-level key', () => {
+    const schema = settingsJsonSchema() as { type: string; additionalProperties: boolean; properties: Record<string, { properties?: object }> };
+    expect(schema.type).toBe('object');
+    expect(schema.additionalProperties).toBe(false);
+    expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['network', 'filesystem', 'credentials', 'mandatoryDenySearchDepth', 'allowPty']));
+    expect(Object.keys(schema.properties.network!.properties!)).toEqual(expect.arrayContaining(['allowedDomains', 'tlsTerminate', 'deniedResolvedAddresses']));
+    expect(JSON.parse(JSON.stringify(schema))).toEqual(schema);
+  });
+});
