@@ -161,11 +161,11 @@ export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDom
   const asHostPort =
     hostPortHost && hostPortPort !== null ? makeRule(raw, 'host', hostPortHost.host, hostPortHost.ip, hostPortPort) : null;
 
+  if (!asAddress && !asHostPort) return { ok: false, error: `invalid domain entry "${raw}": not an IPv6 address` };
   if (list === 'deny') {
     const rules: DomainRule[] = [];
     if (asAddress) rules.push(makeRule(raw, 'host', asAddress.host, asAddress.ip));
     if (asHostPort) rules.push(asHostPort);
-    if (rules.length === 0) return { ok: false, error: `invalid domain entry "${raw}": not an IPv6 address` };
     const readings = rules.map((r) => r.text).join(' and ');
     return { ok: true, rules, warning: `deniedDomains entry "${raw}" is ambiguous without brackets; denying ${readings}` };
   }
@@ -179,7 +179,7 @@ export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDom
   return {
     ok: true,
     rules: [],
-    warning: `allowedDomains entry "${raw}" is ambiguous without brackets and was dropped; write it as "[${asAddress?.host ?? entry}]" or "[addr]:port"`,
+    warning: `allowedDomains entry "${raw}" is ambiguous without brackets and was dropped; write it as "[${asAddress!.host}]" or "[addr]:port"`,
   };
 }
 

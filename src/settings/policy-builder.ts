@@ -116,6 +116,10 @@ const WEAKENING: Array<{ path: string[]; weakens: (v: unknown) => boolean; what:
   { path: ['allowNestedUserNamespaces'], weakens: (v) => v === true, what: 'allow user namespaces inside the sandbox' },
   { path: ['allowAppleEvents'], weakens: (v) => v === true, what: 'allow Apple Events' },
   { path: ['enableWeakerNetworkIsolation'], weakens: (v) => v === true, what: 'weaken network isolation' },
+  // Beyond the SPEC §2.4 list, for the same reason: each of these loosens a protection.
+  { path: ['mandatoryDenySearchDepth'], weakens: (v) => typeof v === 'number' && v < 3, what: 'search fewer levels for protected paths than the default 3' },
+  { path: ['network', 'allowLocalBinding'], weakens: (v) => v === true, what: 'allow binding local ports' },
+  { path: ['allowPty'], weakens: (v) => v === true, what: 'allow pseudo-terminals' },
 ];
 
 const MANAGED_ONLY: string[][] = [

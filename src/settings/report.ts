@@ -181,7 +181,7 @@ export function configText(report: SettingsReport): string {
   const width0 = Math.max(...rows.map((r) => r[0].length));
   const width1 = Math.min(48, Math.max(...rows.map((r) => r[1].length)));
   const lines: string[] = [];
-  lines.push('Settings files (highest precedence first):');
+  lines.push('Settings files (scopes from highest precedence; within a scope the last file wins):');
   if (report.files.length === 0) lines.push('  (none; built-in defaults only)');
   for (const f of report.files) lines.push(`  ${f.scope.padEnd(8)} ${f.path}`);
   lines.push('', 'Effective policy (value, then where it came from):');

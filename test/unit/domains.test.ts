@@ -83,10 +83,13 @@ describe('parseDomainEntry', () => {
     ['[fe80::1%25eth0]', 'is not an IPv6 address'],
     ['exa_mple..com', 'invalid host'],
     ['zz::yy', 'not an IPv6 address'],
-  ])('rejects %j', (raw, message) => {
-    const r = parseDomainEntry(raw, 'deny');
-    expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.error).toContain(message);
+    ['a:b:c', 'not an IPv6 address'],
+  ])('rejects %j in both lists', (raw, message) => {
+    for (const list of ['allow', 'deny'] as const) {
+      const r = parseDomainEntry(raw, list);
+      expect(r.ok).toBe(false);
+      if (!r.ok) expect(r.error).toContain(message);
+    }
   });
 
   it('ambiguous unbracketed IPv6 in an allow list: host+port reading only, else dropped', () => {

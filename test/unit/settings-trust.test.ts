@@ -20,6 +20,9 @@ const WEAKENINGS: Array<[string, object]> = [
   ['enableWeakerNetworkIsolation', { enableWeakerNetworkIsolation: true }],
   ['network.httpProxyPort', { network: { httpProxyPort: 8080 } }],
   ['network.socksProxyPort', { network: { socksProxyPort: 1080 } }],
+  ['mandatoryDenySearchDepth', { mandatoryDenySearchDepth: 1 }],
+  ['network.allowLocalBinding', { network: { allowLocalBinding: true } }],
+  ['allowPty', { allowPty: true }],
 ];
 
 describe.each([
@@ -48,6 +51,8 @@ describe.each([
     expect(p.network.httpProxyPort).toBeUndefined();
     expect(p.network.socksProxyPort).toBeUndefined();
     expect(p.enableWeakerNestedSandbox || p.allowNestedUserNamespaces || p.allowAppleEvents || p.enableWeakerNetworkIsolation).toBe(false);
+    expect(p.mandatoryDenySearchDepth).toBe(3);
+    expect(p.network.allowLocalBinding || p.allowPty).toBe(false);
   });
 
   it('may narrow and add allow entries, and deny credentials', () => {
