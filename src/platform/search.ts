@@ -1,0 +1,105 @@
+// ripgrep-backed discovery: protected paths below cwd and wrap-time expansion of read globs.
+// Both are bounded in time; a search that runs out of time reports what it found with a warning.
+
+import { execFile } from 'node:child_process';
+import { readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { globToRegExp, type Landing } from '../profiles/bwrap.js';
+import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
+import { resolveLanding } from './landing.js';
+
+const SEARCH_TIMEOUT_MS = 10_000;
+const MAX_OUTPUT = 64 * 1024 * 1024;
+
+export class SearchError extends Error {}
+
+interface RgResult { files: string[]; timedOut: boolean }
+
+function rg(args: string[], cwd: string): Promise<RgResult> {
+  return new Promise((resolvePromise, reject) => {
+    execFile('rg', args, { cwd, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout) => {
+      const files = stdout.split('\n').filter(Boolean);
+      if (!err) return resolvePromise({ files, timedOut: false });
+      const e = err as Omit<NodeJS.ErrnoException, 'code'> & { killed?: boolean; code?: number | string };
+      if (e.code === 'ENOENT') return reject(new SearchError('ripgrep (rg) is not installed; srt needs it to find protected paths (apt-get install ripgrep)'));
+      if (e.killed) return resolvePromise({ files, timedOut: true });
+      // rg exits 1 when nothing matched and 2 on partial errors (unreadable dirs): keep what it found.
+      if (e.code === 1 || e.code === 2) return resolvePromise({ files, timedOut: false });
+      reject(new SearchError(`ripgrep failed: ${e.message}`));
+    });
+  });
+}
+
+/** Parse a `.git` file (`gitdir: X`) and its git dir's `commondir`. */
+export function readGitFile(file: string): GitFile | null {
+  try {
+    const m = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(file, 'utf8'));
+    if (!m) return null;
+    const gitDir = resolve(dirname(file), m[1]!);
+    let commonDir = gitDir;
+    try {
+      commonDir = resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim());
+    } catch { /* a submodule: no commondir */ }
+    return { file, gitDir, commonDir };
+  } catch {
+    return null;
+  }
+}
+
+export interface ProtectedScan { found: string[]; gitFiles: GitFile[]; warnings: string[] }
+
+export async function scanProtected(cwd: string, depth: number): Promise<ProtectedScan> {
+  const { files, timedOut } = await rg(protectedSearchArgs(depth), cwd);
+  const warnings = timedOut
+    ? [`protected-path search below ${cwd} stopped after ${SEARCH_TIMEOUT_MS / 1000}s; paths deeper in the tree may not be protected (lower mandatoryDenySearchDepth or run from a smaller directory)`]
+    : [];
+  const found = files.map((f) => f.replace(/^\.\//, ''));
+  const gitFiles: GitFile[] = [];
+  const candidates = new Set([join(cwd, '.git'), ...found.filter((f) => f === '.git' || f.endsWith('/.git')).map((f) => join(cwd, f))]);
+  for (const file of candidates) {
+    try {
+      if (!statSync(file).isFile()) continue;
+    } catch { continue; }
+    const g = readGitFile(file);
+    if (g) gitFiles.push(g);
+  }
+  return { found, gitFiles, warnings };
+}
+
+/** The directory part of a glob before its first glob character. */
+function globBase(glob: string): string {
+  const segs = glob.split('/');
+  const i = segs.findIndex((s) => /[*?[\]]/.test(s));
+  return segs.slice(0, i).join('/') || '/';
+}
+
+/**
+ * Existing paths matching an absolute glob, as landings. rg lists files only, so a directory
+ * matches through a file inside it (an empty directory matching a glob is not found).
+ */
+export async function expandGlob(glob: string): Promise<{ matches: Landing[]; warnings: string[] }> {
+  const base = globBase(glob);
+  try {
+    if (!statSync(base).isDirectory()) return { matches: [], warnings: [] };
+  } catch {
+    return { matches: [], warnings: [] };
+  }
+  const rel = relative(base, glob);
+  const { files, timedOut } = await rg(['--files', '--hidden', '--no-ignore', '--no-config', '--no-messages', '--no-follow',
+    '-g', `/${rel}`, '-g', `/${rel}/**`], base);
+  const re = globToRegExp(glob);
+  const seen = new Set<string>();
+  const matches: Landing[] = [];
+  for (const f of files) {
+    const abs = join(base, f);
+    // The shallowest prefix that matches is the entry (a directory hides everything below it).
+    let hit: string | null = null;
+    for (let p = abs; p.length > base.length; p = dirname(p)) if (re.test(p)) hit = p;
+    if (hit && !seen.has(hit)) {
+      seen.add(hit);
+      matches.push(resolveLanding(hit));
+    }
+  }
+  const warnings = timedOut ? [`expanding ${glob} stopped after ${SEARCH_TIMEOUT_MS / 1000}s; some matches may not be covered`] : [];
+  return { matches, warnings };
+}

@@ -1,0 +1,172 @@
+// Placeholder mount points for missing protected paths, and the state file that records them
+// (`~/.srt/state/<pid>.json`) so a run killed with SIGKILL leaves a trace `srt doctor` can
+// clean. A placeholder is removed only by the run that recorded it, only while it is still
+// empty, and never while another live run has it recorded too.
+
+import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ProtectedTarget } from '../profiles/protected.js';
+
+export interface RunState {
+  pid: number;
+  /** Process start time (clock ticks since boot) guarding against pid reuse; null if unknown. */
+  startTime: number | null;
+  placeholders: ProtectedTarget[];
+}
+
+export function stateDir(home: string): string {
+  return join(home, '.srt', 'state');
+}
+
+export function processStartTime(pid: number): number | null {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Field 22, counted after the parenthesised command name (which may contain spaces).
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[19]);
+  } catch {
+    return null;
+  }
+}
+
+export function isLive(state: Pick<RunState, 'pid' | 'startTime'>): boolean {
+  const now = processStartTime(state.pid);
+  if (now === null) return false;
+  return state.startTime === null || state.startTime === now;
+}
+
+/** Every state file under `~/.srt/state` (unparseable ones skipped). */
+export function readStates(home: string): { file: string; state: RunState }[] {
+  const dir = stateDir(home);
+  let names: string[];
+  try { names = readdirSync(dir); } catch { return []; }
+  const out: { file: string; state: RunState }[] = [];
+  for (const name of names) {
+    if (!/^\d+\.json$/.test(name)) continue;
+    const file = join(dir, name);
+    try {
+      const s = JSON.parse(readFileSync(file, 'utf8')) as RunState;
+      if (typeof s.pid === 'number' && Array.isArray(s.placeholders)) out.push({ file, state: s });
+    } catch { /* being written or foreign: not ours to judge */ }
+  }
+  return out;
+}
+
+const LOCK_STALE_MS = 10_000;
+const LOCK_WAIT_MS = 10_000;
+
+/**
+ * Serialise placeholder bookkeeping between concurrent runs of one user: a run records what it
+ * binds before another may decide to delete it. A lock older than LOCK_STALE_MS (its holder was
+ * killed mid-section) is taken over.
+ */
+function withLock<T>(home: string, fn: () => T): T {
+  const lock = join(stateDir(home), '.lock');
+  const deadline = Date.now() + LOCK_WAIT_MS;
+  for (;;) {
+    try {
+      mkdirSync(lock);
+      break;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+      try {
+        if (Date.now() - statSync(lock).mtimeMs > LOCK_STALE_MS) { rmdirSync(lock); continue; }
+      } catch { continue; }
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${lock} (remove it if no srt is running)`);
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 5);
+    }
+  }
+  try {
+    return fn();
+  } finally {
+    try { rmdirSync(lock); } catch { /* taken over */ }
+  }
+}
+
+export class PlaceholderSet {
+  private readonly file: string;
+  /** Placeholders this run may remove at the end (made by it, or shared with a live run). */
+  private owned: ProtectedTarget[] = [];
+  private recorded = false;
+  private done = false;
+
+  constructor(private readonly home: string) {
+    this.file = join(stateDir(home), `${process.pid}.json`);
+  }
+
+  /**
+   * Record, then create, under the lock. `wanted`: this run's own placeholders. `bound`: every
+   * path it binds read-only; those that other runs recorded as placeholders are recorded here
+   * too, because deleting a mount point in another mount namespace detaches the mount there.
+   * Those of live runs are shared (the last run removes them); those of dead runs are stale and
+   * left for `srt doctor --fix`. Any bound path missing by now is (re)created so bwrap finds it.
+   */
+  create(wanted: ProtectedTarget[], bound: ReadonlyMap<string, 'file' | 'dir'>): void {
+    const boundSet = new Set(bound.keys());
+    if (wanted.length === 0 && boundSet.size === 0) return;
+    mkdirSync(stateDir(this.home), { recursive: true, mode: 0o700 });
+    withLock(this.home, () => {
+      const live = new Map<string, ProtectedTarget>();
+      const stale = new Map<string, ProtectedTarget>();
+      for (const { state } of readStates(this.home)) {
+        if (state.pid === process.pid) continue;
+        const alive = isLive(state);
+        for (const ph of state.placeholders) if (boundSet.has(ph.path)) (alive ? live : stale).set(ph.path, ph);
+      }
+      const all = new Map<string, ProtectedTarget>([...stale, ...live]);
+      for (const ph of wanted) if (!all.has(ph.path)) all.set(ph.path, ph);
+      // A placeholder that existed when the plan was made but was removed since (its run
+      // ended meanwhile) is made again: bwrap needs it, and the path must stay masked.
+      for (const [path, kind] of bound) {
+        if (all.has(path)) continue;
+        try { statSync(path); } catch { all.set(path, { path, kind }); }
+      }
+      if (all.size === 0) return;
+      const state: RunState = { pid: process.pid, startTime: processStartTime(process.pid), placeholders: [...all.values()] };
+      const tmp = `${this.file}.tmp`;
+      writeFileSync(tmp, JSON.stringify(state) + '\n', { mode: 0o600 });
+      renameSync(tmp, this.file);
+      this.recorded = true;
+      for (const ph of all.values()) {
+        let made = false;
+        try {
+          if (ph.kind === 'dir') mkdirSync(ph.path, { mode: 0o755 });
+          else closeSync(openSync(ph.path, 'wx', 0o444));
+          made = true;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+        }
+        // Made here or shared with a live run: ours to remove last. Existing and nobody's (made
+        // by the user meanwhile) or stale: never ours.
+        if (made || live.has(ph.path)) this.owned.push(ph);
+      }
+    });
+  }
+
+  /** Synchronous so it can run from exit and signal handlers. Idempotent. */
+  cleanup(): void {
+    if (this.done || !this.recorded) return;
+    this.done = true;
+    const run = () => {
+      const others = new Set<string>();
+      for (const { state } of readStates(this.home)) {
+        if (state.pid === process.pid || !isLive(state)) continue;
+        for (const ph of state.placeholders) others.add(ph.path);
+      }
+      for (const ph of [...this.owned].reverse()) {
+        if (others.has(ph.path)) continue;
+        try {
+          const st = statSync(ph.path);
+          if (ph.kind === 'dir' && st.isDirectory()) rmdirSync(ph.path); // fails unless empty: then it is not a placeholder any more
+          else if (ph.kind === 'file' && st.isFile() && st.size === 0) unlinkSync(ph.path);
+        } catch { /* gone or no longer empty: leave it */ }
+      }
+      try { unlinkSync(this.file); } catch { /* already gone */ }
+    };
+    try {
+      withLock(this.home, run);
+    } catch {
+      run(); // the lock is unobtainable: still never leave our own placeholders behind
+    }
+  }
+}

@@ -1,0 +1,320 @@
+// Policy → bubblewrap argv (pure). Every path decision is made here; the platform side only
+// gathers facts (where each path lands after symlinks, what exists, glob matches) and runs it.
+//
+// Model: the policy names a set of paths ("nodes"). Each node gets an access state, decided by
+// the most specific read rule covering it and by the write rules, and mounts are emitted
+// shallow-to-deep so a deeper mount overrides a shallower one. bwrap takes every bind source
+// from the host root, so each mount sets its path's state independently of its parents.
+//   read:  most specific of denyRead/allowRead wins; on the same path allowRead wins; a path
+//          writable by policy counts as allowRead (writing blind makes no sense).
+//   write: under cwd, TMPDIR or allowWrite AND under no denyWrite/protected path (denyWrite wins
+//          whatever its depth) AND readable.
+
+import { dirname, sep } from 'node:path';
+import type { PathRule, Policy } from '../policy.js';
+import type { ProtectedTarget } from './protected.js';
+
+export type PathKind = 'file' | 'dir' | 'missing' | 'impossible';
+
+/** Where a path lands once every symlink is followed (also through a missing tail). */
+export interface Landing {
+  real: string;
+  /** `file` covers every non-directory; `impossible`: a parent is not a directory. */
+  kind: PathKind;
+  /** For `missing`: the first component of `real` that does not exist. */
+  firstMissing?: string;
+}
+
+export interface SeccompLaunch {
+  helperPath: string;
+  filterPath: string;
+  relays: { port: number; socketPath: string }[];
+}
+
+export interface BwrapFacts {
+  /** Landing of every path from `literalPaths()` (keys as returned there). */
+  landings: ReadonlyMap<string, Landing>;
+  /** Existing matches of every glob from `globRules()`, keyed by the rule's path, as landings. */
+  globMatches: ReadonlyMap<string, Landing[]>;
+  protectedTargets: ProtectedTarget[];
+  /** Main repository's .git dir (real) when cwd is a linked worktree. */
+  worktreeCommonDir?: string;
+  runDir: string;
+  tmpDir: string;
+  /** An empty read-only file srt owns, bound over denied files. */
+  emptyFile: string;
+  seccomp?: SeccompLaunch;
+  /** fd on which bwrap reports `child-pid` and `exit-code`. */
+  jsonStatusFd?: number;
+}
+
+export interface BwrapPlan {
+  /** Arguments for `bwrap` (without the program name). */
+  args: string[];
+  /** Mount points srt must create on the host before the run (and remove after). */
+  placeholders: ProtectedTarget[];
+  warnings: string[];
+  /** Decisions worth a `--debug` line. */
+  notes: string[];
+}
+
+const GLOB_CHARS = /[*?[\]]/;
+
+/** A rule's path with a trailing `/**` dropped; null when glob syntax remains. */
+export function literalOf(rule: Pick<PathRule, 'path' | 'glob'>): string | null {
+  if (!rule.glob) return rule.path;
+  const trimmed = rule.path.replace(/\/\*\*$/, '');
+  if (trimmed !== '' && !GLOB_CHARS.test(trimmed)) return trimmed;
+  return null;
+}
+
+/** Read-side entries whose globs are expanded at wrap time (denyWrite is expanded too: it only adds). */
+export function globRules(policy: Policy): PathRule[] {
+  const fs = policy.filesystem;
+  return [...fs.denyRead, ...fs.allowRead, ...fs.denyWrite, ...credentialDenyRules(policy)]
+    .filter((r) => literalOf(r) === null);
+}
+
+function credentialDenyRules(policy: Policy): PathRule[] {
+  return policy.credentials.files
+    .filter((f) => f.mode === 'deny')
+    .map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source }));
+}
+
+/** Every literal path whose landing the platform must resolve. */
+export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktreeCommonDir?: string): string[] {
+  const fs = policy.filesystem;
+  const rules = [...fs.allowWrite, ...fs.denyWrite, ...fs.denyRead, ...fs.allowRead, ...credentialDenyRules(policy)];
+  const paths = new Set<string>([policy.cwd]);
+  for (const r of rules) {
+    const lit = literalOf(r);
+    if (lit !== null) paths.add(lit);
+  }
+  for (const t of targets) paths.add(t.path);
+  if (worktreeCommonDir) paths.add(worktreeCommonDir);
+  return [...paths];
+}
+
+/** Is `p` equal to or below `base`? */
+export function isWithin(p: string, base: string): boolean {
+  return p === base || base === '/' || p.startsWith(base + sep);
+}
+
+function depthOf(p: string): number {
+  return p === '/' ? 0 : p.split('/').length - 1;
+}
+
+/** Glob → anchored RegExp over absolute paths (`**` crosses `/`, `*` and `?` do not). */
+export function globToRegExp(glob: string): RegExp {
+  let re = '';
+  for (let i = 0; i < glob.length; i++) {
+    const c = glob[i]!;
+    if (c === '*') {
+      if (glob[i + 1] === '*') {
+        i++;
+        if (glob[i + 1] === '/') { i++; re += '(?:.*/)?'; } else re += '.*';
+      } else re += '[^/]*';
+    } else if (c === '?') re += '[^/]';
+    else if (c === '[') {
+      const end = glob.indexOf(']', i + 2);
+      if (end < 0) { re += '\\['; continue; }
+      let body = glob.slice(i + 1, end);
+      if (body.startsWith('!')) body = '^' + body.slice(1);
+      re += '[' + body.replace(/\\/g, '\\\\') + ']';
+      i = end;
+    } else re += c.replace(/[.+^${}()|\\]/g, '\\$&');
+  }
+  return new RegExp('^' + re + '$');
+}
+
+interface Access { read: boolean; write: boolean }
+
+export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: string[]): BwrapPlan {
+  const warnings: string[] = [];
+  const notes: string[] = [];
+  const fsPolicy = policy.filesystem;
+  const landing = (p: string): Landing => facts.landings.get(p) ?? { real: p, kind: 'missing', firstMissing: p };
+
+  const existing = (l: Landing) => l.kind === 'file' || l.kind === 'dir';
+  const expand = (rules: PathRule[], what: string): Landing[] => {
+    const out: Landing[] = [];
+    for (const r of rules) {
+      const lit = literalOf(r);
+      if (lit !== null) out.push(landing(lit));
+      else {
+        const matches = facts.globMatches.get(r.path) ?? [];
+        notes.push(`${what} ${r.original}: ${matches.length} match(es) at wrap time`);
+        out.push(...matches);
+      }
+    }
+    return out;
+  };
+
+  // --- write roots
+  const writeRoots = new Set<string>();
+  const addWriteRoot = (l: Landing, why: string) => {
+    if (l.kind === 'dir' || l.kind === 'file') writeRoots.add(l.real);
+    else notes.push(`allowWrite ${why}: does not exist, skipped`);
+  };
+  addWriteRoot(landing(policy.cwd), policy.cwd);
+  writeRoots.add(facts.tmpDir);
+  for (const r of fsPolicy.allowWrite) {
+    const lit = literalOf(r);
+    if (lit === null) {
+      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths on Linux; entry ignored (name the directory instead)`);
+      continue;
+    }
+    addWriteRoot(landing(lit), r.original);
+  }
+  if (facts.worktreeCommonDir) addWriteRoot(landing(facts.worktreeCommonDir), 'git worktree main repository');
+
+  // --- write denies: denyWrite + protected targets (missing ones become placeholders)
+  const denyWrite = new Set<string>();
+  const placeholders = new Map<string, ProtectedTarget>();
+  const writableByRoots = (p: string) => [...writeRoots].some((w) => isWithin(p, w));
+  const missingDenies: [Landing, 'file' | 'dir'][] = [];
+  const denyLanding = (l: Landing, kind: 'file' | 'dir') => {
+    if (existing(l)) denyWrite.add(l.real);
+    else if (l.kind === 'missing' && l.firstMissing) missingDenies.push([l, kind]);
+  };
+  const placeholderFor = (l: Landing, kind: 'file' | 'dir') => {
+    if (!l.firstMissing) return;
+    // A missing protected path must stay uncreatable. Mask its FIRST missing component: an
+    // empty read-only directory if more components follow (e.g. `.git` for `.git/hooks` in a
+    // non-repository: nothing below it can be created, and no hooks dir appears on the host),
+    // else an empty file/dir of the path's own kind. Only needed where the parent is writable.
+    const at = l.firstMissing;
+    const parent = dirname(at);
+    if (!writableByRoots(parent) || [...denyWrite].some((d) => isWithin(parent, d))) return;
+    const phKind = at === l.real ? kind : 'dir';
+    if (!placeholders.has(at)) placeholders.set(at, { path: at, kind: phKind });
+    denyWrite.add(at);
+  };
+  for (const r of fsPolicy.denyWrite) {
+    const lit = literalOf(r);
+    if (lit !== null) denyLanding(landing(lit), 'file');
+    else for (const m of facts.globMatches.get(r.path) ?? []) denyLanding(m, 'file');
+  }
+  for (const t of facts.protectedTargets) denyLanding(landing(t.path), t.kind);
+  for (const [l, kind] of missingDenies) placeholderFor(l, kind);
+
+  // --- reads
+  const denyRead = new Set(expand([...fsPolicy.denyRead, ...credentialDenyRules(policy)], 'denyRead').filter(existing).map((l) => l.real));
+  const allowRead = new Set(expand(fsPolicy.allowRead, 'allowRead').filter(existing).map((l) => l.real));
+  for (const w of writeRoots) allowRead.add(w);
+  allowRead.add(facts.runDir);
+  const kindOf = new Map<string, 'file' | 'dir'>();
+  const recordKinds = (ls: Landing[]) => { for (const l of ls) if (l.kind === 'file' || l.kind === 'dir') kindOf.set(l.real, l.kind); };
+  recordKinds([...facts.landings.values()]);
+  for (const ms of facts.globMatches.values()) recordKinds(ms);
+  for (const ph of placeholders.values()) kindOf.set(ph.path, ph.kind);
+  kindOf.set(facts.tmpDir, 'dir');
+  kindOf.set(facts.runDir, 'dir');
+
+  const readable = (p: string): boolean => {
+    let best: { depth: number; allow: boolean } | null = null;
+    for (const [set, allow] of [[denyRead, false], [allowRead, true]] as const) {
+      for (const r of set) {
+        if (!isWithin(p, r)) continue;
+        const d = depthOf(r);
+        if (!best || d > best.depth || (d === best.depth && allow)) best = { depth: d, allow };
+      }
+    }
+    return best ? best.allow : true;
+  };
+  const accessOf = (p: string): Access => {
+    const read = readable(p);
+    const write = read && writableByRoots(p) && ![...denyWrite].some((d) => isWithin(p, d));
+    return { read, write };
+  };
+
+  // --- nodes, plus rename guards: every directory between a write root and a write-denied path
+  // inside it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot swap the
+  // protected path away (rename of a mount point fails with EBUSY).
+  const nodes = new Set<string>([...writeRoots, ...denyWrite, ...denyRead, ...allowRead]);
+  const mustMount = new Set<string>();
+  for (const d of denyWrite) {
+    const root = [...writeRoots].filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let a = dirname(d); a !== root && isWithin(a, root); a = dirname(a)) {
+      nodes.add(a); mustMount.add(a); kindOf.set(a, 'dir');
+    }
+  }
+
+  const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
+  const fsArgs: string[] = [];
+  const remountRo: string[] = [];
+  const parentAccess = (p: string): Access => {
+    for (let a = dirname(p); ; a = dirname(a)) {
+      if (nodes.has(a) && a !== p) return accessOf(a);
+      if (a === '/') return { read: true, write: false };
+    }
+  };
+
+  if (fsPolicy.disabled) {
+    warnings.push('filesystem isolation is disabled (filesystem.disabled): the command can read and write every file you can');
+    fsArgs.push('--dev-bind', '/', '/');
+  } else {
+    fsArgs.push('--ro-bind', '/', '/');
+  }
+  fsArgs.push('--dev', '/dev');
+  if (policy.enableWeakerNestedSandbox) {
+    warnings.push('enableWeakerNestedSandbox: reusing the existing /proc instead of a fresh one; the sandbox is weaker (host processes may be visible)');
+    fsArgs.push('--bind', '/proc', '/proc');
+  } else {
+    fsArgs.push('--proc', '/proc');
+  }
+  // bwrap leaves /proc/sys writable for a root caller (uid 0 maps to host root); never allow it.
+  // With the seccomp helper the command sees the helper's own fresh /proc (which it covers
+  // itself), and covering bwrap's /proc would stop the helper from mounting one.
+  if (!facts.seccomp) fsArgs.push('--ro-bind', '/proc/sys', '/proc/sys');
+
+  if (fsPolicy.disabled) {
+    // Only credential denies survive; the filesystem is otherwise the host's.
+    const creds = new Set(credentialDenyRules(policy).flatMap((r) => expand([r], 'credential deny')).filter(existing).map((l) => l.real));
+    for (const p of [...creds].sort()) maskRead(p);
+    fsArgs.push('--bind', facts.tmpDir, facts.tmpDir);
+  } else {
+    for (const p of sorted) {
+      const acc = accessOf(p);
+      const par = parentAccess(p);
+      if (!acc.read) {
+        if (par.read) maskRead(p);
+        continue;
+      }
+      if (acc.read === par.read && acc.write === par.write && !mustMount.has(p) && !writeRoots.has(p)) continue;
+      fsArgs.push(acc.write ? '--bind' : '--ro-bind', p, p);
+    }
+  }
+
+  function maskRead(p: string) {
+    if (kindOf.get(p) === 'dir') {
+      fsArgs.push('--tmpfs', p);
+      remountRo.push(p);
+    } else {
+      fsArgs.push('--ro-bind', facts.emptyFile, p);
+    }
+  }
+  // Read-only last: carve-outs inside a tmpfs need their mount points created first.
+  for (const p of remountRo) fsArgs.push('--remount-ro', p);
+
+  const nsArgs = [
+    '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
+    '--new-session', '--die-with-parent',
+  ];
+  // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc) and CAP_SETPCAP
+  // (clearing the bounding set) in bwrap's user namespace only, and drops both before exec.
+  const capArgs = facts.seccomp
+    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP']
+    : ['--cap-drop', 'ALL'];
+  const statusArgs = facts.jsonStatusFd !== undefined ? ['--json-status-fd', String(facts.jsonStatusFd)] : [];
+  const inner = facts.seccomp
+    ? [
+      facts.seccomp.helperPath,
+      ...facts.seccomp.relays.flatMap((r) => ['--relay', `${r.port}:${r.socketPath}`]),
+      '--filter', facts.seccomp.filterPath, '--',
+    ]
+    : [];
+  const args = [...nsArgs, ...capArgs, ...fsArgs, '--chdir', policy.cwd, ...statusArgs, '--', ...inner, ...command];
+  return { args, placeholders: [...placeholders.values()], warnings, notes };
+}

@@ -1,0 +1,274 @@
+// The library API and the one place a run is put together (Linux): validate dependencies,
+// gather filesystem facts, build the bwrap argv, create placeholders, run, clean up.
+// Cleanup is synchronous and idempotent so it also runs from signal and exit handlers.
+
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { Policy } from './policy.js';
+import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
+import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
+import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
+import { checkBubblewrap, DependencyError, findOnPath } from './platform/deps.js';
+import { resolveLanding } from './platform/landing.js';
+import { launch, STATUS_FD } from './platform/run.js';
+import { expandGlob, scanProtected, SearchError } from './platform/search.js';
+import { findSeccompHelper } from './platform/seccomp-helper.js';
+import { PlaceholderSet } from './platform/state.js';
+
+export type CommandSpec = { argv: string[] } | { shell: string };
+
+/** srt could not build the sandbox: print `srt: ${message}`, exit 125, nothing ran. */
+export class SandboxError extends Error {
+  readonly exitCode = 125;
+}
+
+const MANAGED_DIR = '/etc/srt';
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
+function shellQuote(s: string): string {
+  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+function signalExit(sig: NodeJS.Signals): number {
+  return 128 + ({ SIGINT: 2, SIGTERM: 15, SIGHUP: 1 } as Record<string, number>)[sig]!;
+}
+
+/** Remove a tree the command may have left unwritable (chmod 000 dirs) behind. */
+function removeTree(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    const fix = (p: string) => {
+      try { chmodSync(p, 0o700); for (const n of readdirSync(p)) { const c = join(p, n); if (statSync(c).isDirectory()) fix(c); } } catch { /* best effort */ }
+    };
+    fix(path);
+    try { rmSync(path, { recursive: true, force: true }); } catch { /* leave it */ }
+  }
+}
+
+export class Sandbox {
+  private readonly warnings: string[] = [];
+  private readonly placeholders: PlaceholderSet;
+  private disposed = false;
+  private running = false;
+  private readonly onExit = () => this.cleanupSync();
+  private readonly onSignal = (sig: NodeJS.Signals) => {
+    if (this.running) return; // launch() forwards it to the command
+    this.cleanupSync();
+    process.exit(signalExit(sig));
+  };
+
+  private constructor(
+    readonly policy: Policy,
+    private readonly debug: boolean,
+    private readonly bwrap: string,
+    private readonly runDir: string,
+    private readonly facts: BwrapFacts,
+  ) {
+    this.placeholders = new PlaceholderSet(policy.home);
+  }
+
+  /** Validate dependencies and gather everything the run needs. Throws SandboxError. */
+  static async create(opts: { policy: Policy; debug?: boolean }): Promise<Sandbox> {
+    const { policy } = opts;
+    if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build yet`);
+    const warnings: string[] = [];
+
+    const helper = findSeccompHelper();
+    let seccompHelper: { path: string; arch: SeccompArch } | undefined;
+    if ('path' in helper) seccompHelper = helper;
+    else if (policy.network.allowAllUnixSockets || policy.allowNestedUserNamespaces) {
+      warnings.push(`the seccomp helper is unavailable (${helper.error.replace(/^srt: /, '')}); running without the seccomp filter because ` +
+        `${policy.network.allowAllUnixSockets ? 'network.allowAllUnixSockets' : 'allowNestedUserNamespaces'} is set`);
+    } else {
+      throw new SandboxError(`${helper.error.replace(/^srt: /, '')}; srt will not run a command without its seccomp filter`);
+    }
+
+    let scanned, globs, bwrap: string;
+    try {
+      [bwrap, scanned, globs] = await Promise.all([
+        checkBubblewrap({ weakerNested: policy.enableWeakerNestedSandbox }),
+        scanProtected(policy.cwd, policy.mandatoryDenySearchDepth),
+        Promise.all(globRules(policy).map(async (r) => [r.path, await expandGlob(r.path)] as const)),
+      ]);
+    } catch (e) {
+      if (e instanceof DependencyError || e instanceof SearchError) throw new SandboxError(e.message);
+      throw e;
+    }
+    warnings.push(...scanned.warnings, ...globs.flatMap(([, g]) => g.warnings));
+
+    const targets = protectedTargets({
+      cwd: policy.cwd, home: policy.home, root: policy.root, depth: policy.mandatoryDenySearchDepth,
+      managedDir: MANAGED_DIR, found: scanned.found, gitFiles: scanned.gitFiles,
+    });
+    const cwdGit = scanned.gitFiles.find((g) => g.file === join(policy.cwd, '.git'));
+    const worktreeCommonDir = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? cwdGit.commonDir : undefined;
+    const landings = new Map<string, Landing>();
+    for (const p of literalPaths(policy, targets, worktreeCommonDir)) landings.set(p, resolveLanding(p));
+
+    const runDir = mkdtempSync(join(tmpdir(), 'srt-run-'));
+    let facts: BwrapFacts;
+    try {
+      const tmpDir = join(runDir, 'tmp');
+      mkdirSync(tmpDir, { mode: 0o700 });
+      const emptyFile = join(runDir, 'empty');
+      writeFileSync(emptyFile, '', { mode: 0o444 });
+      let seccomp: SeccompLaunch | undefined;
+      if (seccompHelper) {
+        const filterPath = join(runDir, 'filter.bpf');
+        writeFileSync(filterPath, buildSeccompFilter({
+          arch: seccompHelper.arch,
+          allowUnixSockets: policy.network.allowAllUnixSockets,
+          allowNamespaces: policy.allowNestedUserNamespaces,
+        }), { mode: 0o400 });
+        seccomp = { helperPath: seccompHelper.path, filterPath, relays: [] };
+      }
+      facts = {
+        landings, globMatches: new Map(globs.map(([k, g]) => [k, g.matches])),
+        protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD,
+        ...(worktreeCommonDir ? { worktreeCommonDir } : {}),
+        ...(seccomp ? { seccomp } : {}),
+      };
+    } catch (e) {
+      removeTree(runDir);
+      throw e;
+    }
+    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts);
+    sb.warnings.push(...warnings);
+    process.on('exit', sb.onExit);
+    for (const s of SIGNALS) process.on(s, sb.onSignal);
+    return sb;
+  }
+
+  private argvOf(cmd: CommandSpec): string[] {
+    if ('argv' in cmd) return cmd.argv;
+    return [findOnPath('bash') ? 'bash' : 'sh', '-c', cmd.shell];
+  }
+
+  private plan(cmd: CommandSpec): BwrapPlan {
+    return buildBwrapPlan(this.policy, this.facts, this.argvOf(cmd));
+  }
+
+  /** What the command's environment gains (values that are not secrets). */
+  private envChanges(): Record<string, string> {
+    return { TMPDIR: this.facts.tmpDir, SRT_SANDBOX: '1' };
+  }
+
+  /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
+  startupWarnings(cmd: CommandSpec): string[] {
+    return [...new Set([...this.warnings, ...this.plan(cmd).warnings])];
+  }
+
+  dryRun(cmd: CommandSpec): string {
+    const plan = this.plan(cmd);
+    // One option per line with its values; the command after `--` on the last line.
+    const sep = plan.args.indexOf('--');
+    const groups: string[][] = [[this.bwrap]];
+    for (const a of plan.args.slice(0, sep)) {
+      if (a.startsWith('--')) groups.push([a]); else groups[groups.length - 1]!.push(a);
+    }
+    groups.push(plan.args.slice(sep));
+    const lines = ['# bubblewrap command', groups.map((g) => g.map(shellQuote).join(' ')).join(' \\\n  ')];
+    lines.push('', '# environment changes (everything else inherited)');
+    for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
+    if (plan.placeholders.length) {
+      lines.push('', '# empty read-only placeholders created for the run (missing protected paths)');
+      for (const p of plan.placeholders) lines.push(`${p.kind} ${p.path}`);
+    }
+    const warnings = this.startupWarnings(cmd);
+    if (warnings.length) lines.push('', '# warnings', ...warnings.map((w) => `srt: warning: ${w}`));
+    return lines.join('\n') + '\n';
+  }
+
+  /** Run the command; resolves to its exit status per SPEC §1. */
+  async run(cmd: CommandSpec): Promise<number> {
+    if (this.disposed) throw new Error('Sandbox already disposed');
+    const argv = this.argvOf(cmd);
+    const plan = this.plan(cmd);
+    for (const w of this.startupWarnings(cmd)) process.stderr.write(`srt: warning: ${w}\n`);
+    if (this.debug) for (const n of plan.notes) process.stderr.write(`srt[debug]: ${n}\n`);
+    const env = { ...process.env, ...this.envChanges() };
+
+    const missing = this.checkCommand(argv[0]!, env.PATH ?? '');
+    if (missing) {
+      process.stderr.write(`srt: ${argv[0]}: ${missing.message}\n`);
+      return missing.status;
+    }
+
+    // Placeholders other runs recorded that this run binds read-only must survive this run too.
+    const kinds = new Map<string, 'file' | 'dir'>();
+    for (const l of this.facts.landings.values()) if (l.kind === 'file' || l.kind === 'dir') kinds.set(l.real, l.kind);
+    for (const ph of plan.placeholders) kinds.set(ph.path, ph.kind);
+    const bound = new Map<string, 'file' | 'dir'>();
+    for (let i = 0; i < plan.args.length - 2; i++) {
+      const dest = plan.args[i + 2]!;
+      if (plan.args[i] === '--ro-bind' && plan.args[i + 1] === dest && kinds.has(dest)) bound.set(dest, kinds.get(dest)!);
+    }
+    try {
+      this.placeholders.create(plan.placeholders, bound);
+    } catch (e) {
+      process.stderr.write(`srt: cannot create placeholders for protected paths: ${(e as Error).message}\n`);
+      return 125;
+    }
+
+    this.running = true;
+    try {
+      const res = await launch({
+        bwrap: this.bwrap, args: plan.args, env, cwd: this.policy.cwd,
+        viaHelper: this.facts.seccomp !== undefined,
+      });
+      if (!res.started) {
+        if (res.signal) return signalExit(res.signal);
+        process.stderr.write('srt: the sandbox could not be set up (see the bwrap error above); the command did not run\n');
+        return 125;
+      }
+      return res.status;
+    } finally {
+      this.running = false;
+      this.cleanupSync();
+    }
+  }
+
+  /** Like execvp: 127 when not found, 126 when not executable; null when it can be started. */
+  private checkCommand(cmd: string, pathEnv: string): { status: number; message: string } | null {
+    const candidates = cmd.includes('/')
+      ? [isAbsolute(cmd) ? cmd : resolve(this.policy.cwd, cmd)]
+      : pathEnv.split(':').filter(Boolean).map((d) => join(resolve(this.policy.cwd, d), cmd));
+    let sawNonExec = false;
+    // Like a shell's PATH search: unreadable PATH entries count as "not there".
+    for (const c of candidates) {
+      try {
+        if (statSync(c).isDirectory()) { sawNonExec = true; continue; }
+      } catch {
+        continue;
+      }
+      try {
+        accessSync(c, fsConstants.X_OK);
+        return null;
+      } catch {
+        sawNonExec = true;
+      }
+    }
+    return sawNonExec ? { status: 126, message: 'permission denied (not executable)' } : { status: 127, message: 'command not found' };
+  }
+
+  violations(): string[] {
+    return [];
+  }
+
+  private cleanupSync(): void {
+    this.placeholders.cleanup();
+    removeTree(this.runDir);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.cleanupSync();
+    process.off('exit', this.onExit);
+    for (const s of SIGNALS) process.off(s, this.onSignal);
+  }
+}
+
+export type { ProtectedTarget };

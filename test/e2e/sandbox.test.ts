@@ -1,0 +1,165 @@
+// Run lifecycle end to end: exit status, stdio, TTY, signals, cleanup, placeholders' state file,
+// and srt's own failures (exit 125, nothing ran).
+import { createHash } from 'node:crypto';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { execa } from 'execa';
+import { SRT_BIN, srt, tempDir } from './helpers.js';
+
+const dirs: { cleanup: () => void }[] = [];
+afterAll(() => { for (const d of dirs) d.cleanup(); });
+function scratch(): { home: string; cwd: string; base: string } {
+  const d = tempDir('srt-sbx-');
+  dirs.push(d);
+  const home = join(d.path, 'home');
+  const cwd = join(d.path, 'cwd');
+  mkdirSync(home);
+  mkdirSync(cwd);
+  return { home, cwd, base: d.path };
+}
+
+/** Start srt in the background; resolves once the command printed `ready` on stdout. */
+function startBackground(args: string[], home: string, cwd: string): Promise<{ child: ChildProcess; firstLine: string; exit: Promise<number | null> }> {
+  const child = spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
+  return new Promise((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no ready line: ${out}`)); }, 15_000);
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const m = /^(.*)\nready\n/s.exec(out);
+      if (m) { clearTimeout(timer); resolve({ child, firstLine: m[1]!, exit }); }
+    });
+  });
+}
+
+function processesWith(marker: string): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmd.includes(marker)) out.push(`${pid}: ${cmd}`);
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+describe('exit status and stdio', () => {
+  it('passes the command status through: 0, 7, 143 (signal), 126, 127', async () => {
+    const { home, cwd } = scratch();
+    writeFileSync(join(cwd, 'notexec'), 'echo hi\n');
+    const codes = await Promise.all([
+      srt(['--', 'true'], { home, cwd }),
+      srt(['--', 'sh', '-c', 'exit 7'], { home, cwd }),
+      srt(['--', 'sh', '-c', 'kill -TERM $$'], { home, cwd }),
+      srt(['--', './notexec'], { home, cwd }),
+      srt(['--', 'no-such-command-srt'], { home, cwd }),
+    ]);
+    expect(codes.map((r) => r.exitCode)).toEqual([0, 7, 143, 126, 127]);
+    expect(codes[4]!.stderr).toMatch(/srt: no-such-command-srt: command not found/);
+  });
+
+  it('stdin round trip and 50 MB of stdout arrive intact', async () => {
+    const { home, cwd } = scratch();
+    const echo = await srt(['--', 'cat'], { home, cwd, stdin: 'pipe', input: 'hello through the sandbox\n' });
+    expect(echo.stdout).toBe('hello through the sandbox');
+    const size = 50 * 1024 * 1024;
+    const big = await execa(process.execPath, [SRT_BIN, '--', 'sh', '-c', `yes 0123456789abcdef | head -c ${size}`], {
+      cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, encoding: 'buffer', maxBuffer: size * 2, reject: false,
+    });
+    const expected = createHash('sha256').update(Buffer.alloc(size, '0123456789abcdef\n')).digest('hex');
+    expect(big.exitCode).toBe(0);
+    expect(createHash('sha256').update(big.stdout as Uint8Array).digest('hex')).toBe(expected);
+  });
+
+  it('a TTY stays a TTY', async () => {
+    const { home, cwd } = scratch();
+    const inner = `${process.execPath} ${SRT_BIN} -- sh -c 'test -t 0 && test -t 1 && test -t 2 && echo IS-A-TTY'`;
+    const r = await execa('script', ['-qec', inner, '/dev/null'], { cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
+    expect(r.stdout).toContain('IS-A-TTY');
+  });
+});
+
+describe('signals and cleanup', () => {
+  it('SIGINT to srt ends the command, removes the run dir and leaves no process', async () => {
+    const { home, cwd } = scratch();
+    // A unique sleep duration marks the command's processes (the shell and its child).
+    const marker = `9${process.pid}${Date.now() % 100000}`;
+    const { child, firstLine, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; sleep ${marker}; echo ${marker}`], home, cwd);
+    expect(firstLine).toMatch(/\/srt-run-[^/]+\/tmp$/);
+    expect(processesWith(marker).length).toBeGreaterThan(0);
+    child.kill('SIGINT');
+    const code = await Promise.race([exit, new Promise((r) => setTimeout(() => r('timeout'), 10_000))]);
+    if (code === 'timeout') child.kill('SIGKILL');
+    expect(code).toBe(130);
+    expect(existsSync(firstLine.replace(/\/tmp$/, ''))).toBe(false);
+    expect(processesWith(marker)).toEqual([]);
+  });
+
+  it('a run killed with SIGKILL leaves its state file; later runs keep live and dead runs\' placeholders', async () => {
+    const { home, cwd } = scratch();
+    // Run A (live) holds placeholders for the missing protected names in cwd.
+    const a = await startBackground(['--', 'sh', '-c', 'echo $TMPDIR; echo ready; exec sleep 1000'], home, cwd);
+    // SIGKILL leaves A's run dir behind by nature; the test removes it.
+    dirs.push({ cleanup: () => rmSync(dirname(a.firstLine), { recursive: true, force: true }) });
+    const stateA = join(home, '.srt/state', `${a.child.pid}.json`);
+    expect(existsSync(stateA)).toBe(true);
+    expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
+    // Run B finishes normally while A lives: A's placeholders stay.
+    expect((await srt(['--', 'true'], { home, cwd })).exitCode).toBe(0);
+    expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
+    expect(existsSync(join(cwd, '.vscode'))).toBe(true);
+    // Kill A with SIGKILL: its state file and placeholders remain (stale, for `srt doctor --fix`).
+    a.child.kill('SIGKILL');
+    await a.exit;
+    expect(existsSync(stateA)).toBe(true);
+    // Run C: the dead run's placeholders are still protected and not deleted.
+    const c = await srt(['--', 'sh', '-c', 'echo evil > .bashrc'], { home, cwd });
+    expect(c.exitCode).not.toBe(0);
+    expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
+    expect(readFileSync(join(cwd, '.bashrc'), 'utf8')).toBe('');
+    expect(readdirSync(join(home, '.srt/state'))).toEqual([`${a.child.pid}.json`]);
+  });
+});
+
+describe('srt failures stop the run (125, nothing ran)', () => {
+  it('bad settings', async () => {
+    const { home, cwd } = scratch();
+    writeFileSync(join(cwd, 'bad.json'), '{ "filesystem": { "allowWrite": 5 } }');
+    const r = await srt(['--settings', 'bad.json', '--', 'touch', join(cwd, 'marker')], { home, cwd });
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toMatch(/^srt: /m);
+    expect(existsSync(join(cwd, 'marker'))).toBe(false);
+  });
+
+  it('bubblewrap missing or unable to start', async () => {
+    const { home, cwd, base } = scratch();
+    const bin = join(base, 'bin');
+    mkdirSync(bin);
+    for (const tool of ['rg', 'touch', 'sh']) symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`]).toString().trim(), join(bin, tool));
+    const missing = await srt(['--', 'touch', join(cwd, 'marker')], { home, cwd, env: { PATH: bin } });
+    expect(missing.exitCode).toBe(125);
+    expect(missing.stderr).toMatch(/srt: bubblewrap \(bwrap\) is not installed/);
+    // A bwrap that cannot create namespaces.
+    writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n');
+    chmodSync(join(bin, 'bwrap'), 0o755);
+    const broken = await srt(['--', 'touch', join(cwd, 'marker')], { home, cwd, env: { PATH: bin } });
+    expect(broken.exitCode).toBe(125);
+    expect(broken.stderr).toMatch(/srt: .*uid map: Permission denied/);
+    expect(existsSync(join(cwd, 'marker'))).toBe(false);
+    expect(readdirSync(cwd)).toEqual([]);
+  });
+
+  it('--dry-run prints the plan and runs nothing', async () => {
+    const { home, cwd } = scratch();
+    const r = await srt(['--dry-run', '--', 'touch', join(cwd, 'marker')], { home, cwd });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toMatch(/--unshare-net/);
+    expect(r.stdout).toMatch(/--bind \S+ \S+/);
+    expect(r.stdout).toMatch(/SRT_SANDBOX=1/);
+    expect(existsSync(join(cwd, 'marker'))).toBe(false);
+    expect(readdirSync(cwd)).toEqual([]);
+  });
+});

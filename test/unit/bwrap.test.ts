@@ -1,0 +1,170 @@
+import { describe, expect, it } from 'vitest';
+import type { PathRule, Policy } from '../../src/policy.js';
+import { buildBwrapPlan, globToRegExp, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+
+const src = { scope: 'cli' as const };
+const rule = (path: string, glob = /[*?[]/.test(path)): PathRule => ({ path, glob, original: path, source: src });
+
+function policy(fs: Partial<Policy['filesystem']> = {}, extra: Partial<Policy> = {}): Policy {
+  return {
+    cwd: '/w', home: '/h', root: '/w',
+    network: {
+      allowedDomains: [], deniedDomains: [], deniedDomainReasons: {}, strictAllowlist: true, allowManagedDomainsOnly: false,
+      deniedResolvedAddresses: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false,
+    },
+    filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false, ...fs },
+    credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+    mandatoryDenySearchDepth: 3, enableWeakerNestedSandbox: false, allowNestedUserNamespaces: false,
+    allowPty: false, allowAppleEvents: false, enableWeakerNetworkIsolation: false, warnings: [], ignored: [],
+    ...extra,
+  };
+}
+
+const dir = (real: string): Landing => ({ real, kind: 'dir' });
+const file = (real: string): Landing => ({ real, kind: 'file' });
+const missing = (real: string, firstMissing = real): Landing => ({ real, kind: 'missing', firstMissing });
+
+function facts(landings: Record<string, Landing>, more: Partial<BwrapFacts> = {}): BwrapFacts {
+  return {
+    landings: new Map(Object.entries({ '/w': dir('/w'), ...landings })),
+    globMatches: new Map(), protectedTargets: [],
+    runDir: '/r', tmpDir: '/r/tmp', emptyFile: '/r/empty', jsonStatusFd: 3,
+    ...more,
+  };
+}
+
+/** The mount operations after the fixed prefix, as `op path` strings. */
+function mounts(args: string[]): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < args.indexOf('--chdir'); i++) {
+    const a = args[i]!;
+    if (a === '--bind' || a === '--ro-bind' || a === '--dev-bind') { out.push(`${a.slice(2)} ${args[i + 2]}${args[i + 1] !== args[i + 2] ? ` <${args[i + 1]}` : ''}`); i += 2; }
+    else if (a === '--tmpfs' || a === '--remount-ro' || a === '--proc' || a === '--dev') { out.push(`${a.slice(2)} ${args[i + 1]}`); i += 1; }
+  }
+  return out;
+}
+
+describe('bwrap argv', () => {
+  it('always isolates namespaces, drops caps, fresh /proc with read-only /proc/sys', () => {
+    const { args } = buildBwrapPlan(policy(), facts({}), ['true']);
+    for (const f of ['--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts', '--new-session', '--die-with-parent']) {
+      expect(args).toContain(f);
+    }
+    expect(args.join(' ')).toContain('--cap-drop ALL');
+    expect(args).not.toContain('--cap-add');
+    expect(mounts(args)).toEqual(['ro-bind /', 'dev /dev', 'proc /proc', 'ro-bind /proc/sys', 'bind /w', 'bind /r/tmp']);
+    expect(args.slice(args.indexOf('--chdir'))).toEqual(['--chdir', '/w', '--json-status-fd', '3', '--', 'true']);
+  });
+
+  it('launches through the seccomp helper with the capabilities it needs', () => {
+    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [{ port: 3128, socketPath: '/r/http.sock' }] } }), ['ls', '-l']);
+    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP');
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '3128:/r/http.sock', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
+    expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
+  });
+
+  it('denyWrite inside allowWrite is re-bound read-only, with its parents as mount points', () => {
+    const p = policy({ allowWrite: [rule('/data/**')], denyWrite: [rule('/data/a/b/secret')] });
+    const { args } = buildBwrapPlan(p, facts({ '/data': dir('/data'), '/data/a/b/secret': file('/data/a/b/secret') }), ['true']);
+    expect(mounts(args).slice(4)).toEqual(['bind /data', 'bind /w', 'bind /data/a', 'bind /r/tmp', 'bind /data/a/b', 'ro-bind /data/a/b/secret']);
+  });
+
+  it('judges writes where symlinks land', () => {
+    const p = policy({ allowWrite: [rule('/w/link')] });
+    const { args } = buildBwrapPlan(p, facts({ '/w/link': dir('/elsewhere/real') }), ['true']);
+    expect(mounts(args)).toContain('bind /elsewhere/real');
+    expect(mounts(args)).not.toContain('bind /w/link');
+  });
+
+  it('denyRead: tmpfs for dirs (read-only at the end), empty file for files; allowRead re-opens; a more specific denyRead stays', () => {
+    const p = policy({
+      denyRead: [rule('/h'), rule('/etc/shadow'), rule('/h/proj/keys')],
+      allowRead: [rule('/h/proj')],
+    });
+    const { args } = buildBwrapPlan(p, facts({ '/h': dir('/h'), '/etc/shadow': file('/etc/shadow'), '/h/proj': dir('/h/proj'), '/h/proj/keys': dir('/h/proj/keys') }), ['true']);
+    expect(mounts(args).slice(4)).toEqual([
+      'tmpfs /h', 'bind /w', 'ro-bind /etc/shadow </r/empty', 'ro-bind /h/proj', 'bind /r/tmp', 'tmpfs /h/proj/keys',
+      'remount-ro /h', 'remount-ro /h/proj/keys',
+    ]);
+  });
+
+  it('cwd inside a denied region stays readable and writable', () => {
+    const p = policy({ denyRead: [rule('/h')] }, { cwd: '/h/w' });
+    const { args } = buildBwrapPlan(p, facts({ '/h': dir('/h'), '/h/w': dir('/h/w') }), ['true']);
+    expect(mounts(args).slice(4)).toEqual(['tmpfs /h', 'bind /h/w', 'bind /r/tmp', 'remount-ro /h']);
+  });
+
+  it('expands read globs from facts and drops a trailing /** on writes', () => {
+    const p = policy({ denyRead: [rule('/w/**/*.pem')], allowWrite: [rule('/out/**')] });
+    const f = facts({ '/out': dir('/out') }, { globMatches: new Map([['/w/**/*.pem', [file('/w/a/k.pem'), file('/w/k2.pem')]]]) });
+    const m = mounts(buildBwrapPlan(p, f, ['true']).args);
+    expect(m).toContain('ro-bind /w/a/k.pem </r/empty');
+    expect(m).toContain('ro-bind /w/k2.pem </r/empty');
+    expect(m).toContain('bind /out');
+  });
+
+  it('warns about write globs it cannot apply', () => {
+    const p = policy({ allowWrite: [rule('/w/*.log')] });
+    const plan = buildBwrapPlan(p, facts({}), ['true']);
+    expect(plan.warnings.join('\n')).toMatch(/allowWrite: \/w\/\*\.log: globs are not supported/);
+  });
+
+  it('missing protected paths get placeholders at their first missing component, only where writable', () => {
+    const targets = [
+      { path: '/w/.bashrc', kind: 'file' as const },
+      { path: '/w/.git/hooks', kind: 'dir' as const },
+      { path: '/w/.git/config', kind: 'file' as const },
+      { path: '/w/.vscode', kind: 'dir' as const },
+      { path: '/h/.srt', kind: 'dir' as const },
+    ];
+    const f = facts({
+      '/w/.bashrc': missing('/w/.bashrc'),
+      '/w/.git/hooks': missing('/w/.git/hooks', '/w/.git'),
+      '/w/.git/config': missing('/w/.git/config', '/w/.git'),
+      '/w/.vscode': dir('/w/.vscode'),
+      '/h/.srt': missing('/h/.srt'),
+    }, { protectedTargets: targets });
+    const plan = buildBwrapPlan(policy(), f, ['true']);
+    expect(plan.placeholders).toEqual([{ path: '/w/.bashrc', kind: 'file' }, { path: '/w/.git', kind: 'dir' }]);
+    expect(mounts(plan.args).slice(4)).toEqual(['bind /w', 'bind /r/tmp', 'ro-bind /w/.bashrc', 'ro-bind /w/.git', 'ro-bind /w/.vscode']);
+  });
+
+  it('a linked worktree makes the main .git writable except hooks and config', () => {
+    const targets = [{ path: '/main/.git/hooks', kind: 'dir' as const }, { path: '/main/.git/config', kind: 'file' as const }, { path: '/w/.git', kind: 'file' as const }];
+    const f = facts({ '/main/.git': dir('/main/.git'), '/main/.git/hooks': dir('/main/.git/hooks'), '/main/.git/config': file('/main/.git/config'), '/w/.git': file('/w/.git') },
+      { protectedTargets: targets, worktreeCommonDir: '/main/.git' });
+    expect(mounts(buildBwrapPlan(policy(), f, ['true']).args).slice(4)).toEqual([
+      'bind /w', 'bind /main/.git', 'bind /r/tmp', 'ro-bind /w/.git', 'ro-bind /main/.git/config', 'ro-bind /main/.git/hooks',
+    ]);
+  });
+
+  it('filesystem.disabled binds the host root but keeps namespaces', () => {
+    const plan = buildBwrapPlan(policy({ disabled: true }), facts({}), ['true']);
+    expect(mounts(plan.args)).toEqual(['dev-bind /', 'dev /dev', 'proc /proc', 'ro-bind /proc/sys', 'bind /r/tmp']);
+    expect(plan.args).toContain('--unshare-net');
+    expect(plan.warnings.join()).toMatch(/disabled/);
+  });
+
+  it('enableWeakerNestedSandbox binds the existing /proc with a warning', () => {
+    const plan = buildBwrapPlan(policy({}, { enableWeakerNestedSandbox: true }), facts({}), ['true']);
+    expect(mounts(plan.args)).toContain('bind /proc');
+    expect(mounts(plan.args)).not.toContain('proc /proc');
+    expect(plan.warnings.join()).toMatch(/weaker/);
+  });
+});
+
+describe('globs', () => {
+  it('literalOf keeps literals and drops a trailing /**', () => {
+    expect(literalOf(rule('/a/b/**'))).toBe('/a/b');
+    expect(literalOf(rule('/a/*.pem'))).toBeNull();
+    expect(literalOf({ path: '/a/[x]', glob: false })).toBe('/a/[x]');
+  });
+  it('globToRegExp', () => {
+    const re = globToRegExp('/w/**/*.pem');
+    expect(re.test('/w/k.pem')).toBe(true);
+    expect(re.test('/w/a/b/k.pem')).toBe(true);
+    expect(re.test('/w/a/k.pemx')).toBe(false);
+    expect(globToRegExp('/w/*.pem').test('/w/a/k.pem')).toBe(false);
+    expect(globToRegExp('/w/f?[ab]').test('/w/fxb')).toBe(true);
+  });
+});
