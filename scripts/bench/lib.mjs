@@ -1,0 +1,39 @@
+// Shared benchmark plumbing: wall-time medians of whole commands, measured in one run so
+// every figure is a ratio against a baseline taken on the same machine at the same time.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
+export const SRT = join(REPO, 'bin', 'srt');
+
+export function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/** Median wall time (ms) of `argv` over `runs` runs after `warmup` unmeasured ones. */
+export function timeCommand(argv, { runs = 30, warmup = 3, cwd, env } = {}) {
+  const times = [];
+  for (let i = 0; i < warmup + runs; i++) {
+    const t0 = process.hrtime.bigint();
+    const r = spawnSync(argv[0], argv.slice(1), { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr}`);
+    if (i >= warmup) times.push(ms);
+  }
+  return median(times);
+}
+
+/** A scratch cwd and HOME so the developer's own settings never influence a figure. */
+export function scratch() {
+  const dir = realpathSync(mkdtempSync(join(tmpdir(), 'srt-bench-')));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+export function report(rows) {
+  for (const [name, value] of rows) console.log(`${name.padEnd(48)} ${value}`);
+}

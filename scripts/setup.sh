@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what srt needs on Debian/Ubuntu (system packages when run as root), the locked npm
+# dependencies, and builds dist/ plus the seccomp helper.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(bubblewrap socat ripgrep curl git python3 gcc libc6-dev iproute2 procps util-linux openssh-client ca-certificates)
+if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
+else
+  missing=()
+  for bin in bwrap socat rg gcc; do command -v "$bin" >/dev/null || missing+=("$bin"); done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "setup: missing ${missing[*]}; install as root: apt-get install ${packages[*]}" >&2
+    exit 1
+  fi
+fi
+
+npm ci --no-audit --no-fund
+npm run build
