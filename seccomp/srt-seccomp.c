@@ -11,7 +11,7 @@
 //     fresh /proc there (so the command cannot see socat or this process), re-binds the
 //     dangerous /proc entries read-only, drops every capability and forks the command, which
 //     sets no_new_privs, installs the seccomp filter from FILE and execs CMD;
-//  3. forwards signals (outer → init → command), reaps, and exits with the command's status
+//  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
 //     left in the sandbox, socat included.
 // Its own failures exit 125 with a `srt: ` message; exec failures 127 (not found) / 126.
@@ -126,7 +126,7 @@ static int status_code(int status) {
 
 // Pass signals on to `child`, reap every child (orphans too, as a PID-namespace init must) and
 // return `child`'s exit status once it is gone.
-static int forward_until_exit(pid_t child, const sigset_t *set) {
+static int forward_until_exit(pid_t child, int to_group, const sigset_t *set) {
   for (;;) {
     siginfo_t info;
     int sig = sigwaitinfo(set, &info);
@@ -135,6 +135,9 @@ static int forward_until_exit(pid_t child, const sigset_t *set) {
       die_errno("sigwaitinfo");
     }
     if (sig != SIGCHLD) {
+      // Like a terminal's Ctrl-C: the whole process group of the command, so a shell's
+      // foreground child gets it too. Falls back to the pid once the group leader is gone.
+      if (to_group && kill(-child, sig) == 0) continue;
       if (kill(child, sig) != 0 && errno != ESRCH) die_errno("kill");
       continue;
     }
@@ -301,6 +304,8 @@ static void install_filter(const struct sock_fprog *prog) {
 }
 
 static void exec_command(char **cmd, const struct sock_fprog *prog) {
+  // Its own process group, so init can signal the command and everything it starts at once.
+  if (setpgid(0, 0) != 0) die_errno("setpgid");
   unblock_signals();
   install_filter(prog);
   execvp(cmd[0], cmd);
@@ -337,7 +342,9 @@ static int run_init(char **cmd, const struct sock_fprog *prog, const sigset_t *s
   pid_t pid = fork();
   if (pid < 0) die_errno("fork");
   if (pid == 0) exec_command(cmd, prog);
-  return forward_until_exit(pid, set);
+  // Also here, so a signal forwarded before the child ran setpgid still reaches the group.
+  if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH) die_errno("setpgid");
+  return forward_until_exit(pid, 1, set);
 }
 
 int main(int argc, char **argv) {
@@ -390,5 +397,5 @@ int main(int argc, char **argv) {
   if (init < 0) die_errno("fork");
   if (init == 0) _exit(run_init(cmd, &prog, &set));
   drop_capabilities();
-  return forward_until_exit(init, &set);
+  return forward_until_exit(init, 0, &set);
 }

@@ -96,7 +96,6 @@ export class Sandbox {
       if (e instanceof DependencyError || e instanceof SearchError) throw new SandboxError(e.message);
       throw e;
     }
-    warnings.push(...scanned.warnings, ...globs.flatMap(([, g]) => g.warnings));
 
     const targets = protectedTargets({
       cwd: policy.cwd, home: policy.home, root: policy.root, depth: policy.mandatoryDenySearchDepth,
@@ -125,7 +124,7 @@ export class Sandbox {
         seccomp = { helperPath: seccompHelper.path, filterPath, relays: [] };
       }
       facts = {
-        landings, globMatches: new Map(globs.map(([k, g]) => [k, g.matches])),
+        landings, globMatches: new Map(globs),
         protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD,
         ...(worktreeCommonDir ? { worktreeCommonDir } : {}),
         ...(seccomp ? { seccomp } : {}),

@@ -34,38 +34,13 @@ function childrenOf(pid: number): number[] {
   }
 }
 
-function procField(pid: number, file: 'comm' | 'pgid'): string | null {
-  try {
-    if (file === 'comm') return readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2] ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /**
- * The processes a terminal's Ctrl-C would reach: the command and its descendants in the
- * command's process group, found from the host. The sandbox's own init processes (bwrap's, or
- * the seccomp helper's two) and relays are skipped so the command gets each signal once.
+ * Where a forwarded signal goes. The seccomp helper (the sandbox's first process) passes it on
+ * to the command's whole process group, as a terminal's Ctrl-C would. Without the helper,
+ * bwrap's init does not forward signals, so they go to its children directly.
  */
-export function foregroundProcesses(sandboxPid: number, viaHelper: boolean): number[] {
-  let commands = childrenOf(sandboxPid);
-  if (viaHelper) {
-    // sandbox pid 1 = helper; its helper child is the nested namespace's init, whose child is the command.
-    commands = commands.filter((p) => procField(p, 'comm') === 'srt-seccomp').flatMap(childrenOf);
-  }
-  const out: number[] = [];
-  for (const cmd of commands) {
-    const pgid = procField(cmd, 'pgid');
-    const stack = [cmd];
-    while (stack.length > 0 && out.length < 10_000) {
-      const p = stack.pop()!;
-      if (procField(p, 'pgid') === pgid) out.push(p);
-      stack.push(...childrenOf(p));
-    }
-  }
-  return out;
+function signalTargets(sandboxPid: number, viaHelper: boolean): number[] {
+  return viaHelper ? [sandboxPid] : childrenOf(sandboxPid);
 }
 
 export function launch(opts: LaunchOptions): Promise<LaunchResult> {
@@ -79,24 +54,12 @@ export function launch(opts: LaunchOptions): Promise<LaunchResult> {
     let sandboxPid: number | null = null;
     let received: NodeJS.Signals | undefined;
     const pending: NodeJS.Signals[] = [];
-    let exited = false;
 
     const deliver = (sig: NodeJS.Signals) => {
       if (sandboxPid === null) { pending.push(sig); return; }
-      // Like a terminal's Ctrl-C, every process of the command's group gets the signal once. The
-      // group is shared with the sandbox's init processes, so no kill(-pgid): processes forked
-      // while signalling (a shell starting its next command) are caught by a few more passes.
-      const done = new Set<number>();
-      let passes = 0;
-      const pass = () => {
-        for (const pid of foregroundProcesses(sandboxPid!, opts.viaHelper)) {
-          if (done.has(pid)) continue;
-          done.add(pid);
-          try { process.kill(pid, sig); } catch { /* already gone */ }
-        }
-        if (++passes < 40 && !exited) setTimeout(pass, 25).unref();
-      };
-      pass();
+      for (const pid of signalTargets(sandboxPid, opts.viaHelper)) {
+        try { process.kill(pid, sig); } catch { /* already gone */ }
+      }
     };
     const onSignal = (sig: NodeJS.Signals) => { received ??= sig; deliver(sig); };
     for (const s of FORWARDED) process.on(s, onSignal);
@@ -115,7 +78,6 @@ export function launch(opts: LaunchOptions): Promise<LaunchResult> {
 
     child.on('error', (err) => { detach(); reject(err); });
     child.on('close', (code, sig) => {
-      exited = true;
       detach();
       const m = /"exit-code":\s*(\d+)/.exec(statusText);
       if (m) return resolve({ started: true, status: Number(m[1]), signal: received });

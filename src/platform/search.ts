@@ -46,13 +46,14 @@ export function readGitFile(file: string): GitFile | null {
   }
 }
 
-export interface ProtectedScan { found: string[]; gitFiles: GitFile[]; warnings: string[] }
+export interface ProtectedScan { found: string[]; gitFiles: GitFile[] }
 
 export async function scanProtected(cwd: string, depth: number): Promise<ProtectedScan> {
   const { files, timedOut } = await rg(protectedSearchArgs(depth), cwd);
-  const warnings = timedOut
-    ? [`protected-path search below ${cwd} stopped after ${SEARCH_TIMEOUT_MS / 1000}s; paths deeper in the tree may not be protected (lower mandatoryDenySearchDepth or run from a smaller directory)`]
-    : [];
+  // Fail closed: an incomplete search would leave protected paths writable.
+  if (timedOut) {
+    throw new SearchError(`the protected-path search below ${cwd} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory or lower mandatoryDenySearchDepth in your user settings`);
+  }
   const found = files.map((f) => f.replace(/^\.\//, ''));
   const gitFiles: GitFile[] = [];
   const candidates = new Set([join(cwd, '.git'), ...found.filter((f) => f === '.git' || f.endsWith('/.git')).map((f) => join(cwd, f))]);
@@ -63,7 +64,7 @@ export async function scanProtected(cwd: string, depth: number): Promise<Protect
     const g = readGitFile(file);
     if (g) gitFiles.push(g);
   }
-  return { found, gitFiles, warnings };
+  return { found, gitFiles };
 }
 
 /** The directory part of a glob before its first glob character. */
@@ -77,16 +78,18 @@ function globBase(glob: string): string {
  * Existing paths matching an absolute glob, as landings. rg lists files only, so a directory
  * matches through a file inside it (an empty directory matching a glob is not found).
  */
-export async function expandGlob(glob: string): Promise<{ matches: Landing[]; warnings: string[] }> {
+export async function expandGlob(glob: string): Promise<Landing[]> {
   const base = globBase(glob);
   try {
-    if (!statSync(base).isDirectory()) return { matches: [], warnings: [] };
+    if (!statSync(base).isDirectory()) return [];
   } catch {
-    return { matches: [], warnings: [] };
+    return [];
   }
   const rel = relative(base, glob);
   const { files, timedOut } = await rg(['--files', '--hidden', '--no-ignore', '--no-config', '--no-messages', '--no-follow',
     '-g', `/${rel}`, '-g', `/${rel}/**`], base);
+  // Fail closed: a partly expanded deny glob would leave some matches uncovered.
+  if (timedOut) throw new SearchError(`expanding ${glob} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; use a narrower glob`);
   const re = globToRegExp(glob);
   const seen = new Set<string>();
   const matches: Landing[] = [];
@@ -100,6 +103,5 @@ export async function expandGlob(glob: string): Promise<{ matches: Landing[]; wa
       matches.push(resolveLanding(hit));
     }
   }
-  const warnings = timedOut ? [`expanding ${glob} stopped after ${SEARCH_TIMEOUT_MS / 1000}s; some matches may not be covered`] : [];
-  return { matches, warnings };
+  return matches;
 }

@@ -81,7 +81,13 @@ export function protectedTargets(input: ProtectedInput): ProtectedTarget[] {
   add({ path: join(cwd, 'objects'), kind: 'dir' });
   add({ path: join(cwd, 'refs'), kind: 'dir' });
   const cwdGitFile = input.gitFiles.find((g) => g.file === join(cwd, '.git'));
-  if (!cwdGitFile) for (const t of gitDirTargets(join(cwd, '.git'))) add(t);
+  if (!cwdGitFile) {
+    // Only a real repository (with HEAD) gets its hooks/config masked inside `.git`. Without one,
+    // `.git` itself stays uncreatable; an empty `.git` is another run's placeholder and must not
+    // be filled with placeholders of our own (that would keep it from ever being removed).
+    if (input.found.includes('.git/HEAD')) for (const t of gitDirTargets(join(cwd, '.git'))) add(t);
+    else add({ path: join(cwd, '.git'), kind: 'dir' });
+  }
 
   add({ path: join(input.root, '.srt'), kind: 'dir' });
   add({ path: join(input.home, '.srt'), kind: 'dir' });

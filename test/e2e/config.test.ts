@@ -66,18 +66,18 @@ describe('srt config --json with all five scopes', () => {
       '.srt/settings.json': JSON.stringify({
         mandatoryDenySearchDepth: 1,
         enableWeakerNestedSandbox: true,
+        allowPty: true,
         network: { allowedDomains: ['user.example'], strictAllowlist: false },
         filesystem: { allowWrite: ['cache'] },
       }),
     });
     writeTree(f.repo, {
       '.srt/settings.json': JSON.stringify({
-        mandatoryDenySearchDepth: 2,
-        allowPty: false,
+        mandatoryDenySearchDepth: 4,
         network: { allowedDomains: ['project.example'], strictAllowlist: true, tlsTerminate: {} },
         filesystem: { allowWrite: ['build'] },
       }),
-      '.srt/settings.local.yaml': 'mandatoryDenySearchDepth: 3\nallowPty: true\nnetwork:\n  allowLocalBinding: false\n',
+      '.srt/settings.local.yaml': 'mandatoryDenySearchDepth: 3\nallowPty: false\nnetwork:\n  allowLocalBinding: false\n',
       'cli.json': JSON.stringify({ mandatoryDenySearchDepth: 4, network: { allowLocalBinding: true } }),
     });
     const cwd = join(f.repo, 'src', 'deep');
@@ -109,7 +109,7 @@ describe('srt config --json with all five scopes', () => {
     const winner = (v: Sourced) => [v.value, v.source.scope, v.source.file ?? v.source.flag];
     expect(winner(s.mandatoryDenySearchDepth)).toEqual([5, 'managed', managedFile]);
     expect(winner(s.network.allowLocalBinding)).toEqual([true, 'cli', cliFile]);
-    expect(winner(s.allowPty)).toEqual([true, 'local', localFile]);
+    expect(winner(s.allowPty)).toEqual([false, 'local', localFile]);
     expect(winner(s.network.strictAllowlist)).toEqual([true, 'project', projectFile]);
     expect(winner(s.enableWeakerNestedSandbox)).toEqual([true, 'user', userFile]);
     expect(winner(s.allowAppleEvents)).toEqual([false, 'default', undefined]);
@@ -137,7 +137,7 @@ describe('srt config --json with all five scopes', () => {
     const text = await srtWithManaged(f.managed, ['--settings', '../../cli.json', 'config'], { home: f.home, cwd });
     expect(text.exitCode).toBe(0);
     expect(text.stdout).toMatch(/mandatoryDenySearchDepth\s+5\s+managed \/etc\/srt\/managed-settings\.json/);
-    expect(text.stdout).toMatch(/allowPty\s+true\s+local \.srt\/settings\.local\.yaml/);
+    expect(text.stdout).toMatch(/allowPty\s+false\s+local \.srt\/settings\.local\.yaml/);
     expect(text.stdout).toMatch(/enableWeakerNestedSandbox\s+true\s+user ~\/\.srt\/settings\.json/);
     expect(text.stdout).toMatch(/network\.tlsTerminate\s+project \.srt\/settings\.json: project settings .* may not configure TLS termination/);
   });

@@ -59,6 +59,8 @@ describe('exit status and stdio', () => {
     ]);
     expect(codes.map((r) => r.exitCode)).toEqual([0, 7, 143, 126, 127]);
     expect(codes[4]!.stderr).toMatch(/srt: no-such-command-srt: command not found/);
+    // Five concurrent runs in one directory leave none of their placeholders behind.
+    expect(readdirSync(cwd)).toEqual(['notexec']);
   });
 
   it('stdin round trip and 50 MB of stdout arrive intact', async () => {

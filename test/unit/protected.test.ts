@@ -6,12 +6,21 @@ const base = { cwd: '/w', home: '/h', root: '/w', depth: 2, managedDir: '/etc/sr
 describe('protected paths', () => {
   it('covers every name in cwd, bare-repo conversion, project/user/managed srt dirs', () => {
     const paths = protectedTargets({ ...base, found: [] }).map((t) => `${t.kind} ${t.path}`);
-    for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', 'HEAD', '.git/config']) {
+    for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', 'HEAD']) {
       expect(paths).toContain(`file /w/${f}`);
     }
-    for (const d of ['.vscode', '.idea', '.srt', 'objects', 'refs', '.git/hooks']) expect(paths).toContain(`dir /w/${d}`);
+    for (const d of ['.vscode', '.idea', '.srt', 'objects', 'refs']) expect(paths).toContain(`dir /w/${d}`);
     expect(paths).toContain('dir /h/.srt');
     expect(paths).toContain('dir /etc/srt');
+  });
+
+  it('outside a repository `.git` itself is uncreatable; inside one its hooks and config are masked', () => {
+    const none = protectedTargets({ ...base, found: [] }).map((t) => `${t.kind} ${t.path}`);
+    expect(none).toContain('dir /w/.git');
+    expect(none.filter((p) => p.includes('/w/.git/'))).toEqual([]);
+    const repo = protectedTargets({ ...base, found: ['.git/HEAD'] }).map((t) => `${t.kind} ${t.path}`);
+    expect(repo).toEqual(expect.arrayContaining(['dir /w/.git/hooks', 'file /w/.git/config']));
+    expect(repo).not.toContain('dir /w/.git');
   });
 
   it('nested finds within the depth, through files inside protected dirs and repositories', () => {

@@ -1,0 +1,217 @@
+// Resolved-address guard (SPEC §6, invariant 4). An allowed *hostname* is resolved exactly once;
+// every address that is loopback, unspecified, link-local, multicast, broadcast, a cloud
+// metadata endpoint, one of this host's own addresses, a deniedDomains IP literal or inside a
+// deniedResolvedAddresses CIDR is dropped, and the caller dials only what is left — by address,
+// so nothing is ever resolved a second time (no DNS-rebinding window). IPv6 forms that carry an
+// IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged as
+// that IPv4 address. IP-literal allow entries are explicit and skip the built-in ranges.
+
+import { lookup } from 'node:dns/promises';
+import { isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+import type { Policy } from '../policy.js';
+
+export type Resolver = (host: string) => Promise<string[]>;
+
+/** Default resolver: the system's (getaddrinfo) answer, every address, in its order. */
+export const systemResolver: Resolver = async (host) =>
+  (await lookup(host, { all: true, verbatim: true })).map((a) => a.address);
+
+/** 4 or 16 bytes; null when `addr` is not an IP address. Zone ids are refused. */
+export function ipBytes(addr: string): Uint8Array | null {
+  const kind = isIP(addr);
+  if (kind === 4) return Uint8Array.from(addr.split('.').map(Number));
+  if (kind !== 6 || addr.includes('%')) return null;
+  let tail: number[] = [];
+  let text = addr;
+  const v4 = /(\d+\.\d+\.\d+\.\d+)$/.exec(text);
+  if (v4) {
+    tail = v4[1]!.split('.').map(Number);
+    text = text.slice(0, -v4[1]!.length) + '0:0';
+  }
+  const [head, rest] = text.split('::') as [string, string | undefined];
+  const groups = (s: string) => (s === '' ? [] : s.split(':').map((g) => parseInt(g, 16)));
+  const h = groups(head);
+  const t = rest === undefined ? [] : groups(rest);
+  const words = rest === undefined ? h : [...h, ...new Array<number>(8 - h.length - t.length).fill(0), ...t];
+  const out = new Uint8Array(16);
+  words.forEach((w, i) => {
+    out[i * 2] = w >> 8;
+    out[i * 2 + 1] = w & 255;
+  });
+  if (tail.length === 4) out.set(tail, 12);
+  return out;
+}
+
+function v4String(b: Uint8Array, at: number): string {
+  return `${b[at]}.${b[at + 1]}.${b[at + 2]}.${b[at + 3]}`;
+}
+
+function startsWith(b: Uint8Array, prefix: number[]): boolean {
+  return prefix.every((v, i) => b[i] === v);
+}
+
+/** The IPv4 address an IPv6 address stands for (mapped, compatible, NAT64, 6to4), else null. */
+export function embeddedIpv4(addr: string): string | null {
+  const b = ipBytes(addr);
+  if (!b || b.length !== 16) return null;
+  const zeros = (n: number) => new Array<number>(n).fill(0);
+  if (startsWith(b, [...zeros(10), 0xff, 0xff])) return v4String(b, 12); // ::ffff:a.b.c.d
+  if (startsWith(b, zeros(12)) && (b[12]! | b[13]!) !== 0) return v4String(b, 12); // ::a.b.c.d (not :: / ::1)
+  if (startsWith(b, [0x00, 0x64, 0xff, 0x9b, ...zeros(8)])) return v4String(b, 12); // 64:ff9b::/96
+  if (startsWith(b, [0x20, 0x02])) return v4String(b, 2); // 2002:AABB:CCDD::/16
+  return null;
+}
+
+/** Parse `addr/len` (or a bare address = host route). Null when invalid. */
+export function parseCidr(cidr: string): { bytes: Uint8Array; bits: number } | null {
+  const [addr, len, extra] = cidr.trim().split('/');
+  if (extra !== undefined || addr === undefined) return null;
+  const bytes = ipBytes(addr);
+  if (!bytes) return null;
+  const max = bytes.length * 8;
+  if (len !== undefined && !/^\d{1,3}$/.test(len)) return null;
+  const bits = len === undefined ? max : Number(len);
+  return bits <= max ? { bytes, bits } : null;
+}
+
+export function inCidr(addr: Uint8Array, net: { bytes: Uint8Array; bits: number }): boolean {
+  if (addr.length !== net.bytes.length) return false;
+  for (let i = 0; i < net.bits; i++) {
+    const byte = i >> 3;
+    const mask = 0x80 >> (i & 7);
+    if ((addr[byte]! & mask) !== (net.bytes[byte]! & mask)) return false;
+  }
+  return true;
+}
+
+const BUILTIN: Array<[string, string]> = [
+  ['0.0.0.0/8', 'unspecified address'],
+  ['127.0.0.0/8', 'loopback address'],
+  ['169.254.169.254/32', 'cloud metadata address'],
+  ['169.254.170.2/32', 'cloud metadata address'], // ECS task metadata
+  ['100.100.100.200/32', 'cloud metadata address'], // Alibaba
+  ['168.63.129.16/32', 'cloud metadata address'], // Azure wireserver
+  ['169.254.0.0/16', 'link-local address'],
+  ['224.0.0.0/4', 'multicast address'],
+  ['255.255.255.255/32', 'broadcast address'],
+  ['240.0.0.0/4', 'reserved address'],
+  ['::/128', 'unspecified address'],
+  ['::1/128', 'loopback address'],
+  ['fd00:ec2::254/128', 'cloud metadata address'], // AWS IMDS over IPv6
+  ['fe80::/10', 'link-local address'],
+  ['fec0::/10', 'site-local address'],
+  ['ff00::/8', 'multicast address'],
+].map(([c, why]) => [c!, why!]);
+const BUILTIN_NETS = BUILTIN.map(([c, why]) => ({ net: parseCidr(c)!, why }));
+
+/** Why the built-in ranges forbid `addr` (already reduced to its IPv4 form if it has one), or null. */
+export function builtinBlockReason(addr: string): string | null {
+  const b = ipBytes(addr);
+  if (!b) return 'not an IP address';
+  for (const { net, why } of BUILTIN_NETS) if (inCidr(b, net)) return why;
+  return null;
+}
+
+/** This host's own interface addresses (refreshed on every check: interfaces come and go). */
+export function localAddresses(): string[] {
+  const out: string[] = [];
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) out.push(a.address.split('%')[0]!);
+  }
+  return out;
+}
+
+export interface GuardOptions {
+  network: Policy['network'];
+  resolver: Resolver;
+  /** Defaults to `localAddresses()`; a seam for unit tests. */
+  localAddresses?: () => string[];
+  /**
+   * TEST ONLY: addresses the built-in ranges and own-address check do not apply to, so e2e tests
+   * can map a test hostname to a loopback server. Never set from settings, environment or CLI;
+   * deniedDomains literals and deniedResolvedAddresses still apply.
+   */
+  testOnlyExemptAddresses?: readonly string[];
+}
+
+/** Why `addr` must not be dialed on `port`, or null when it may. `explicitlyAllowed` (an IP-literal
+ *  allow entry names it) skips the built-in ranges and own-address check, never the deny lists. */
+export function addressBlockReason(
+  addr: string,
+  port: number,
+  opts: Omit<GuardOptions, 'resolver'>,
+  explicitlyAllowed = false,
+): string | null {
+  const v4 = isIP(addr) === 6 ? embeddedIpv4(addr) : null;
+  const judged = v4 ?? addr;
+  const bytes = ipBytes(judged);
+  if (!bytes) return `"${addr}" is not an IP address`;
+  const label = v4 ? `${addr} (${v4})` : addr;
+
+  for (const r of opts.network.deniedDomains) {
+    if (r.rule.ip === undefined || (r.rule.port !== undefined && r.rule.port !== port)) continue;
+    const rb = ipBytes(r.rule.host);
+    if (rb && sameBytes(rb, bytes)) return `${label} is denied by network.deniedDomains (${r.rule.text})`;
+  }
+  for (const cidr of opts.network.deniedResolvedAddresses) {
+    const net = parseCidr(cidr);
+    if (!net) return `invalid deniedResolvedAddresses entry "${cidr}"`; // fail closed
+    if (inCidr(bytes, net)) return `${label} is in network.deniedResolvedAddresses (${cidr})`;
+  }
+
+  if (explicitlyAllowed) return null;
+  const exempt = (opts.testOnlyExemptAddresses ?? []).some((e) => {
+    const eb = ipBytes(e);
+    return eb !== null && (sameBytes(eb, bytes) || sameBytes(eb, ipBytes(addr)!));
+  });
+  if (exempt) return null;
+  const builtin = builtinBlockReason(judged);
+  if (builtin) return `${label} is a ${builtin}`;
+  for (const own of (opts.localAddresses ?? localAddresses)()) {
+    const ob = ipBytes(embeddedIpv4(own) ?? own);
+    if (ob && sameBytes(ob, bytes)) return `${label} is an address of this host`;
+  }
+  return null;
+}
+
+function sameBytes(a: Uint8Array, b: Uint8Array): boolean {
+  return a.length === b.length && a.every((v, i) => v === b[i]);
+}
+
+export type GuardResult = { ok: true; addresses: string[] } | { ok: false; reason: string };
+
+/**
+ * Resolve `host` once and keep the addresses that may be dialed, in resolver order.
+ * `ipLiteralAllowed`: the host is an IP literal matched by an IP-literal allow entry — exempt from
+ * the built-in ranges (an allowed `127.0.0.1:3000` works) but not from the user's deny lists.
+ * Any other IP literal is judged like a resolved address (an allow `*` does not open loopback).
+ */
+export async function guardDestination(
+  host: { host: string; ip?: 4 | 6 },
+  port: number,
+  ipLiteralAllowed: boolean,
+  opts: GuardOptions,
+): Promise<GuardResult> {
+  if (host.ip !== undefined) {
+    const why = addressBlockReason(host.host, port, opts, ipLiteralAllowed);
+    return why ? { ok: false, reason: `blocked address: ${why}` } : { ok: true, addresses: [host.host] };
+  }
+  let resolved: string[];
+  try {
+    resolved = await opts.resolver(host.host);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
+    return { ok: false, reason: `cannot resolve ${host.host} (${code})` };
+  }
+  const passed: string[] = [];
+  const refused: string[] = [];
+  for (const addr of resolved) {
+    const why = addressBlockReason(addr, port, opts);
+    if (why) refused.push(why);
+    else if (!passed.includes(addr)) passed.push(addr);
+  }
+  if (passed.length > 0) return { ok: true, addresses: passed };
+  if (refused.length === 0) return { ok: false, reason: `cannot resolve ${host.host} (no addresses)` };
+  return { ok: false, reason: `resolves only to blocked addresses: ${refused.slice(0, 3).join('; ')}` };
+}

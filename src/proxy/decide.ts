@@ -1,0 +1,64 @@
+// The policy decision for one destination (SPEC §6 "Order"), pure. Every caller — HTTP
+// absolute-form, CONNECT, SOCKS5 — passes the host exactly as the client named it; it is
+// normalised once here (domains.ts: case, trailing dot, IDN, IPv6 brackets, IPv4 shorthands
+// such as `127.1`/`2130706433`/`0x7f.1`, IPv4-mapped IPv6) and the decision, the resolution
+// and the dial all use that one canonical form, so no spelling can be judged as one host and
+// reach another. Anything normalizeHost refuses (`a@b`, `%`, spaces, zone ids) is denied.
+
+import type { Policy } from '../policy.js';
+import type { DomainRule, NormalizedHost } from './domains.js';
+import { normalizeHost, ruleMatches } from './domains.js';
+import { embeddedIpv4 } from './address-guard.js';
+
+export type Decision =
+  | {
+      allow: true;
+      /** Canonical destination: what the guard resolves or dials. */
+      host: NormalizedHost;
+      port: number;
+      /** The allow entry that matched. */
+      rule: DomainRule;
+      /** An IP-literal allow entry names this IP destination: exempt from the built-in address ranges. */
+      ipLiteralAllowed: boolean;
+    }
+  | { allow: false; host: string; port: number; reason: string };
+
+/** `host:port` for messages, IPv6 bracketed; hostile input is escaped and shortened. */
+export function displayHostPort(host: string, port: number): string {
+  const safe = JSON.stringify(host.length > 100 ? `${host.slice(0, 100)}…` : host).slice(1, -1);
+  return `${safe.includes(':') ? `[${safe}]` : safe}:${port}`;
+}
+
+export function decide(network: Policy['network'], rawHost: string, port: number): Decision {
+  if (!Number.isInteger(port) || port < 1 || port > 65535) {
+    return { allow: false, host: rawHost, port, reason: `invalid destination port ${port}` };
+  }
+  const host = normalizeHost(rawHost);
+  if (!host) return { allow: false, host: rawHost, port, reason: 'invalid destination host' };
+
+  // An IPv6 literal that carries an IPv4 address (NAT64, 6to4, compatible) is also judged as it.
+  const v4 = host.ip === 6 ? embeddedIpv4(host.host) : null;
+  const denyNames = v4 ? [host.host, v4] : [host.host];
+  for (const { rule } of network.deniedDomains) {
+    if (denyNames.some((h) => ruleMatches(rule, h, port))) {
+      const custom = network.deniedDomainReasons[rule.text];
+      const reason = custom
+        ? `${custom} (network.deniedDomains: ${rule.text})`
+        : `denied by network.deniedDomains (${rule.text})`;
+      return { allow: false, host: host.host, port, reason };
+    }
+  }
+
+  const allowList = network.allowManagedDomainsOnly
+    ? network.allowedDomains.filter((d) => d.source.scope === 'managed')
+    : network.allowedDomains;
+  const matches = allowList.filter((d) => ruleMatches(d.rule, host.host, port)).map((d) => d.rule);
+  if (matches.length === 0) {
+    const reason = network.allowManagedDomainsOnly
+      ? 'not in the managed network.allowedDomains (allowManagedDomainsOnly)'
+      : 'not in network.allowedDomains';
+    return { allow: false, host: host.host, port, reason };
+  }
+  const literal = host.ip !== undefined ? matches.find((r) => r.kind === 'host' && r.ip !== undefined) : undefined;
+  return { allow: true, host, port, rule: literal ?? matches[0]!, ipLiteralAllowed: literal !== undefined };
+}

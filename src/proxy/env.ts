@@ -1,0 +1,67 @@
+// The environment a sandboxed command needs to reach the network through srt's relays
+// (SPEC §4): inside the sandbox socat listens on 127.0.0.1:<httpPort> (HTTP proxy) and
+// 127.0.0.1:<socksPort> (SOCKS5) and relays to the proxy's Unix sockets outside.
+
+import { fileURLToPath } from 'node:url';
+
+/** The Node preload shipped next to this module (dist/proxy/node-preload.cjs). */
+export const NODE_PRELOAD_PATH = fileURLToPath(new URL('./node-preload.cjs', import.meta.url));
+
+export interface SandboxProxyEnvOptions {
+  httpPort: number;
+  socksPort: number;
+  /** Absolute path of node-preload.cjs (NODE_PRELOAD_PATH); must be readable inside the sandbox. */
+  nodePreloadPath: string;
+  /** The command's environment before srt's additions: NODE_OPTIONS and GIT_CONFIG_* are extended, not replaced. */
+  baseEnv?: Record<string, string | undefined>;
+}
+
+/** Quote a value for NODE_OPTIONS (which understands double quotes with backslash escapes). */
+function nodeOptionArg(value: string): string {
+  return /[\s"\\]/.test(value) ? `"${value.replace(/[\\"]/g, (c) => `\\${c}`)}"` : value;
+}
+
+/**
+ * Variables to set for the sandboxed command (merge over its environment). Every common
+ * client is pointed at the relays: curl/wget/pip/npm/git/python (HTTP(S)_PROXY, ALL_PROXY),
+ * ssh via git (GIT_SSH_COMMAND with an HTTP CONNECT ProxyCommand through socat), gRPC, rsync,
+ * docker, gcloud, git's own http.proxy (overrides a user ~/.gitconfig proxy), and Node
+ * (preload for fetch and http/https; NODE_USE_ENV_PROXY for Node versions that support it).
+ */
+export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, string> {
+  const base = opts.baseEnv ?? {};
+  const http = `http://127.0.0.1:${opts.httpPort}`;
+  const socks = `socks5h://127.0.0.1:${opts.socksPort}`;
+  const noProxy = 'localhost,127.0.0.1,::1';
+  const env: Record<string, string> = {
+    HTTP_PROXY: http,
+    HTTPS_PROXY: http,
+    ALL_PROXY: socks,
+    NO_PROXY: noProxy,
+    http_proxy: http,
+    https_proxy: http,
+    all_proxy: socks,
+    no_proxy: noProxy,
+    GIT_SSH_COMMAND: `ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=${opts.httpPort}'`,
+    GRPC_PROXY: http,
+    grpc_proxy: http,
+    RSYNC_PROXY: `127.0.0.1:${opts.httpPort}`,
+    DOCKER_HTTP_PROXY: http,
+    DOCKER_HTTPS_PROXY: http,
+    CLOUDSDK_PROXY_TYPE: 'http',
+    CLOUDSDK_PROXY_ADDRESS: '127.0.0.1',
+    CLOUDSDK_PROXY_PORT: String(opts.httpPort),
+    NODE_USE_ENV_PROXY: '1',
+  };
+
+  const existingCount = Number(base.GIT_CONFIG_COUNT ?? 0);
+  const n = Number.isInteger(existingCount) && existingCount >= 0 ? existingCount : 0;
+  env.GIT_CONFIG_COUNT = String(n + 1);
+  env[`GIT_CONFIG_KEY_${n}`] = 'http.proxy';
+  env[`GIT_CONFIG_VALUE_${n}`] = http;
+
+  const require = `--require ${nodeOptionArg(opts.nodePreloadPath)}`;
+  const existing = base.NODE_OPTIONS?.trim();
+  env.NODE_OPTIONS = existing ? `${existing} ${require}` : require;
+  return env;
+}

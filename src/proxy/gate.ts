@@ -1,0 +1,158 @@
+// The one path every proxied connection takes, whatever the protocol (HTTP absolute-form,
+// CONNECT, SOCKS5): decide (policy) → guard (resolve once, drop forbidden addresses) → dial
+// exactly the addresses that passed. Refusals are recorded as distinct violations here.
+
+import { connect as netConnect, isIP, type Socket } from 'node:net';
+import type { Policy } from '../policy.js';
+import type { NormalizedHost } from './domains.js';
+import { addressBlockReason, guardDestination, type Resolver } from './address-guard.js';
+import { decide, displayHostPort } from './decide.js';
+import { bypassesUpstream, connectThrough, type UpstreamProxies } from './upstream.js';
+
+export interface Violation {
+  host: string;
+  port: number;
+  reason: string;
+}
+
+/** The line srt prints for a refusal: `srt: blocked evil.example:443 — not in network.allowedDomains`. */
+export function formatViolation(v: Violation): string {
+  return `srt: blocked ${displayHostPort(v.host, v.port)} — ${v.reason}`;
+}
+
+export type Via = 'http' | 'connect' | 'socks' | 'upgrade';
+
+export interface Target {
+  host: NormalizedHost;
+  port: number;
+  /** Addresses that passed the guard, in resolver order; dialed in turn, never re-resolved. */
+  addresses: string[];
+  /** Corporate proxy the connection is chained through (it resolves the name itself). */
+  upstream?: URL;
+  /** `host:port` for messages and Host headers (IPv6 bracketed). */
+  display: string;
+}
+
+export type Authorization = { ok: true; target: Target } | { ok: false; reason: string; display: string };
+
+export interface GateOptions {
+  network: Policy['network'];
+  resolver: Resolver;
+  log?: (line: string) => void;
+  upstream?: UpstreamProxies;
+  connectTimeoutMs: number;
+  testOnlyExemptAddresses?: readonly string[];
+}
+
+export class Gate {
+  network: Policy['network'];
+  private readonly refusals = new Map<string, Violation>();
+  private readonly sockets = new Set<Socket>();
+
+  constructor(private readonly opts: GateOptions) {
+    this.network = opts.network;
+  }
+
+  violations(): Violation[] {
+    return [...this.refusals.values()];
+  }
+
+  log(line: string): void {
+    this.opts.log?.(line);
+  }
+
+  private refuse(host: string, port: number, reason: string, via: Via): Authorization {
+    const v = { host, port, reason };
+    const key = `${host}\0${port}\0${reason}`;
+    if (!this.refusals.has(key)) this.refusals.set(key, v);
+    this.log(`proxy: ${via} deny ${displayHostPort(host, port)}: ${reason}`);
+    return { ok: false, reason, display: displayHostPort(host, port) };
+  }
+
+  async authorize(rawHost: string, port: number, via: Via): Promise<Authorization> {
+    const network = this.network; // one snapshot per connection (setNetwork applies to the next one)
+    const d = decide(network, rawHost, port);
+    if (!d.allow) return this.refuse(d.host, d.port, d.reason, via);
+    const display = displayHostPort(d.host.host, port);
+    const guardOpts = { network, resolver: this.opts.resolver, testOnlyExemptAddresses: this.opts.testOnlyExemptAddresses };
+
+    const up = this.opts.upstream;
+    const upstream = up && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
+    if (upstream && d.host.ip === undefined) {
+      // The corporate proxy resolves the name; still refuse names that resolve here to forbidden
+      // addresses. A name that does not resolve locally (split DNS) is left to that proxy.
+      let resolved: string[] = [];
+      try {
+        resolved = await this.opts.resolver(d.host.host);
+      } catch {
+        /* not resolvable here */
+      }
+      const reasons = resolved.map((a) => addressBlockReason(a, port, guardOpts));
+      if (resolved.length > 0 && reasons.every((r) => r !== null)) {
+        return this.refuse(d.host.host, port, `resolves only to blocked addresses: ${reasons.slice(0, 3).join('; ')}`, via);
+      }
+      this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) via upstream proxy ${upstream.host}`);
+      return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
+    }
+
+    const g = await guardDestination(d.host, port, d.ipLiteralAllowed, guardOpts);
+    if (!g.ok) return this.refuse(d.host.host, port, g.reason, via);
+    this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}`);
+    const target: Target = { host: d.host, port, addresses: g.addresses, display };
+    if (upstream) target.upstream = upstream;
+    return { ok: true, target };
+  }
+
+  /** Connect to an authorized target: each passed address in turn, or through the corporate proxy. */
+  async dial(t: Target): Promise<Socket> {
+    const socket = t.upstream
+      ? await connectThrough(t.upstream, t.host.host, t.port, this.opts.connectTimeoutMs)
+      : await this.dialAddresses(t.addresses, t.port);
+    this.track(socket);
+    return socket;
+  }
+
+  private async dialAddresses(addresses: string[], port: number): Promise<Socket> {
+    let last: Error = new Error('no address to dial');
+    for (const address of addresses) {
+      try {
+        return await dialOne(address, port, this.opts.connectTimeoutMs);
+      } catch (e) {
+        last = e as Error;
+      }
+    }
+    throw last;
+  }
+
+  /** Remember a socket so close() can free it; forgotten when it closes. */
+  track(socket: Socket): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+  }
+
+  destroyAll(): void {
+    for (const s of this.sockets) s.destroy();
+    this.sockets.clear();
+  }
+}
+
+function dialOne(address: string, port: number, timeoutMs: number): Promise<Socket> {
+  if (!isIP(address)) return Promise.reject(new Error(`refusing to dial non-address ${address}`));
+  return new Promise((resolve, reject) => {
+    const socket = netConnect({ host: address, port, allowHalfOpen: true });
+    socket.setTimeout(timeoutMs, () => socket.destroy(Object.assign(new Error('connect timed out'), { code: 'ETIMEDOUT' })));
+    socket.once('error', reject);
+    socket.once('connect', () => {
+      socket.setTimeout(0);
+      socket.off('error', reject);
+      socket.setNoDelay(true);
+      resolve(socket);
+    });
+  });
+}
+
+/** A short reason for an upstream failure (`ECONNREFUSED`, `connect timed out`, …). */
+export function upstreamErrorReason(e: unknown): string {
+  const err = e as NodeJS.ErrnoException;
+  return err.code ?? err.message ?? String(e);
+}

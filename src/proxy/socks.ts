@@ -1,0 +1,74 @@
+// SOCKS5 proxy (SPEC §6): CONNECT only (BIND/UDP ASSOCIATE → "command not supported"),
+// domain, IPv4 and IPv6 address types. @pondwader/socks5-server speaks the protocol; every
+// connection is judged by the same Gate as HTTP (decide + address guard), a refusal is reply
+// 0x02 (connection not allowed by ruleset), and the upstream is dialed before the reply so a
+// dial failure is reported with the matching SOCKS status.
+
+import { createServer, type Server, type Socket } from 'node:net';
+import { Socks5Server } from '@pondwader/socks5-server';
+import { upstreamErrorReason, type Gate } from './gate.js';
+import { splice } from './http.js';
+
+type Status = 'CONNECTION_REFUSED' | 'HOST_UNREACHABLE' | 'NETWORK_UNREACHABLE' | 'GENERAL_FAILURE';
+
+function failureStatus(e: unknown): Status {
+  switch ((e as NodeJS.ErrnoException).code) {
+    case 'ECONNREFUSED':
+      return 'CONNECTION_REFUSED';
+    case 'ENETUNREACH':
+      return 'NETWORK_UNREACHABLE';
+    case 'ETIMEDOUT':
+    case 'EHOSTUNREACH':
+      return 'HOST_UNREACHABLE';
+    default:
+      return 'GENERAL_FAILURE';
+  }
+}
+
+interface Meta {
+  upstream?: Socket;
+  failure?: Status;
+}
+
+export function createSocksProxy(gate: Gate, opts: { handshakeTimeoutMs: number }): Server {
+  const socks = new Socks5Server();
+  socks.setRulesetValidator(async (conn) => {
+    const meta = conn.metadata as Meta;
+    try {
+      const auth = await gate.authorize(conn.destAddress, conn.destPort, 'socks');
+      if (!auth.ok) return false;
+      if (conn.socket.destroyed) return false;
+      try {
+        meta.upstream = await gate.dial(auth.target);
+      } catch (e) {
+        gate.log(`proxy: socks upstream ${auth.target.display}: ${upstreamErrorReason(e)}`);
+        meta.failure = failureStatus(e);
+      }
+      return true;
+    } catch {
+      return false;
+    }
+  });
+  socks.setConnectionHandler((conn, sendStatus) => {
+    const meta = conn.metadata as Meta;
+    const client = conn.socket as Socket;
+    const upstream = meta.upstream;
+    if (!upstream) return sendStatus(meta.failure ?? 'GENERAL_FAILURE');
+    if (client.destroyed) {
+      upstream.destroy();
+      return;
+    }
+    client.setTimeout(0);
+    sendStatus('REQUEST_GRANTED');
+    splice(client, upstream);
+  });
+
+  return createServer((socket) => {
+    gate.track(socket);
+    socket.setNoDelay(true);
+    socket.on('error', () => socket.destroy());
+    // The library has no handshake timeout: a client that never finishes the greeting is dropped.
+    socket.setTimeout(opts.handshakeTimeoutMs, () => socket.destroy());
+    socks._handleConnection(socket);
+  });
+}

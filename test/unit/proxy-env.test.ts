@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { NODE_PRELOAD_PATH, sandboxProxyEnv } from '../../src/proxy/env.js';
+
+describe('sandboxProxyEnv', () => {
+  const env = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/opt/srt/dist/proxy/node-preload.cjs' });
+
+  it('points every common client at the relays, upper and lower case', () => {
+    for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'GRPC_PROXY', 'DOCKER_HTTP_PROXY', 'DOCKER_HTTPS_PROXY']) {
+      expect(env[k], k).toBe('http://127.0.0.1:3128');
+    }
+    expect(env.ALL_PROXY).toBe('socks5h://127.0.0.1:1080');
+    expect(env.all_proxy).toBe('socks5h://127.0.0.1:1080');
+    expect(env.NO_PROXY).toBe('localhost,127.0.0.1,::1');
+    expect(env.no_proxy).toBe('localhost,127.0.0.1,::1');
+    expect(env.RSYNC_PROXY).toBe('127.0.0.1:3128');
+    expect(env.CLOUDSDK_PROXY_TYPE).toBe('http');
+    expect(env.CLOUDSDK_PROXY_ADDRESS).toBe('127.0.0.1');
+    expect(env.CLOUDSDK_PROXY_PORT).toBe('3128');
+    expect(env.NODE_USE_ENV_PROXY).toBe('1');
+    expect(env.GIT_SSH_COMMAND).toBe("ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=3128'");
+    expect(env.GIT_CONFIG_COUNT).toBe('1');
+    expect(env.GIT_CONFIG_KEY_0).toBe('http.proxy');
+    expect(env.GIT_CONFIG_VALUE_0).toBe('http://127.0.0.1:3128');
+    expect(env.NODE_OPTIONS).toBe('--require /opt/srt/dist/proxy/node-preload.cjs');
+  });
+
+  it('uses the given ports', () => {
+    const e = sandboxProxyEnv({ httpPort: 18080, socksPort: 11080, nodePreloadPath: '/p.cjs' });
+    expect(e.HTTPS_PROXY).toBe('http://127.0.0.1:18080');
+    expect(e.ALL_PROXY).toBe('socks5h://127.0.0.1:11080');
+    expect(e.GIT_SSH_COMMAND).toContain('proxyport=18080');
+  });
+
+  it('appends to an existing NODE_OPTIONS and GIT_CONFIG_COUNT instead of replacing them', () => {
+    const e = sandboxProxyEnv({
+      httpPort: 3128,
+      socksPort: 1080,
+      nodePreloadPath: '/dir with space/pre"load.cjs',
+      baseEnv: { NODE_OPTIONS: '--max-old-space-size=512', GIT_CONFIG_COUNT: '2' },
+    });
+    expect(e.NODE_OPTIONS).toBe('--max-old-space-size=512 --require "/dir with space/pre\\"load.cjs"');
+    expect(e.GIT_CONFIG_COUNT).toBe('3');
+    expect(e.GIT_CONFIG_KEY_2).toBe('http.proxy');
+    expect(e.GIT_CONFIG_KEY_0).toBeUndefined();
+  });
+
+  it('names the preload shipped next to the module', () => {
+    expect(NODE_PRELOAD_PATH).toMatch(/node-preload\.cjs$/);
+    // In dist (after `npm run build`) the file exists; from src it is the .cts source's output name.
+    expect(existsSync(NODE_PRELOAD_PATH.replace(/\/src\/proxy\//, '/dist/proxy/'))).toBe(true);
+  });
+});
