@@ -9,7 +9,7 @@ import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
 import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
-import { checkBubblewrap, DependencyError, findOnPath } from './platform/deps.js';
+import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
 import { launch, STATUS_FD } from './platform/run.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
@@ -87,8 +87,8 @@ export class Sandbox {
 
     let scanned, globs, bwrap: string;
     try {
-      [bwrap, scanned, globs] = await Promise.all([
-        checkBubblewrap({ weakerNested: policy.enableWeakerNestedSandbox }),
+      bwrap = findBubblewrap();
+      [scanned, globs] = await Promise.all([
         scanProtected(policy.cwd, policy.mandatoryDenySearchDepth),
         Promise.all(globRules(policy).map(async (r) => [r.path, await expandGlob(r.path)] as const)),
       ]);
@@ -219,7 +219,8 @@ export class Sandbox {
       });
       if (!res.started) {
         if (res.signal) return signalExit(res.signal);
-        process.stderr.write('srt: the sandbox could not be set up (see the bwrap error above); the command did not run\n');
+        const why = await diagnoseBubblewrap(this.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });
+        process.stderr.write(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run\n`);
         return 125;
       }
       return res.status;

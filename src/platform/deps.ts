@@ -7,7 +7,7 @@ import { delimiter, join } from 'node:path';
 
 export class DependencyError extends Error {}
 
-/** First executable `name` on PATH, or null. */
+/** First executable `name` on PATH, or null (for the user's command, never for srt's own tools). */
 export function findOnPath(name: string, pathEnv = process.env.PATH ?? ''): string | null {
   for (const dir of pathEnv.split(delimiter)) {
     if (!dir) continue;
@@ -18,6 +18,15 @@ export function findOnPath(name: string, pathEnv = process.env.PATH ?? ''): stri
     } catch { /* next */ }
   }
   return null;
+}
+
+// srt's own tools run OUTSIDE the sandbox, so they come only from root-owned system directories:
+// a PATH that starts with a project directory (`npm run` puts node_modules/.bin first) must not be
+// able to substitute a fake bwrap or rg and get the command run unsandboxed.
+const SYSTEM_DIRS = ['/usr/local/bin', '/usr/bin', '/bin', '/usr/local/sbin', '/usr/sbin', '/sbin'];
+
+export function findSystemTool(name: string): string | null {
+  return findOnPath(name, SYSTEM_DIRS.join(delimiter));
 }
 
 function sysctl(name: string): string | null {
@@ -64,15 +73,21 @@ export function diagnose(bwrapError: string, opts: { weakerNested: boolean }): s
   return `bubblewrap cannot create a sandbox here${said}; run \`srt doctor\` for details`;
 }
 
-/**
- * Find bwrap and start one minimal sandbox with the namespaces srt needs. Resolves the bwrap
- * path; rejects with a DependencyError naming the cause and the fix.
- */
-export async function checkBubblewrap(opts: { weakerNested: boolean; pathEnv?: string }): Promise<string> {
-  const bwrap = findOnPath('bwrap', opts.pathEnv);
+/** The bwrap binary, or a DependencyError saying how to install it. */
+export function findBubblewrap(): string {
+  const bwrap = findSystemTool('bwrap');
   if (!bwrap) {
     throw new DependencyError('bubblewrap (bwrap) is not installed; install it (Debian/Ubuntu: apt-get install bubblewrap, Fedora: dnf install bubblewrap)');
   }
+  return bwrap;
+}
+
+/**
+ * Why bubblewrap cannot start a sandbox here, found by starting one minimal sandbox with the
+ * namespaces srt needs; null when that works. Run only after a launch failed, so a healthy run
+ * does not pay for a second sandbox.
+ */
+export async function diagnoseBubblewrap(bwrap: string, opts: { weakerNested: boolean }): Promise<string | null> {
   const args = [
     '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/',
@@ -82,6 +97,5 @@ export async function checkBubblewrap(opts: { weakerNested: boolean; pathEnv?: s
   const stderr = await new Promise<string | null>((resolve) => {
     execFile(bwrap, args, { timeout: 10_000 }, (err, _out, errText) => resolve(err ? (errText || String(err.message)) : null));
   });
-  if (stderr !== null) throw new DependencyError(diagnose(stderr, opts));
-  return bwrap;
+  return stderr === null ? null : diagnose(stderr, opts);
 }

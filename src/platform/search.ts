@@ -1,11 +1,12 @@
 // ripgrep-backed discovery: protected paths below cwd and wrap-time expansion of read globs.
-// Both are bounded in time; a search that runs out of time reports what it found with a warning.
+// Both are bounded in time; a search that runs out of time is an error (fail closed).
 
 import { execFile } from 'node:child_process';
 import { readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { globToRegExp, type Landing } from '../profiles/bwrap.js';
 import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
+import { findSystemTool } from './deps.js';
 import { resolveLanding } from './landing.js';
 
 const SEARCH_TIMEOUT_MS = 10_000;
@@ -16,12 +17,13 @@ export class SearchError extends Error {}
 interface RgResult { files: string[]; timedOut: boolean }
 
 function rg(args: string[], cwd: string): Promise<RgResult> {
+  const bin = findSystemTool('rg');
+  if (!bin) return Promise.reject(new SearchError('ripgrep (rg) is not installed; srt needs it to find protected paths (apt-get install ripgrep)'));
   return new Promise((resolvePromise, reject) => {
-    execFile('rg', args, { cwd, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout) => {
+    execFile(bin, args, { cwd, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout) => {
       const files = stdout.split('\n').filter(Boolean);
       if (!err) return resolvePromise({ files, timedOut: false });
       const e = err as Omit<NodeJS.ErrnoException, 'code'> & { killed?: boolean; code?: number | string };
-      if (e.code === 'ENOENT') return reject(new SearchError('ripgrep (rg) is not installed; srt needs it to find protected paths (apt-get install ripgrep)'));
       if (e.killed) return resolvePromise({ files, timedOut: true });
       // rg exits 1 when nothing matched and 2 on partial errors (unreadable dirs): keep what it found.
       if (e.code === 1 || e.code === 2) return resolvePromise({ files, timedOut: false });

@@ -181,7 +181,12 @@ class TargetAgent extends http.Agent {
   // node:http's Agent accepts an asynchronous createConnection (callback form).
   override createConnection(o: http.ClientRequestArgs, cb?: (err: Error | null, s: Duplex) => void): undefined {
     this.gate.dial((o as { srtTarget: Target }).srtTarget).then(
-      (s) => cb!(null, s),
+      (s) => {
+        cb!(null, s);
+        // A chained socket arrives paused (bytes after the CONNECT reply stay buffered); the
+        // client request attaches its parser on the next tick, after which it may flow.
+        setImmediate(() => s.resume());
+      },
       (e: Error) => cb!(e, undefined as unknown as Duplex),
     );
     return undefined;

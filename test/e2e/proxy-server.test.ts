@@ -177,7 +177,7 @@ describe('startProxy', () => {
   });
 
   it('relays to the user own proxy when httpProxyPort/socksProxyPort are set', async () => {
-    const own = createServer((s) => s.end('own proxy\n'));
+    const own = createServer((s) => s.resume().end('own proxy\n'));
     await new Promise<void>((r) => own.listen(0, '127.0.0.1', r));
     const ownPort = (own.address() as { port: number }).port;
     const p = await startProxy({

@@ -1,8 +1,8 @@
 // Run lifecycle end to end: exit status, stdio, TTY, signals, cleanup, placeholders' state file,
 // and srt's own failures (exit 125, nothing ran).
 import { createHash } from 'node:crypto';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -136,21 +136,34 @@ describe('srt failures stop the run (125, nothing ran)', () => {
     expect(existsSync(join(cwd, 'marker'))).toBe(false);
   });
 
-  it('bubblewrap missing or unable to start', async () => {
+  it('bubblewrap missing or unable to start; a bwrap or rg earlier on PATH is never used', async () => {
     const { home, cwd, base } = scratch();
-    const bin = join(base, 'bin');
-    mkdirSync(bin);
-    for (const tool of ['rg', 'touch', 'sh']) symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`]).toString().trim(), join(bin, tool));
-    const missing = await srt(['--', 'touch', join(cwd, 'marker')], { home, cwd, env: { PATH: bin } });
+    // srt takes bwrap only from system directories, so the test hides the real one by running
+    // srt inside an outer bubblewrap that covers /usr/bin/bwrap.
+    const hidden = (cover: string, args: string[]) => execa('bwrap', ['--dev-bind', '/', '/', '--ro-bind', cover, '/usr/bin/bwrap',
+      '--', process.execPath, SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, stdin: 'ignore' });
+    const missing = await hidden('/dev/null', ['--', 'touch', join(cwd, 'marker')]);
     expect(missing.exitCode).toBe(125);
     expect(missing.stderr).toMatch(/srt: bubblewrap \(bwrap\) is not installed/);
     // A bwrap that cannot create namespaces.
-    writeFileSync(join(bin, 'bwrap'), '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n');
-    chmodSync(join(bin, 'bwrap'), 0o755);
-    const broken = await srt(['--', 'touch', join(cwd, 'marker')], { home, cwd, env: { PATH: bin } });
+    const fake = join(base, 'fake-bwrap');
+    writeFileSync(fake, '#!/bin/sh\necho "bwrap: setting up uid map: Permission denied" >&2\nexit 1\n');
+    chmodSync(fake, 0o755);
+    const broken = await hidden(fake, ['--', 'touch', join(cwd, 'marker')]);
     expect(broken.exitCode).toBe(125);
-    expect(broken.stderr).toMatch(/srt: .*uid map: Permission denied/);
+    expect(broken.stderr).toMatch(/srt: .*uid map: Permission denied.*the command did not run/);
     expect(existsSync(join(cwd, 'marker'))).toBe(false);
+    // Tools planted first on PATH (as `npm run` puts node_modules/.bin first) are ignored.
+    const bin = join(base, 'bin');
+    mkdirSync(bin);
+    for (const tool of ['bwrap', 'rg']) {
+      writeFileSync(join(bin, tool), `#!/bin/sh\ntouch ${join(base, `planted-${tool}-ran`)}\nexit 1\n`);
+      chmodSync(join(bin, tool), 0o755);
+    }
+    const planted = await srt(['--', 'true'], { home, cwd, env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect(planted.exitCode).toBe(0);
+    expect(existsSync(join(base, 'planted-bwrap-ran'))).toBe(false);
+    expect(existsSync(join(base, 'planted-rg-ran'))).toBe(false);
     expect(readdirSync(cwd)).toEqual([]);
   });
 
