@@ -40,6 +40,11 @@ function parseFd(value: string): number {
   return Number(value);
 }
 
+function parsePort(value: string): number {
+  if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('must be a port number (0-65535; 0 = any free port)');
+  return Number(value);
+}
+
 function addPolicyOptions(cmd: Command): Command {
   return cmd
     .option('--settings <file>', 'also read this settings file (repeatable; CLI scope)', collect)
@@ -161,7 +166,7 @@ function buildProgram(result: { exit: number }, explicit: string[] | undefined):
   const program = new Command('srt');
   program
     .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
-    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | schema')
+    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | schema | proxy [--http-port N] [--socks-port N]')
     .version(pkg.version, '-V, --version')
     .helpCommand(false)
     .enablePositionalOptions()
@@ -207,6 +212,29 @@ function buildProgram(result: { exit: number }, explicit: string[] | undefined):
       const { settingsJsonSchema } = await import('./settings/schema.js');
       process.stdout.write(`${JSON.stringify(settingsJsonSchema(), null, 2)}\n`);
     });
+
+  addPolicyOptions(
+    program
+      .command('proxy')
+      .description('run only the filtering proxy on loopback with the merged policy until SIGINT/SIGTERM; print its URLs')
+      .option('--http-port <n>', 'HTTP proxy port (default: any free port)', parsePort)
+      .option('--socks-port <n>', 'SOCKS5 proxy port (default: any free port)', parsePort),
+  ).action(async (opts: PolicyOptions & { httpPort?: number; socksPort?: number }) => {
+    const parent = program.opts<PolicyOptions & { debug?: boolean }>();
+    const both = (key: keyof PolicyOptions) => [...(parent[key] ?? []), ...(opts[key] ?? [])];
+    const merged: PolicyOptions = { settings: both('settings'), allowDomain: both('allowDomain'), allowWrite: both('allowWrite'), denyRead: both('denyRead') };
+    const debug = debugEnabled(parent);
+    const report = await loadReport(merged, debug);
+    const { runStandaloneProxy } = await import('./proxy/standalone.js');
+    result.exit = await runStandaloneProxy({
+      network: report.policy.network,
+      httpPort: opts.httpPort ?? 0,
+      socksPort: opts.socksPort ?? 0,
+      debug,
+      out: (l) => process.stdout.write(`${l}\n`),
+      err: (l) => process.stderr.write(`${l}\n`),
+    });
+  });
 
   for (const cmd of program.commands) {
     cmd.exitOverride().configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) });
