@@ -15,6 +15,8 @@ import { launch, STATUS_FD } from './platform/run.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
 import { PlaceholderSet } from './platform/state.js';
+import { NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
+import type { ProxyHandle } from './proxy/server.js';
 
 export type CommandSpec = { argv: string[] } | { shell: string };
 
@@ -24,6 +26,9 @@ export class SandboxError extends Error {
 }
 
 const MANAGED_DIR = '/etc/srt';
+// Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
+const HTTP_RELAY_PORT = 3128;
+const SOCKS_RELAY_PORT = 1080;
 const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
 function shellQuote(s: string): string {
@@ -52,6 +57,9 @@ export class Sandbox {
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private running = false;
+  private proxy: ProxyHandle | undefined;
+  /** Loaded only when a run needs the network, so startup does not pay for it otherwise. */
+  private proxyModule: typeof import('./proxy/server.js') | undefined;
   private readonly onExit = () => this.cleanupSync();
   private readonly onSignal = (sig: NodeJS.Signals) => {
     if (this.running) return; // launch() forwards it to the command
@@ -121,7 +129,15 @@ export class Sandbox {
           allowUnixSockets: policy.network.allowAllUnixSockets,
           allowNamespaces: policy.allowNestedUserNamespaces,
         }), { mode: 0o400 });
-        seccomp = { helperPath: seccompHelper.path, filterPath, relays: [] };
+        seccomp = {
+          helperPath: seccompHelper.path, filterPath,
+          relays: [
+            { port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
+            { port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
+          ],
+        };
+      } else {
+        warnings.push('without the seccomp helper the command gets no network at all (the helper starts the proxy relays)');
       }
       facts = {
         landings, globMatches: new Map(globs),
@@ -151,7 +167,25 @@ export class Sandbox {
 
   /** What the command's environment gains (values that are not secrets). */
   private envChanges(): Record<string, string> {
-    return { TMPDIR: this.facts.tmpDir, SRT_SANDBOX: '1' };
+    const env: Record<string, string> = { TMPDIR: this.facts.tmpDir, SRT_SANDBOX: '1' };
+    if (!this.facts.seccomp?.relays.length) return env;
+    return {
+      ...env,
+      ...sandboxProxyEnv({ httpPort: HTTP_RELAY_PORT, socksPort: SOCKS_RELAY_PORT, nodePreloadPath: NODE_PRELOAD_PATH, baseEnv: process.env }),
+    };
+  }
+
+  /** Start the filtering proxy on the Unix sockets the relays connect to (only for a real run). */
+  private async startProxy(): Promise<void> {
+    const relays = this.facts.seccomp?.relays;
+    if (!relays?.length) return;
+    this.proxyModule = await import('./proxy/server.js');
+    const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
+    this.proxy = await this.proxyModule.startProxy({
+      network: this.policy.network,
+      listen: { http: { socketPath: relays[0]!.socketPath }, socks: { socketPath: relays[1]!.socketPath } },
+      ...(log ? { log } : {}),
+    });
   }
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
@@ -169,6 +203,15 @@ export class Sandbox {
     }
     groups.push(plan.args.slice(sep));
     const lines = ['# bubblewrap command', groups.map((g) => g.map(shellQuote).join(' ')).join(' \\\n  ')];
+    const relays = this.facts.seccomp?.relays ?? [];
+    lines.push('', '# network');
+    if (relays.length === 0) lines.push('none: the sandbox has no network interface but loopback');
+    for (const r of relays) {
+      const own = r.port === HTTP_RELAY_PORT ? this.policy.network.httpProxyPort : this.policy.network.socksProxyPort;
+      const kind = r.port === HTTP_RELAY_PORT ? 'HTTP' : 'SOCKS5';
+      const target = own === undefined ? `srt's filtering ${kind} proxy` : `your own ${kind} proxy on 127.0.0.1:${own}`;
+      lines.push(`127.0.0.1:${r.port} inside → ${r.socketPath} → ${target}`);
+    }
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
     if (plan.placeholders.length) {
@@ -211,6 +254,14 @@ export class Sandbox {
       return 125;
     }
 
+    try {
+      await this.startProxy();
+    } catch (e) {
+      this.cleanupSync();
+      process.stderr.write(`srt: cannot start the network proxy: ${(e as Error).message}\n`);
+      return 125;
+    }
+
     this.running = true;
     try {
       const res = await launch({
@@ -226,6 +277,7 @@ export class Sandbox {
       return res.status;
     } finally {
       this.running = false;
+      await this.proxy?.close();
       this.cleanupSync();
     }
   }
@@ -253,8 +305,10 @@ export class Sandbox {
     return sawNonExec ? { status: 126, message: 'permission denied (not executable)' } : { status: 127, message: 'command not found' };
   }
 
+  /** One printable line per distinct refusal by the proxy, e.g. `srt: blocked evil.example:443 — …`. */
   violations(): string[] {
-    return [];
+    if (!this.proxy || !this.proxyModule) return [];
+    return this.proxy.violations().map(this.proxyModule.formatViolation);
   }
 
   private cleanupSync(): void {

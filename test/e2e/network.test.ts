@@ -1,0 +1,203 @@
+// The network path end to end: real clients inside the real sandbox (bubblewrap, seccomp helper,
+// socat relays) reach servers this test starts on the host's loopback only through srt's proxy.
+// Host servers listen on 127.0.0.2, which the sandbox's NO_PROXY (localhost,127.0.0.1,::1) does
+// not cover, so clients send it to the proxy; the sandbox's own loopback is a different one.
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { execFileSync } from 'node:child_process';
+import { createServer as createTcpServer, type Server as TcpServer } from 'node:net';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import https from 'node:https';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeServer, listenOn, selfSigned } from './proxy-fixtures.js';
+import { srt, tempDir } from './helpers.js';
+
+const HOST = '127.0.0.2';
+const tmp = tempDir('srt-net-');
+const home = join(tmp.path, 'home');
+const cwd = join(tmp.path, 'work');
+const cert = selfSigned(['secure.test']);
+let httpServer: http.Server;
+let httpsServer: https.Server;
+let otherServer: http.Server;
+let echoServer: TcpServer;
+let udp: UdpSocket;
+let httpPort: number, httpsPort: number, otherPort: number, echoPort: number, udpPort: number;
+let hostConnections = 0;
+const udpReceived: string[] = [];
+
+/** Serves `hello <path>` and, under /repo.git/, the files of a bare repository (git's dumb HTTP). */
+function handler(repoDir: string) {
+  return (req: http.IncomingMessage, res: http.ServerResponse) => {
+    const url = req.url ?? '/';
+    if (url.startsWith('/repo.git/')) {
+      try {
+        res.end(readFileSync(join(repoDir, url.slice('/repo.git/'.length).split('?')[0]!)));
+      } catch {
+        res.statusCode = 404;
+        res.end();
+      }
+      return;
+    }
+    res.end(`hello ${url}`);
+  };
+}
+
+beforeAll(async () => {
+  mkdirSync(home);
+  mkdirSync(cwd);
+  // A bare repository served over dumb HTTP for `git clone`.
+  const work = join(tmp.path, 'src-repo');
+  const bare = join(tmp.path, 'repo.git');
+  const git = (dir: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'init.defaultBranch=main', ...args], { cwd: dir, env: { PATH: process.env.PATH, HOME: home, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'ignore' });
+  mkdirSync(work);
+  git(tmp.path, 'init', '-q', '--bare', bare);
+  git(work, 'init', '-q');
+  writeFileSync(join(work, 'README'), 'cloned through srt\n');
+  git(work, 'add', 'README');
+  git(work, 'commit', '-q', '-m', 'first');
+  git(work, 'push', '-q', bare, 'HEAD:main');
+  git(bare, 'symbolic-ref', 'HEAD', 'refs/heads/main');
+  git(bare, 'update-server-info');
+
+  httpServer = http.createServer(handler(bare));
+  httpPort = await listenOn(httpServer, HOST);
+  httpServer.on('connection', () => hostConnections++);
+  httpsServer = https.createServer({ cert: cert.cert, key: cert.key }, handler(bare));
+  httpsPort = await listenOn(httpsServer, HOST);
+  otherServer = http.createServer((_req, res) => res.end('must not be reached'));
+  otherPort = await listenOn(otherServer, HOST);
+  echoServer = createTcpServer((s) => s.pipe(s));
+  echoPort = await new Promise<number>((r) => echoServer.listen(0, HOST, () => r((echoServer.address() as { port: number }).port)));
+  udp = createSocket('udp4');
+  udp.on('message', (m) => udpReceived.push(m.toString()));
+  udpPort = await new Promise<number>((r) => udp.bind(0, HOST, () => r(udp.address().port)));
+});
+
+afterAll(async () => {
+  await Promise.all([closeServer(httpServer), closeServer(httpsServer), closeServer(otherServer)]);
+  await new Promise<void>((r) => echoServer.close(() => r()));
+  udp.close();
+  tmp.cleanup();
+  execFileSync('rm', ['-rf', cert.dir]);
+});
+
+/** Run a shell script in the sandbox; each check prints `name=result` lines. */
+async function inSandbox(script: string, settings: object) {
+  const file = join(tmp.path, `settings-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(settings));
+  const r = await srt(['--settings', file, '-c', script], { home, cwd, env: { NODE_EXTRA_CA_CERTS: cert.certPath } });
+  const results: Record<string, string> = {};
+  for (const line of r.stdout.split('\n')) {
+    const m = /^(\w[\w-]*)=(.*)$/.exec(line);
+    if (m) results[m[1]!] = m[2]!;
+  }
+  return { ...r, results };
+}
+
+describe('network through the proxy', () => {
+  it('curl, python, node, git and SOCKS reach allowed destinations; others get 403; deny beats allow; ports hold', async () => {
+    const base = `http://${HOST}`;
+    const script = [
+      `echo curl=$(curl -s --max-time 10 ${base}:${httpPort}/curl)`,
+      `echo curl_tls=$(curl -s --max-time 10 --cacert ${cert.certPath} https://secure.test:${httpsPort}/tls --connect-to secure.test:${httpsPort}:${HOST}:${httpsPort} -o /dev/null -w '%{http_code}' || true)`,
+      `echo curl_tls_ip=$(curl -s --max-time 10 -k https://${HOST}:${httpsPort}/tls)`,
+      `echo denied=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${base}:${otherPort}/)`,
+      `echo denied_reason=$(curl -s --max-time 10 ${base}:${otherPort}/ | tr -d '\\n')`,
+      `echo unlisted=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://127.0.0.3:${httpPort}/)`,
+      `echo python=$(python3 -c "import urllib.request; print(urllib.request.urlopen('${base}:${httpPort}/py', timeout=10).read().decode())")`,
+      `echo python_blocked=$(python3 -c "
+import urllib.request, urllib.error
+try: urllib.request.urlopen('${base}:${otherPort}/', timeout=10)
+except urllib.error.HTTPError as e: print(e.code)")`,
+      `echo node_fetch=$(node -e "fetch('${base}:${httpPort}/fetch').then(r => r.text()).then(console.log)")`,
+      `echo node_https=$(node -e "require('https').get('https://${HOST}:${httpsPort}/https', {rejectUnauthorized: false}, r => { let b=''; r.on('data', d => b += d); r.on('end', () => console.log(b)); })")`,
+      `echo node_http=$(node -e "require('http').get('${base}:${httpPort}/nodehttp', r => { let b=''; r.on('data', d => b += d); r.on('end', () => console.log(b)); })")`,
+      `git clone -q ${base}:${httpPort}/repo.git clone 2>/dev/null; echo git=$(cat clone/README)`,
+      `echo socks=$(curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${httpPort}/socks)`,
+      `curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${otherPort}/ >/dev/null; echo socks_blocked=$?`,
+      // The ProxyCommand srt puts in GIT_SSH_COMMAND (ssh's route): a raw TCP stream via CONNECT.
+      `echo ssh_route=$(echo ping | socat - PROXY:127.0.0.1:${HOST}:${echoPort},proxyport=3128)`,
+      `echo ssh_route_blocked=$(echo ping | socat - PROXY:127.0.0.1:${HOST}:${otherPort},proxyport=3128 2>/dev/null)`,
+    ].join('\n');
+    const r = await inSandbox(script, {
+      network: {
+        allowedDomains: [HOST, 'secure.test'],
+        deniedDomains: [`${HOST}:${otherPort}`],
+        deniedDomainReasons: { [`${HOST}:${otherPort}`]: 'the test forbids this port' },
+      },
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.results).toMatchObject({
+      curl: 'hello /curl',
+      curl_tls_ip: 'hello /tls',
+      denied: '403',
+      unlisted: '403',
+      python: 'hello /py',
+      python_blocked: '403',
+      node_fetch: 'hello /fetch',
+      node_https: 'hello /https',
+      node_http: 'hello /nodehttp',
+      git: 'cloned through srt',
+      socks: 'hello /socks',
+      socks_blocked: '97',
+      ssh_route: 'ping',
+      ssh_route_blocked: '',
+    });
+    // TLS through the CONNECT tunnel, verified end to end against the server's own certificate.
+    expect(r.results.curl_tls).toBe('200');
+    expect(r.results.denied_reason).toContain('the test forbids this port');
+    expect(r.stderr).toContain(`srt: blocked 127.0.0.3:${httpPort} — not in network.allowedDomains`);
+    expect(r.stderr).toContain(`srt: blocked ${HOST}:${otherPort}`);
+  });
+
+  it('a port-restricted entry allows only that port', async () => {
+    const r = await inSandbox([
+      `echo allowed=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://${HOST}:${httpPort}/)`,
+      `echo other_port=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://${HOST}:${otherPort}/)`,
+    ].join('\n'), { network: { allowedDomains: [`${HOST}:${httpPort}`] } });
+    expect(r.results).toMatchObject({ allowed: '200', other_port: '403' });
+  });
+
+  it('connections that ignore the proxy variables reach nothing on the host; UDP does not leave', async () => {
+    const script = [
+      `(exec 3<>/dev/tcp/${HOST}/${httpPort}) 2>/dev/null; echo bash_tcp=$?`,
+      `echo node_net=$(node -e "const s=require('net').connect(${httpPort}, '${HOST}'); s.on('connect',()=>{console.log('connected');process.exit(0)}); s.on('error',e=>{console.log(e.code);process.exit(0)})")`,
+      `echo python_raw=$(python3 -c "
+import socket
+s = socket.socket(); s.settimeout(5)
+try: s.connect(('${HOST}', ${httpPort})); print('connected')
+except OSError as e: print(type(e).__name__)")`,
+      `echo curl_noproxy=$(curl -s --max-time 5 --noproxy '*' -o /dev/null -w '%{http_code}' http://${HOST}:${httpPort}/)`,
+      `python3 -c "
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try: s.sendto(b'leak', ('${HOST}', ${udpPort})); print('udp=sent')
+except OSError as e: print('udp=' + type(e).__name__)"`,
+    ].join('\n');
+    const before = hostConnections;
+    const r = await inSandbox(script, { network: { allowedDomains: [HOST] } });
+    // 127.0.0.2 inside is the sandbox's own loopback: nothing listens there.
+    expect(r.results.bash_tcp).not.toBe('0');
+    expect(r.results.node_net).toBe('ECONNREFUSED');
+    expect(r.results.python_raw).not.toBe('connected');
+    expect(r.results.curl_noproxy).toBe('000');
+    // A datagram to 127.0.0.2 goes to the sandbox's own loopback; the host's listener must see nothing.
+    expect(r.results.udp).toBeDefined();
+    await new Promise((res) => setTimeout(res, 200));
+    expect(udpReceived).toEqual([]);
+    expect(hostConnections).toBe(before);
+  });
+
+  it('an allowed hostname that resolves to loopback is refused; an allowed IP literal is not', async () => {
+    // `localhost` is in NO_PROXY, so curl is told to use the proxy explicitly.
+    const r = await inSandbox([
+      `echo by_name=$(curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 -o /dev/null -w '%{http_code}' http://localhost:${httpPort}/)`,
+      `echo by_ip=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://${HOST}:${httpPort}/)`,
+    ].join('\n'), { network: { allowedDomains: [`localhost:${httpPort}`, `${HOST}:${httpPort}`] } });
+    expect(r.results).toMatchObject({ by_name: '403', by_ip: '200' });
+    expect(r.stderr).toMatch(new RegExp(`srt: blocked localhost:${httpPort} — .*loopback`));
+  });
+});
