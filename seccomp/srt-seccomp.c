@@ -355,6 +355,9 @@ int main(int argc, char **argv) {
   sigset_t set;
   block_signals(&set); // first: a signal arriving during setup is queued, then forwarded
   drop_bounding_set();
+  // Whatever srt's caller left open without close-on-exec (a pipe, a log file, a control fd)
+  // would otherwise be readable or writable from inside: nothing past stderr goes in.
+  if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) die_errno("close_range");
 
   struct relay relays[MAX_RELAYS];
   int nrelays = 0;

@@ -84,6 +84,24 @@ describe('exit status and stdio', () => {
   });
 });
 
+describe('file descriptors', () => {
+  it('no descriptor srt inherited beyond stdio reaches the command', async () => {
+    const { home, cwd } = scratch();
+    // fd 5 of srt is a pipe whose reading end the test holds: a leak would carry data out.
+    const child = execa(process.execPath, [SRT_BIN, '-c', 'ls /proc/self/fd | tr "\\n" " "; echo leaked >&5 && echo WROTE'], {
+      cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false,
+      stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe'],
+    });
+    let leaked = '';
+    child.stdio[5]!.on('data', (d: Buffer) => { leaked += d.toString(); });
+    const r = await child;
+    expect(r.exitCode).not.toBe(0);
+    expect(r.stdout).toBe('0 1 2 3 '); // 3 is ls's own handle on /proc/self/fd
+    expect(r.stdout).not.toContain('WROTE');
+    expect(leaked).toBe('');
+  });
+});
+
 describe('signals and cleanup', () => {
   it('SIGINT to srt ends the command, removes the run dir and leaves no process', async () => {
     const { home, cwd } = scratch();
