@@ -4,6 +4,7 @@
 
 import { Command, CommanderError, InvalidArgumentError, type Option } from 'commander';
 import { createRequire } from 'node:module';
+import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import type { CommandSpec, Sandbox as SandboxType } from './sandbox.js';
 import type { LoadOptions, SettingsReport } from './settings/index.js';
@@ -105,16 +106,22 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   const debug = debugEnabled(opts);
   const report = await loadReport(opts, debug);
   const { Sandbox, SandboxError } = await import('./sandbox.js');
-  // --control-fd is validated here; the sandbox reads it once it implements live updates.
-  const createOpts: Parameters<typeof Sandbox.create>[0] & { controlFd?: number } = { policy: report.policy, debug };
-  if (opts.controlFd !== undefined) createOpts.controlFd = opts.controlFd;
+  if (opts.controlFd !== undefined) {
+    try {
+      fstatSync(opts.controlFd);
+    } catch {
+      throw new Fatal([`--control-fd ${opts.controlFd}: not an open file descriptor`]);
+    }
+  }
   let sandbox: SandboxType | undefined;
+  let stopControl = () => {};
   try {
-    sandbox = await Sandbox.create(createOpts);
+    sandbox = await Sandbox.create({ policy: report.policy, debug });
     if (opts.dryRun) {
       process.stdout.write(sandbox.dryRun(spec).replace(/\n?$/, '\n'));
       return 0;
     }
+    if (opts.controlFd !== undefined) stopControl = await followControlFd(opts.controlFd, opts, sandbox);
     const code = await sandbox.run(spec);
     for (const line of sandbox.violations()) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
     return code;
@@ -122,8 +129,46 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     if (err instanceof SandboxError) throw new Fatal([err.message.replace(/^srt: /, '')]);
     throw err;
   } finally {
+    stopControl();
     await sandbox?.dispose();
   }
+}
+
+/**
+ * `--control-fd N`: each line is a whole settings document (CLI scope, on top of the files);
+ * the merged network policy replaces the running one for new connections. A bad line is
+ * reported and changes nothing. Returns the function that stops reading.
+ */
+async function followControlFd(fd: number, opts: PolicyOptions, sandbox: SandboxType): Promise<() => void> {
+  const [{ createReadStream }, { Socket }, { createInterface }, { loadSettingsReport, SettingsError }] = await Promise.all([
+    import('node:fs'), import('node:net'), import('node:readline'), import('./settings/index.js'),
+  ]);
+  const label = `--control-fd ${fd}`;
+  // Pipes and sockets are read without blocking (a pending fs read could not be cancelled and
+  // would keep srt alive after the command ends); a regular file is read as a file.
+  const st = fstatSync(fd);
+  const stream = st.isFIFO() || st.isSocket() ? new Socket({ fd, readable: true, writable: false }) : createReadStream('', { fd, autoClose: true });
+  const lines = createInterface({ input: stream, crlfDelay: Infinity });
+  let n = 0;
+  lines.on('line', (line) => {
+    n++;
+    if (line.trim() === '') return;
+    try {
+      let settings: unknown;
+      try {
+        settings = JSON.parse(line);
+      } catch (err) {
+        throw new SettingsError(`${label}: line ${n}: invalid JSON: ${(err as Error).message}`);
+      }
+      const { policy } = loadSettingsReport({ ...loadOptions(opts), control: { label: `${label} line ${n}`, settings } });
+      sandbox.updateNetwork(policy.network);
+    } catch (err) {
+      const lines = err instanceof SettingsError ? err.lines : [(err as Error).message];
+      for (const l of lines) process.stderr.write(`srt: ${l} (ignored; the previous policy stays)\n`);
+    }
+  });
+  stream.on('error', (err: Error) => process.stderr.write(`srt: ${label}: ${err.message}\n`));
+  return () => { lines.close(); stream.destroy(); };
 }
 
 /** Split `[srt options] -- COMMAND...` before commander sees it, so `srt -- config` runs a

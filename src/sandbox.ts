@@ -305,6 +305,12 @@ export class Sandbox {
     return sawNonExec ? { status: 126, message: 'permission denied (not executable)' } : { status: 127, message: 'command not found' };
   }
 
+  /** Replace the network policy of a running sandbox (`--control-fd`): new connections follow it. */
+  updateNetwork(network: Policy['network']): void {
+    this.policy.network = network;
+    this.proxy?.setNetwork(network);
+  }
+
   /** One printable line per distinct refusal by the proxy, e.g. `srt: blocked evil.example:443 — …`. */
   violations(): string[] {
     if (!this.proxy || !this.proxyModule) return [];

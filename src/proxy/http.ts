@@ -142,9 +142,10 @@ function sendError(res: ServerResponse, status: number, reason: string, proxyErr
 /** End-to-end request headers from the client, Host replaced by the target authority. */
 function forwardHeaders(req: IncomingMessage, target: Target, keepUpgrade: boolean): Array<[string, string]> {
   const raw = req.rawHeaders;
-  const named = new Set<string>();
+  // Headers the client's Connection header names are hop-by-hop too.
+  let named: Set<string> | undefined;
   for (let i = 0; i < raw.length; i += 2) {
-    if (raw[i]!.toLowerCase() === 'connection') raw[i + 1]!.split(',').forEach((t) => named.add(t.trim().toLowerCase()));
+    if (raw[i]!.toLowerCase() === 'connection') for (const t of raw[i + 1]!.split(',')) (named ??= new Set()).add(t.trim().toLowerCase());
   }
   const out: Array<[string, string]> = [['Host', hostHeader(target)]];
   for (let i = 0; i < raw.length; i += 2) {
@@ -155,7 +156,7 @@ function forwardHeaders(req: IncomingMessage, target: Target, keepUpgrade: boole
       out.push([name, raw[i + 1]!]);
       continue;
     }
-    if (HOP_BY_HOP.has(lower) || named.has(lower)) continue;
+    if (HOP_BY_HOP.has(lower) || named?.has(lower)) continue;
     out.push([name, raw[i + 1]!]);
   }
   return out;
@@ -271,14 +272,21 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     } as http.RequestOptions);
 
     upReq.on('response', (upRes) => {
+      const raw = upRes.rawHeaders;
       const out: string[] = [];
-      for (let i = 0; i < upRes.rawHeaders.length; i += 2) {
-        const lower = upRes.rawHeaders[i]!.toLowerCase();
-        if (HOP_BY_HOP.has(lower)) continue;
-        out.push(upRes.rawHeaders[i]!, upRes.rawHeaders[i + 1]!);
+      for (let i = 0; i < raw.length; i += 2) {
+        if (HOP_BY_HOP.has(raw[i]!.toLowerCase())) continue;
+        out.push(raw[i]!, raw[i + 1]!);
       }
       res.writeHead(upRes.statusCode ?? 502, upRes.statusMessage, out as unknown as http.OutgoingHttpHeaders);
-      upRes.pipe(res);
+      // Hand-rolled pipe (backpressure: pause until the client drains): a fraction of pipe()'s
+      // per-request listeners, on the path every response takes. A client that goes away
+      // destroys upReq (res 'close' below), which frees upRes too.
+      upRes.on('data', (chunk: Buffer) => {
+        if (!res.write(chunk)) upRes.pause();
+      });
+      res.on('drain', () => upRes.resume());
+      upRes.on('end', () => res.end());
       upRes.on('error', () => res.destroy());
     });
     upReq.on('error', (e) => {
@@ -289,7 +297,12 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
       if (!res.writableFinished) upReq.destroy();
     });
     req.on('error', () => upReq.destroy());
-    fwd.body.pipe(upReq);
+    if (fwd.body === req && !hasBody) {
+      // No request body (the parser saw neither Content-Length nor Transfer-Encoding): send the
+      // head now instead of piping an empty stream.
+      req.resume();
+      upReq.end();
+    } else fwd.body.pipe(upReq);
   }
 
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {

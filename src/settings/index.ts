@@ -18,6 +18,8 @@ export interface LoadOptions {
    *  Default: `/etc/srt/managed-settings.json`, `/etc/srt/managed-settings.d` (macOS: under
    *  `/Library/Application Support/srt`). */
   managedPaths?: string[];
+  /** A whole-config document read from `--control-fd` (CLI scope, after every other CLI file). */
+  control?: { label: string; settings: unknown };
 }
 
 export interface SettingsReport {
@@ -46,6 +48,7 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   if (opts.managedPaths) discover.managedPaths = opts.managedPaths;
   const files = discoverSettingsFiles(discover);
   const layers: SettingsLayer[] = files.map((f) => ({ scope: f.scope, file: f.path, base: f.base, settings: readSettingsFile(f.path) }));
+  if (opts.control) layers.push({ scope: 'cli', file: opts.control.label, base: ctx.cwd, settings: opts.control.settings });
   const { policy, sources } = buildPolicyWithSources(ctx, layers, opts.flags ?? {});
   return { files, policy, sources };
 }

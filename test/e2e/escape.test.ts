@@ -235,10 +235,31 @@ describe('holes found in review (fail until fixed)', () => {
     }
   });
 
-  // Invariants 1 and 2. srt hands every inheritable fd of its caller to the command (bwrap
-  // closes none). A directory fd reopened through /proc/self/fd/N lands on the host's own
-  // mount: read-write, with denyRead not applied. Fix: the helper closes fds >= 3 before
-  // exec (close_range), or srt marks them close-on-exec at startup.
+  // Invariant 9. Ctrl-\ sends SIGQUIT to the terminal's foreground group: srt (the command is in
+  // its own session, so it does not get it). Node dies without running exit handlers, leaving
+  // every placeholder in cwd, the state file and the run dir. Fix: handle SIGQUIT (and the other
+  // default-fatal signals) like SIGTERM.
+  it('SIGQUIT to srt ends the command and leaves nothing behind', async () => {
+    const { home, cwd } = scratch();
+    const marker = `7${process.pid}${Date.now() % 100000}`;
+    const { child, out, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; exec sleep ${marker}`], home, cwd);
+    const runDir = dirname(out().split('\n')[0]!);
+    dirs.push({ cleanup: () => rmSync(runDir, { recursive: true, force: true }) });
+    expect(readdirSync(cwd).length).toBeGreaterThan(0); // the placeholders of this run
+    child.kill('SIGQUIT');
+    await waitExit(child, exit);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(processesWith(marker)).toEqual([]);
+    expect(readdirSync(cwd)).toEqual([]);
+    expect(existsSync(runDir)).toBe(false);
+    expect(readdirSync(join(home, '.srt/state')).filter((n) => n.endsWith('.json'))).toEqual([]);
+  });
+});
+
+describe('escapes that are refused (regressions)', () => {
+  // Invariants 1 and 2. bwrap closes none of its caller's inheritable fds; a directory fd reopened
+  // through /proc/self/fd/N lands on the host's own mount (read-write, denyRead not applied).
+  // The helper closes every fd past stderr (found here, fixed in 7e8f0d9).
   it('inherited file descriptors do not reach the command', async () => {
     const { base, home, cwd } = scratch();
     const outside = join(base, 'outside');
@@ -263,28 +284,6 @@ describe('holes found in review (fail until fixed)', () => {
     expect(readdirSync(outside)).toEqual(['keep']);
   });
 
-  // Invariant 9. Ctrl-\ sends SIGQUIT to the terminal's foreground group: srt (the command is in
-  // its own session, so it does not get it). Node dies without running exit handlers, leaving
-  // every placeholder in cwd, the state file and the run dir. Fix: handle SIGQUIT (and the other
-  // default-fatal signals) like SIGTERM.
-  it('SIGQUIT to srt ends the command and leaves nothing behind', async () => {
-    const { home, cwd } = scratch();
-    const marker = `7${process.pid}${Date.now() % 100000}`;
-    const { child, out, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; exec sleep ${marker}`], home, cwd);
-    const runDir = dirname(out().split('\n')[0]!);
-    dirs.push({ cleanup: () => rmSync(runDir, { recursive: true, force: true }) });
-    expect(readdirSync(cwd).length).toBeGreaterThan(0); // the placeholders of this run
-    child.kill('SIGQUIT');
-    await waitExit(child, exit);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(processesWith(marker)).toEqual([]);
-    expect(readdirSync(cwd)).toEqual([]);
-    expect(existsSync(runDir)).toBe(false);
-    expect(readdirSync(join(home, '.srt/state')).filter((n) => n.endsWith('.json'))).toEqual([]);
-  });
-});
-
-describe('escapes that are refused (regressions)', () => {
   it('writes: /proc magic links, hard links, devices, cgroups, git global config, worktrees out, protected renames', async () => {
     const { base, home, cwd } = scratch();
     writeTree(base, { 'home/hfile': 'H', 'other/keep': 'x' });

@@ -11,7 +11,8 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServer, listenOn, selfSigned } from './proxy-fixtures.js';
-import { srt, tempDir } from './helpers.js';
+import { execa } from 'execa';
+import { SRT_BIN, srt, tempDir } from './helpers.js';
 
 const HOST = '127.0.0.2';
 const tmp = tempDir('srt-net-');
@@ -199,5 +200,30 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
     ].join('\n'), { network: { allowedDomains: [`localhost:${httpPort}`, `${HOST}:${httpPort}`] } });
     expect(r.results).toMatchObject({ by_name: '403', by_ip: '200' });
     expect(r.stderr).toMatch(new RegExp(`srt: blocked localhost:${httpPort} — .*loopback`));
+  });
+
+  it('--control-fd replaces the network lists of a running sandbox; a bad line changes nothing', async () => {
+    const url = `http://${HOST}:${httpPort}/live`;
+    const script = [
+      `echo first=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${url})`,
+      // Wait (bounded) until the new policy lets the request through.
+      `for i in $(seq 1 100); do code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${url}); [ "$code" = 200 ] && break; sleep 0.1; done`,
+      'echo second=$code',
+    ].join('; ');
+    const child = execa(process.execPath, [SRT_BIN, '--control-fd', '5', '-c', script], {
+      cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, timeout: 60_000,
+      stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe'],
+    });
+    const control = child.stdio[5] as import('node:stream').Writable;
+    child.stdout!.on('data', (d: Buffer) => {
+      if (!d.toString().includes('first=')) return;
+      control.write('{"network": {"allowedDomains": 7}}\n');
+      control.write(JSON.stringify({ network: { allowedDomains: [`${HOST}:${httpPort}`] } }) + '\n');
+    });
+    const r = await child;
+    expect(r.stdout).toContain('first=403');
+    expect(r.stdout).toContain('second=200');
+    expect(r.stderr).toMatch(/srt: --control-fd 5 line 1: network\.allowedDomains: .*\(ignored; the previous policy stays\)/);
+    expect(r.exitCode).toBe(0);
   });
 });
