@@ -2,8 +2,8 @@
 // gather filesystem facts, build the bwrap argv, create placeholders, run, clean up.
 // Cleanup is synchronous and idempotent so it also runs from signal and exit handlers.
 
-import { chmodSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { constants as osConstants } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
@@ -29,27 +29,38 @@ const MANAGED_DIR = '/etc/srt';
 // Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
 const HTTP_RELAY_PORT = 3128;
 const SOCKS_RELAY_PORT = 1080;
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+// Every signal a terminal or a supervisor sends to end srt (Ctrl-C, Ctrl-\\, hang-up, kill):
+// Node would otherwise die on them without cleaning up.
+const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 
 function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
 function signalExit(sig: NodeJS.Signals): number {
-  return 128 + ({ SIGINT: 2, SIGTERM: 15, SIGHUP: 1 } as Record<string, number>)[sig]!;
+  return 128 + osConstants.signals[sig];
 }
 
-/** Remove a tree the command may have left unwritable (chmod 000 dirs) behind. */
+/**
+ * Remove a tree the command may have left unwritable (chmod 000 dirs) behind. Never follows a
+ * symlink: the command controls everything in it and could point a link anywhere.
+ */
 function removeTree(path: string): void {
   try {
     rmSync(path, { recursive: true, force: true });
-  } catch {
-    const fix = (p: string) => {
-      try { chmodSync(p, 0o700); for (const n of readdirSync(p)) { const c = join(p, n); if (statSync(c).isDirectory()) fix(c); } } catch { /* best effort */ }
-    };
-    fix(path);
-    try { rmSync(path, { recursive: true, force: true }); } catch { /* leave it */ }
-  }
+    return;
+  } catch { /* an unwritable directory inside: open them up and retry */ }
+  const open = (dir: string, depth: number) => {
+    if (depth > 64) return;
+    try {
+      chmodSync(dir, 0o700);
+      for (const entry of readdirSync(dir, { withFileTypes: true })) {
+        if (entry.isDirectory()) open(join(dir, entry.name), depth + 1); // a symlink is not a directory here
+      }
+    } catch { /* best effort */ }
+  };
+  if (lstatSync(path, { throwIfNoEntry: false })?.isDirectory()) open(path, 0);
+  try { rmSync(path, { recursive: true, force: true }); } catch { /* leave it */ }
 }
 
 export class Sandbox {
@@ -73,6 +84,8 @@ export class Sandbox {
     private readonly bwrap: string,
     private readonly runDir: string,
     private readonly facts: BwrapFacts,
+    /** Protected paths that did not exist and could not be masked: removed if the run creates them. */
+    private readonly watched: string[],
   ) {
     this.placeholders = new PlaceholderSet(policy.home);
   }
@@ -105,16 +118,29 @@ export class Sandbox {
       throw e;
     }
 
-    const targets = protectedTargets({
+    const allTargets = protectedTargets({
       cwd: policy.cwd, home: policy.home, root: policy.root, depth: policy.mandatoryDenySearchDepth,
       managedDir: MANAGED_DIR, found: scanned.found, gitFiles: scanned.gitFiles,
     });
     const cwdGit = scanned.gitFiles.find((g) => g.file === join(policy.cwd, '.git'));
-    const worktreeCommonDir = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? cwdGit.commonDir : undefined;
+    const worktree = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? { commonDir: cwdGit.commonDir, gitDir: cwdGit.gitDir } : undefined;
     const landings = new Map<string, Landing>();
-    for (const p of literalPaths(policy, targets, worktreeCommonDir)) landings.set(p, resolveLanding(p));
+    for (const p of literalPaths(policy, allTargets, worktree)) landings.set(p, resolveLanding(p));
+    const missing = (t: ProtectedTarget) => landings.get(t.path)?.kind === 'missing';
+    const targets = allTargets.filter((t) => !(t.ifExists && missing(t)));
+    const watched = allTargets.filter((t) => t.ifExists && missing(t)).map((t) => t.path);
 
-    const runDir = mkdtempSync(join(tmpdir(), 'srt-run-'));
+    // Under ~/.srt, which every sandbox sees read-only: no sandboxed command (of this run or a
+    // concurrent one with /tmp writable) can swap the filter, the proxy sockets or TMPDIR's
+    // parent. The name starts with the owner pid so leftovers of killed runs can be told apart.
+    const runRoot = join(policy.home, '.srt', 'run');
+    let runDir: string;
+    try {
+      mkdirSync(runRoot, { recursive: true, mode: 0o700 });
+      runDir = mkdtempSync(join(runRoot, `${process.pid}-`));
+    } catch (e) {
+      throw new SandboxError(`cannot create the run directory under ${runRoot}: ${(e as Error).message}`);
+    }
     let facts: BwrapFacts;
     try {
       const tmpDir = join(runDir, 'tmp');
@@ -142,14 +168,14 @@ export class Sandbox {
       facts = {
         landings, globMatches: new Map(globs),
         protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD,
-        ...(worktreeCommonDir ? { worktreeCommonDir } : {}),
+        ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),
       };
     } catch (e) {
       removeTree(runDir);
       throw e;
     }
-    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts);
+    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched);
     sb.warnings.push(...warnings);
     process.on('exit', sb.onExit);
     for (const s of SIGNALS) process.on(s, sb.onSignal);
@@ -278,7 +304,21 @@ export class Sandbox {
     } finally {
       this.running = false;
       await this.proxy?.close();
+      this.removeCreatedRedirects();
       this.cleanupSync();
+    }
+  }
+
+  /** A git `commondir`/`gitdir` the command created would point git outside at its own config and hooks. */
+  private removeCreatedRedirects(): void {
+    for (const path of this.watched) {
+      if (!lstatSync(path, { throwIfNoEntry: false })) continue;
+      try {
+        rmSync(path, { recursive: true, force: true });
+        process.stderr.write(`srt: warning: removed ${path}, created inside the sandbox (it would redirect git to other config and hooks)\n`);
+      } catch (e) {
+        process.stderr.write(`srt: warning: ${path} was created inside the sandbox and could not be removed (${(e as Error).message}); delete it before running git there\n`);
+      }
     }
   }
 

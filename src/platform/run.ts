@@ -1,4 +1,4 @@
-// Spawn bubblewrap with the caller's stdio (a TTY stays a TTY), forward SIGINT/SIGTERM/SIGHUP
+// Spawn bubblewrap with the caller's stdio (a TTY stays a TTY), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT
 // to the command, and turn bwrap's JSON status into the command's exit status.
 
 import { spawn } from 'node:child_process';
@@ -6,7 +6,7 @@ import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 export const STATUS_FD = 3;
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 
 export interface LaunchResult {
   /** false: bwrap failed before the command started (bwrap printed why). */

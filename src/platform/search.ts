@@ -2,7 +2,7 @@
 // Both are bounded in time; a search that runs out of time is an error (fail closed).
 
 import { execFile } from 'node:child_process';
-import { readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { globToRegExp, type Landing } from '../profiles/bwrap.js';
 import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
@@ -42,7 +42,14 @@ export function readGitFile(file: string): GitFile | null {
     try {
       commonDir = resolve(gitDir, readFileSync(join(gitDir, 'commondir'), 'utf8').trim());
     } catch { /* a submodule: no commondir */ }
-    return { file, gitDir, commonDir };
+    let worktreeDirs: string[] = [];
+    if (commonDir !== gitDir) {
+      try {
+        worktreeDirs = readdirSync(join(commonDir, 'worktrees'), { withFileTypes: true })
+          .filter((e) => e.isDirectory()).map((e) => join(commonDir, 'worktrees', e.name));
+      } catch { /* none */ }
+    }
+    return { file, gitDir, commonDir, worktreeDirs };
   } catch {
     return null;
   }

@@ -37,8 +37,9 @@ export interface BwrapFacts {
   /** Existing matches of every glob from `globRules()`, keyed by the rule's path, as landings. */
   globMatches: ReadonlyMap<string, Landing[]>;
   protectedTargets: ProtectedTarget[];
-  /** Main repository's .git dir (real) when cwd is a linked worktree. */
-  worktreeCommonDir?: string;
+  /** When cwd is a linked worktree: the main repository's .git dir and the worktree's own git
+   *  dir inside it (`.git/worktrees/<name>`), both writable apart from their protected entries. */
+  worktree?: { commonDir: string; gitDir: string };
   runDir: string;
   tmpDir: string;
   /** An empty read-only file srt owns, bound over denied files. */
@@ -82,7 +83,7 @@ function credentialDenyRules(policy: Policy): PathRule[] {
 }
 
 /** Every literal path whose landing the platform must resolve. */
-export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktreeCommonDir?: string): string[] {
+export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktree?: BwrapFacts['worktree']): string[] {
   const fs = policy.filesystem;
   const rules = [...fs.allowWrite, ...fs.denyWrite, ...fs.denyRead, ...fs.allowRead, ...credentialDenyRules(policy)];
   const paths = new Set<string>([policy.cwd]);
@@ -91,7 +92,7 @@ export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktre
     if (lit !== null) paths.add(lit);
   }
   for (const t of targets) paths.add(t.path);
-  if (worktreeCommonDir) paths.add(worktreeCommonDir);
+  if (worktree) paths.add(worktree.commonDir).add(worktree.gitDir);
   return [...paths];
 }
 
@@ -166,7 +167,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     }
     addWriteRoot(landing(lit), r.original);
   }
-  if (facts.worktreeCommonDir) addWriteRoot(landing(facts.worktreeCommonDir), 'git worktree main repository');
+  if (facts.worktree) {
+    addWriteRoot(landing(facts.worktree.commonDir), 'git worktree main repository');
+    // Inside the protected `worktrees/` directory of the main repository.
+    addWriteRoot(landing(facts.worktree.gitDir), 'git worktree git dir');
+  }
 
   // --- write denies: denyWrite + protected targets (missing ones become placeholders)
   const denyWrite = new Set<string>();

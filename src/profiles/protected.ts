@@ -13,6 +13,12 @@ export const PROTECTED_DIR_NAMES = ['.vscode', '.idea', '.srt'] as const;
 export interface ProtectedTarget {
   path: string;
   kind: 'file' | 'dir';
+  /**
+   * Masked only when it exists: an empty placeholder would itself break git (an empty
+   * `commondir` makes every git command fail). When missing, srt removes it after the run if
+   * the command created it.
+   */
+  ifExists?: true;
 }
 
 /** A `.git` *file* (linked worktree or submodule checkout) and the git dirs it points to. */
@@ -22,6 +28,8 @@ export interface GitFile {
   gitDir: string;
   /** The shared git dir (`commondir`), equal to gitDir for submodules. */
   commonDir: string;
+  /** For a linked worktree: every `<commonDir>/worktrees/<name>` dir that exists. */
+  worktreeDirs: string[];
 }
 
 export interface ProtectedInput {
@@ -54,11 +62,29 @@ export function protectedSearchArgs(depth: number): string[] {
     '--max-depth', String(depth + 2), ...globs.flatMap((g) => ['-g', g])];
 }
 
-/** Git internals that run code or redirect to code: hooks and the config (core.hooksPath, filters, …). */
-function gitDirTargets(gitDir: string): ProtectedTarget[] {
-  return [
+/**
+ * Git internals that run code or redirect git to code: hooks, the config (core.hooksPath,
+ * core.fsmonitor, filters, …), `commondir` (points git at another directory's config and
+ * hooks) and `worktrees/` (each linked worktree's `commondir`/`gitdir` do the same).
+ */
+function gitDirTargets(gitDir: string, worktrees: 'whole' | 'entries' = 'whole'): ProtectedTarget[] {
+  const targets: ProtectedTarget[] = [
     { path: join(gitDir, 'hooks'), kind: 'dir' },
     { path: join(gitDir, 'config'), kind: 'file' },
+    { path: join(gitDir, 'config.worktree'), kind: 'file' },
+    { path: join(gitDir, 'commondir'), kind: 'file', ifExists: true },
+  ];
+  // A linked worktree writes its index and HEAD under `worktrees/<name>`, so there only each
+  // entry's redirecting files are protected (see worktreeGitDirTargets); elsewhere the whole dir.
+  if (worktrees === 'whole') targets.push({ path: join(gitDir, 'worktrees'), kind: 'dir' });
+  return targets;
+}
+
+/** The redirecting files of a linked worktree's own git dir (`<main>/.git/worktrees/<name>`). */
+function worktreeGitDirTargets(gitDir: string): ProtectedTarget[] {
+  return [
+    { path: join(gitDir, 'commondir'), kind: 'file', ifExists: true },
+    { path: join(gitDir, 'gitdir'), kind: 'file', ifExists: true },
     { path: join(gitDir, 'config.worktree'), kind: 'file' },
   ];
 }
@@ -126,8 +152,9 @@ export function protectedTargets(input: ProtectedInput): ProtectedTarget[] {
     if (g.file !== join(cwd, '.git') && (segs[0] === '..' || segs.length - 1 > depth)) continue;
     add({ path: g.file, kind: 'file' });
     projectRoot(dirname(g.file));
-    for (const t of gitDirTargets(g.commonDir)) add(t);
-    if (g.gitDir !== g.commonDir) add({ path: join(g.gitDir, 'config.worktree'), kind: 'file' });
+    const linked = g.gitDir !== g.commonDir;
+    for (const t of gitDirTargets(g.commonDir, linked ? 'entries' : 'whole')) add(t);
+    if (linked) for (const dir of new Set([g.gitDir, ...g.worktreeDirs])) for (const t of worktreeGitDirTargets(dir)) add(t);
   }
   return [...out.values()];
 }

@@ -4,10 +4,14 @@
 // What it refuses, and why:
 // - a foreign architecture (i386 on x86_64, arm32 on aarch64) or the x32 ABI: syscall numbers
 //   differ there, so every rule below could be bypassed → kill the process.
-// - socket(AF_UNIX, …) → EPERM: a Unix socket could reach host daemons (docker, ssh-agent, dbus)
-//   whose socket paths are visible read-only. socketpair(AF_UNIX) stays allowed: it creates an
-//   anonymous connected pair that cannot reach any existing socket, and libuv/node, python
-//   multiprocessing and many tools need it for child stdio.
+// - socket() of any family but AF_INET, AF_INET6 and AF_NETLINK → EPERM. AF_UNIX could reach
+//   host daemons (docker, ssh-agent, dbus) whose socket paths are visible read-only; families the
+//   network namespace does not isolate (AF_VSOCK to the hypervisor, …) would bypass the proxy.
+//   socketpair() stays allowed for SOCK_STREAM and SOCK_SEQPACKET: a connected pair that cannot
+//   reach any existing socket, which libuv/node, python multiprocessing and many tools need for
+//   child stdio. A SOCK_DGRAM pair is refused: sendto()/connect() on it reach host socket paths.
+// - keyctl, add_key, request_key → EPERM: the sandbox shares the caller's session keyring, whose
+//   keys would otherwise be readable and changeable from inside.
 // - io_uring_* → EPERM: io_uring performs socket/open operations that seccomp never sees.
 // - new namespaces: unshare/clone with any CLONE_NEW* flag, setns → EPERM. CLONE_NEWUSER is the
 //   escape (it hands out a full capability set); the others already need capabilities the
@@ -18,7 +22,8 @@
 //   so this is defence in depth behind the kernel's own checks).
 // - ioctl(TIOCSTI / TIOCLINUX) → EPERM: pushing keystrokes into the user's terminal
 //   (bwrap --new-session already detaches the terminal; this holds even if that changes).
-// `allowUnixSockets` drops the socket rule; `allowNamespaces` drops the namespace and mount rules.
+// `allowUnixSockets` adds AF_UNIX to the allowed families and lifts the socketpair type check;
+// `allowNamespaces` drops the namespace and mount rules.
 
 export type SeccompArch = 'x86_64' | 'aarch64';
 
@@ -36,7 +41,7 @@ export const AUDIT_ARCH: Record<SeccompArch, number> = {
 export const X32_SYSCALL_BIT = 0x40000000;
 
 type SyscallName =
-  | 'socket' | 'ioctl' | 'clone' | 'clone3' | 'unshare' | 'setns'
+  | 'socket' | 'socketpair' | 'keyctl' | 'add_key' | 'request_key' | 'ioctl' | 'clone' | 'clone3' | 'unshare' | 'setns'
   | 'mount' | 'umount2' | 'pivot_root'
   | 'open_tree' | 'move_mount' | 'fsopen' | 'fsconfig' | 'fsmount' | 'fspick'
   | 'mount_setattr' | 'open_tree_attr'
@@ -46,14 +51,14 @@ type SyscallName =
 // since 5.x (424 and up) share one number on every architecture.
 export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> = {
   x86_64: {
-    socket: 41, ioctl: 16, clone: 56, unshare: 272, setns: 308,
+    socket: 41, socketpair: 53, keyctl: 250, add_key: 248, request_key: 249, ioctl: 16, clone: 56, unshare: 272, setns: 308,
     mount: 165, umount2: 166, pivot_root: 155,
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433,
     clone3: 435, mount_setattr: 442, open_tree_attr: 467,
   },
   aarch64: {
-    socket: 198, ioctl: 29, clone: 220, unshare: 97, setns: 268,
+    socket: 198, socketpair: 199, keyctl: 219, add_key: 217, request_key: 218, ioctl: 29, clone: 220, unshare: 97, setns: 268,
     mount: 40, umount2: 39, pivot_root: 41,
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433,
@@ -62,6 +67,13 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
 };
 
 export const AF_UNIX = 1;
+export const AF_INET = 2;
+export const AF_INET6 = 10;
+export const AF_NETLINK = 16;
+export const SOCK_STREAM = 1;
+export const SOCK_SEQPACKET = 5;
+/** The socket type proper; SOCK_NONBLOCK/SOCK_CLOEXEC are flag bits above it. */
+export const SOCK_TYPE_MASK = 0xf;
 export const TIOCSTI = 0x5412;
 export const TIOCLINUX = 0x541c;
 // CLONE_NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET. clone() keeps the exit
@@ -81,6 +93,7 @@ export const BPF_LD_W_ABS = 0x20;
 export const BPF_JEQ_K = 0x15;
 export const BPF_JSET_K = 0x45;
 export const BPF_RET_K = 0x06;
+export const BPF_ALU_AND_K = 0x54;
 
 // struct seccomp_data offsets (little-endian: the low half of args[i] comes first).
 const OFF_NR = 0;
@@ -103,6 +116,7 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   const jeq = (k: number, jt: Target): void => { items.push({ code: BPF_JEQ_K, k, jt }); };
   const jset = (k: number, jt: Target): void => { items.push({ code: BPF_JSET_K, k, jt }); };
   const ret = (k: number): void => { items.push({ code: BPF_RET_K, k }); };
+  const and = (k: number): void => { items.push({ code: BPF_ALU_AND_K, k }); };
   const label = (name: string): void => { items.push({ label: name }); };
 
   ld(OFF_ARCH);
@@ -110,7 +124,7 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   ld(OFF_NR);
   if (opts.arch === 'x86_64') jset(X32_SYSCALL_BIT, 'kill');
 
-  const refused: SyscallName[] = ['io_uring_setup', 'io_uring_enter', 'io_uring_register'];
+  const refused: SyscallName[] = ['io_uring_setup', 'io_uring_enter', 'io_uring_register', 'keyctl', 'add_key', 'request_key'];
   if (!opts.allowNamespaces) {
     refused.push('setns', 'mount', 'umount2', 'pivot_root', 'open_tree', 'open_tree_attr',
       'move_mount', 'fsopen', 'fsconfig', 'fsmount', 'fspick', 'mount_setattr');
@@ -121,7 +135,8 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
     jeq(nr.clone, 'clone');
     jeq(nr.unshare, 'unshare');
   }
-  if (!opts.allowUnixSockets) jeq(nr.socket, 'socket');
+  jeq(nr.socket, 'socket');
+  if (!opts.allowUnixSockets) jeq(nr.socketpair, 'socketpair');
   jeq(nr.ioctl, 'ioctl');
   ret(SECCOMP_RET_ALLOW);
 
@@ -137,11 +152,17 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
     jset(CLONE_NAMESPACE_FLAGS | CLONE_NEWTIME, 'eperm');
     ret(SECCOMP_RET_ALLOW);
   }
+  label('socket');
+  ld(argLow(0));
+  for (const family of [AF_INET, AF_INET6, AF_NETLINK, ...(opts.allowUnixSockets ? [AF_UNIX] : [])]) jeq(family, 'allow');
+  ret(SECCOMP_RET_ERRNO | EPERM);
   if (!opts.allowUnixSockets) {
-    label('socket');
-    ld(argLow(0));
-    jeq(AF_UNIX, 'eperm');
-    ret(SECCOMP_RET_ALLOW);
+    label('socketpair');
+    ld(argLow(1));
+    and(SOCK_TYPE_MASK);
+    jeq(SOCK_STREAM, 'allow');
+    jeq(SOCK_SEQPACKET, 'allow');
+    ret(SECCOMP_RET_ERRNO | EPERM);
   }
   label('ioctl');
   ld(argLow(1));
@@ -149,6 +170,8 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   jeq(TIOCLINUX, 'eperm');
   ret(SECCOMP_RET_ALLOW);
 
+  label('allow');
+  ret(SECCOMP_RET_ALLOW);
   label('eperm');
   ret(SECCOMP_RET_ERRNO | EPERM);
   label('enosys');

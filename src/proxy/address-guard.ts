@@ -103,13 +103,16 @@ const BUILTIN: Array<[string, string]> = [
   ['fec0::/10', 'site-local address'],
   ['ff00::/8', 'multicast address'],
 ].map(([c, why]) => [c!, why!]);
-const BUILTIN_NETS = BUILTIN.map(([c, why]) => ({ net: parseCidr(c)!, why }));
+// Parsed on first use, not at import: srt imports the proxy on every run, and the first isIP
+// compiles node's IPv6 regex (several ms) even when the command never opens a connection.
+let builtinNets: Array<{ net: { bytes: Uint8Array; bits: number }; why: string }> | undefined;
 
 /** Why the built-in ranges forbid `addr` (already reduced to its IPv4 form if it has one), or null. */
 export function builtinBlockReason(addr: string): string | null {
   const b = ipBytes(addr);
   if (!b) return 'not an IP address';
-  for (const { net, why } of BUILTIN_NETS) if (inCidr(b, net)) return why;
+  builtinNets ??= BUILTIN.map(([c, why]) => ({ net: parseCidr(c)!, why }));
+  for (const { net, why } of builtinNets) if (inCidr(b, net)) return why;
   return null;
 }
 

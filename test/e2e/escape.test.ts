@@ -127,8 +127,10 @@ describe('holes found in review (fail until fixed)', () => {
   // `$GIT_DIR/commondir` in any git dir: writing `.git/commondir` points config and hooks at a
   // directory the command wrote (core.fsmonitor runs on the next `git status` outside).
   // The same holds for a linked worktree's `.git/worktrees/<name>/commondir`.
-  // Fix: protect `commondir` (and worktrees/*/commondir, gitdir) like `config`.
-  it('.git/commondir cannot be created, so git outside never reads config or hooks the command wrote', async () => {
+  // srt protects an existing `commondir`/`gitdir` and the whole `worktrees/` dir; a missing
+  // `.git/commondir` cannot be masked (an empty placeholder breaks git), so srt removes one the
+  // command created when the run ends, with a warning.
+  it('a .git/commondir the command creates is gone when srt returns, so git outside never reads config or hooks the command wrote', async () => {
     const { base, home, cwd } = scratch();
     const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'init.defaultBranch=main', '-c', 'user.email=e@x', '-c', 'user.name=n', ...args], { cwd: dir, stdio: 'ignore', env: { ...process.env, HOME: home } });
     git(cwd, 'init', '-q');
@@ -143,7 +145,9 @@ describe('holes found in review (fail until fixed)', () => {
       attempt('wtGitdir', 'echo /tmp/elsewhere/.git > .git/worktrees/wt/gitdir'),
     ].join('\n');
     const r = await srt(['--', 'sh', '-c', script], { home, cwd });
-    expect(results(r.stdout)).toEqual({ commondir: 'no', wtCommondir: 'no', wtGitdir: 'no' });
+    expect(results(r.stdout)).toEqual({ commondir: 'yes', wtCommondir: 'no', wtGitdir: 'no' });
+    expect(existsSync(join(cwd, '.git', 'commondir'))).toBe(false);
+    expect(r.stderr).toMatch(/srt: warning: removed \S+\/\.git\/commondir, created inside the sandbox/);
     // What the user would run next, outside the sandbox.
     await execa('git', ['status'], { cwd, reject: false, env: { HOME: home } });
     await execa('git', ['status'], { cwd: join(base, 'wt'), reject: false, env: { HOME: home } });

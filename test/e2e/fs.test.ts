@@ -37,7 +37,7 @@ describe('writes', () => {
     writeFileSync(settings, JSON.stringify({ filesystem: { allowWrite: [join(base, 'extra')], denyWrite: [join(base, 'extra/locked')] } }));
     const script = [
       attempt('cwd', 'echo a > new.txt'),
-      attempt('tmpdir', 'echo a > "$TMPDIR/t" && test "${TMPDIR#/tmp/srt-run-}" != "$TMPDIR"'),
+      attempt('tmpdir', 'echo a > "$TMPDIR/t" && test "${TMPDIR#$HOME/.srt/run/}" != "$TMPDIR"'),
       attempt('etc', 'echo a > /etc/srt-e2e-probe'),
       attempt('home', `echo a > ${home}/h`),
       attempt('sibling', `echo a > ${base}/sib/s`),

@@ -108,7 +108,7 @@ describe('signals and cleanup', () => {
     // A unique sleep duration marks the command's processes (the shell and its child).
     const marker = `9${process.pid}${Date.now() % 100000}`;
     const { child, firstLine, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; sleep ${marker}; echo ${marker}`], home, cwd);
-    expect(firstLine).toMatch(/\/srt-run-[^/]+\/tmp$/);
+    expect(firstLine).toMatch(/\/\.srt\/run\/\d+-[^/]+\/tmp$/);
     expect(processesWith(marker).length).toBeGreaterThan(0);
     child.kill('SIGINT');
     const code = await Promise.race([exit, new Promise((r) => setTimeout(() => r('timeout'), 10_000))]);

@@ -132,7 +132,7 @@ describe('bwrap argv', () => {
   it('a linked worktree makes the main .git writable except hooks and config', () => {
     const targets = [{ path: '/main/.git/hooks', kind: 'dir' as const }, { path: '/main/.git/config', kind: 'file' as const }, { path: '/w/.git', kind: 'file' as const }];
     const f = facts({ '/main/.git': dir('/main/.git'), '/main/.git/hooks': dir('/main/.git/hooks'), '/main/.git/config': file('/main/.git/config'), '/w/.git': file('/w/.git') },
-      { protectedTargets: targets, worktreeCommonDir: '/main/.git' });
+      { protectedTargets: targets, worktree: { commonDir: '/main/.git', gitDir: '/main/.git/worktrees/w' } });
     expect(mounts(buildBwrapPlan(policy(), f, ['true']).args).slice(4)).toEqual([
       'bind /w', 'bind /main/.git', 'bind /r/tmp', 'ro-bind /w/.git', 'ro-bind /main/.git/config', 'ro-bind /main/.git/hooks',
     ]);

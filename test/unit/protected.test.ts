@@ -35,11 +35,20 @@ describe('protected paths', () => {
     expect(paths).toContain('/w/.git/modules/sub/hooks');
   });
 
-  it('a linked worktree protects its .git file and the main repository hooks/config', () => {
-    const gitFiles = [{ file: '/w/.git', gitDir: '/m/.git/worktrees/w', commonDir: '/m/.git' }];
+  it('a linked worktree protects its .git file, the main repository hooks/config/commondir and every worktree\'s redirects', () => {
+    const gitFiles = [{ file: '/w/.git', gitDir: '/m/.git/worktrees/w', commonDir: '/m/.git', worktreeDirs: ['/m/.git/worktrees/w', '/m/.git/worktrees/other'] }];
     const paths = protectedTargets({ ...base, found: ['.git'], gitFiles }).map((t) => t.path);
-    expect(paths).toEqual(expect.arrayContaining(['/w/.git', '/m/.git/hooks', '/m/.git/config', '/m/.git/worktrees/w/config.worktree']));
+    expect(paths).toEqual(expect.arrayContaining(['/w/.git', '/m/.git/hooks', '/m/.git/config', '/m/.git/commondir',
+      '/m/.git/worktrees/w/config.worktree', '/m/.git/worktrees/w/commondir', '/m/.git/worktrees/w/gitdir',
+      '/m/.git/worktrees/other/commondir', '/m/.git/worktrees/other/gitdir']));
+    // The worktree's own git dir (index, HEAD) stays writable.
+    expect(paths).not.toContain('/m/.git/worktrees');
     expect(paths).not.toContain('/w/.git/hooks');
+  });
+
+  it('a repository\'s commondir and worktrees/ are protected (they redirect git to other config and hooks)', () => {
+    const paths = protectedTargets({ ...base, found: ['.git/HEAD', 'r/.git/HEAD'] }).map((t) => t.path);
+    expect(paths).toEqual(expect.arrayContaining(['/w/.git/commondir', '/w/.git/worktrees', '/w/r/.git/commondir', '/w/r/.git/worktrees']));
   });
 
   it('searches hidden and ignored files to depth+2', () => {

@@ -53,6 +53,9 @@ function run(prog: Buffer, nr: number, arch: number, args: bigint[] = []): numbe
       case 0x45: // BPF_JMP | BPF_JSET | BPF_K
         pc += (a & k) !== 0 ? jt : jf;
         break;
+      case 0x54: // BPF_ALU | BPF_AND | BPF_K
+        a = (a & k) >>> 0;
+        break;
       case 0x06: // BPF_RET | BPF_K
         return k >>> 0;
       default:
@@ -115,6 +118,23 @@ describe.each(ARCHES)('seccomp filter (%s)', (arch) => {
       expect(call(nr.socket, [AF_UNIX, type, 0n])).toBe(EPERM);
     }
     for (const family of [AF_INET, AF_INET6, AF_NETLINK]) expect(call(nr.socket, [family, 1n, 0n])).toBe(ALLOW);
+  });
+
+  it('refuses every socket family the network namespace does not isolate (AF_VSOCK, AF_PACKET, …)', () => {
+    for (const family of [0n, 3n, 4n, 5n, 15n, 17n /* PACKET */, 38n /* ALG */, 40n /* VSOCK */, 44n /* XDP */, 45n]) {
+      expect(call(nr.socket, [family, 1n, 0n])).toBe(EPERM);
+    }
+  });
+
+  it('allows stream and seqpacket socketpairs (child stdio), refuses datagram pairs (they reach socket paths)', () => {
+    for (const type of [1n, 5n, 1n | 0x80000n /* SOCK_CLOEXEC */, 5n | 0x800n /* SOCK_NONBLOCK */]) {
+      expect(call(nr.socketpair, [AF_UNIX, type, 0n, 0n])).toBe(ALLOW);
+    }
+    for (const type of [2n, 2n | 0x80000n, 3n, 10n]) expect(call(nr.socketpair, [AF_UNIX, type, 0n, 0n])).toBe(EPERM);
+  });
+
+  it('refuses the keyring syscalls (the caller\'s session keyring is shared)', () => {
+    for (const n of [nr.keyctl, nr.add_key, nr.request_key]) expect(call(n)).toBe(EPERM);
   });
 
   it('judges the socket family by its low 32 bits, as the kernel does (int)', () => {
