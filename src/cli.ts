@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, type Option } from 'comm
 import { createRequire } from 'node:module';
 import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
+import { PACKAGE_JSON } from './paths.js';
 import type { CommandSpec, Sandbox as SandboxType } from './sandbox.js';
 import type { LoadOptions, SettingsReport } from './settings/index.js';
 
@@ -206,8 +207,9 @@ Exit status: the command's own (128+N if killed by signal N); 125 when srt itsel
 (bad settings, the sandbox cannot be built); 126/127 when the command cannot be run.
 srt never runs a command outside the sandbox.`;
 
-function buildProgram(result: { exit: number }, explicit: string[] | undefined): Command {
-  const pkg = createRequire(import.meta.url)('../package.json') as { version: string };
+/** `split.tail` is filled in after the program is built (its options drive the split). */
+function buildProgram(result: { exit: number }, split: { tail?: string[] }): Command {
+  const pkg = createRequire(import.meta.url)(PACKAGE_JSON) as { version: string };
   const program = new Command('srt');
   program
     .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
@@ -226,7 +228,7 @@ function buildProgram(result: { exit: number }, explicit: string[] | undefined):
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })
     .action(async (operands: string[], opts: RunOptions) => {
-      const spec = commandSpec(operands, explicit, opts);
+      const spec = commandSpec(operands, split.tail, opts);
       if (spec === undefined) throw new Fatal(['no command given; usage: srt [options] [--] COMMAND [ARGS...] (see srt --help)']);
       result.exit = await runAction(spec, opts);
     });
@@ -289,9 +291,11 @@ function buildProgram(result: { exit: number }, explicit: string[] | undefined):
 
 async function main(argv: string[]): Promise<number> {
   const result = { exit: 0 };
-  // Options are looked up on a throwaway program so the split knows which options take values.
-  const split = splitAtDoubleDash(argv, buildProgram({ exit: 0 }, undefined).options);
-  const program = buildProgram(result, split?.tail);
+  const explicit: { tail?: string[] } = {};
+  const program = buildProgram(result, explicit);
+  // The program's own options tell the split which options take values.
+  const split = splitAtDoubleDash(argv, program.options);
+  if (split) explicit.tail = split.tail;
   try {
     await program.parseAsync(split ? split.head : argv, { from: 'user' });
   } catch (err) {

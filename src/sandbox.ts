@@ -63,13 +63,18 @@ function removeTree(path: string): void {
   try { rmSync(path, { recursive: true, force: true }); } catch { /* leave it */ }
 }
 
+let proxyModuleLoad: Promise<typeof import('./proxy/server.js')> | undefined;
+/** The proxy is loaded only for runs that need it, so startup does not pay for it otherwise. */
+function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
+  return (proxyModuleLoad ??= import('./proxy/server.js'));
+}
+
 export class Sandbox {
   private readonly warnings: string[] = [];
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private running = false;
   private proxy: ProxyHandle | undefined;
-  /** Loaded only when a run needs the network, so startup does not pay for it otherwise. */
   private proxyModule: typeof import('./proxy/server.js') | undefined;
   private readonly onExit = () => this.cleanupSync();
   private readonly onSignal = (sig: NodeJS.Signals) => {
@@ -109,10 +114,13 @@ export class Sandbox {
     let scanned, globs, bwrap: string;
     try {
       bwrap = findBubblewrap();
-      [scanned, globs] = await Promise.all([
+      const scanning = Promise.all([
         scanProtected(policy.cwd, policy.mandatoryDenySearchDepth),
         Promise.all(globRules(policy).map(async (r) => [r.path, await expandGlob(r.path)] as const)),
       ]);
+      // Compile the proxy while ripgrep runs on the other core; a failure surfaces in run().
+      if (seccompHelper) loadProxyModule().catch(() => {});
+      [scanned, globs] = await scanning;
     } catch (e) {
       if (e instanceof DependencyError || e instanceof SearchError) throw new SandboxError(e.message);
       throw e;
@@ -205,7 +213,7 @@ export class Sandbox {
   private async startProxy(): Promise<void> {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
-    this.proxyModule = await import('./proxy/server.js');
+    this.proxyModule = await loadProxyModule();
     const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,

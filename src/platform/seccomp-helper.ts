@@ -1,11 +1,10 @@
 // Locate the seccomp helper built from seccomp/srt-seccomp.c by scripts/build-seccomp.sh.
 // Checked without running it: present, executable, and an ELF for this machine's architecture.
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { SECCOMP_HELPER_PATH } from '../paths.js';
 import type { SeccompArch } from '../profiles/seccomp.js';
 
-/** seccomp/build/srt-seccomp at the package root (this file is src/platform or dist/platform). */
-export const SECCOMP_HELPER_PATH = fileURLToPath(new URL('../../seccomp/build/srt-seccomp', import.meta.url));
+export { SECCOMP_HELPER_PATH };
 
 const BUILD_HINT = 'run `npm run build` (needs gcc)';
 

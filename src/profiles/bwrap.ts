@@ -249,6 +249,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
   const fsArgs: string[] = [];
   const remountRo: string[] = [];
+  /** Paths bound read-write: the seccomp helper's Landlock rules allow writes beneath exactly these. */
+  const writable: string[] = [];
   const parentAccess = (p: string): Access => {
     for (let a = dirname(p); ; a = dirname(a)) {
       if (nodes.has(a) && a !== p) return accessOf(a);
@@ -289,6 +291,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       }
       if (acc.read === par.read && acc.write === par.write && !mustMount.has(p) && !writeRoots.has(p)) continue;
       fsArgs.push(acc.write ? '--bind' : '--ro-bind', p, p);
+      if (acc.write && !writable.some((w) => isWithin(p, w))) writable.push(p);
     }
   }
 
@@ -313,10 +316,17 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP']
     : ['--cap-drop', 'ALL'];
   const statusArgs = facts.jsonStatusFd !== undefined ? ['--json-status-fd', String(facts.jsonStatusFd)] : [];
+  // Landlock in the helper denies writes outside the read-write binds (a read-only bind still lets
+  // a FIFO or device be opened for writing). Left out when the filesystem is not isolated, and
+  // for nested sandboxes: Landlock refuses mount(2) to everything below it.
+  const landlockArgs = fsPolicy.disabled || policy.allowNestedUserNamespaces
+    ? ['--no-landlock']
+    : writable.flatMap((w) => ['--writable', w]);
   const inner = facts.seccomp
     ? [
       facts.seccomp.helperPath,
       ...facts.seccomp.relays.flatMap((r) => ['--relay', `${r.port}:${r.socketPath}`]),
+      ...landlockArgs,
       '--filter', facts.seccomp.filterPath, '--',
     ]
     : [];

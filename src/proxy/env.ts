@@ -2,10 +2,7 @@
 // (SPEC §4): inside the sandbox socat listens on 127.0.0.1:<httpPort> (HTTP proxy) and
 // 127.0.0.1:<socksPort> (SOCKS5) and relays to the proxy's Unix sockets outside.
 
-import { fileURLToPath } from 'node:url';
-
-/** The Node preload shipped next to this module (dist/proxy/node-preload.cjs). */
-export const NODE_PRELOAD_PATH = fileURLToPath(new URL('./node-preload.cjs', import.meta.url));
+export { NODE_PRELOAD_PATH } from '../paths.js';
 
 export interface SandboxProxyEnvOptions {
   httpPort: number;
