@@ -7,6 +7,8 @@ import { dirname, join, posix } from 'node:path';
 export const PROTECTED_FILE_NAMES = [
   '.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile',
   '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json',
+  // Beyond SPEC §3: the other startup files bash and zsh run.
+  '.bash_login', '.zshenv', '.zlogin',
 ] as const;
 export const PROTECTED_DIR_NAMES = ['.vscode', '.idea', '.srt'] as const;
 

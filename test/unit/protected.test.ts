@@ -6,7 +6,7 @@ const base = { cwd: '/w', home: '/h', root: '/w', depth: 2, managedDir: '/etc/sr
 describe('protected paths', () => {
   it('covers every name in cwd, bare-repo conversion, project/user/managed srt dirs', () => {
     const paths = protectedTargets({ ...base, found: [] }).map((t) => `${t.kind} ${t.path}`);
-    for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', 'HEAD']) {
+    for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', '.bash_login', '.zshenv', '.zlogin', 'HEAD']) {
       expect(paths).toContain(`file /w/${f}`);
     }
     for (const d of ['.vscode', '.idea', '.srt', 'objects', 'refs']) expect(paths).toContain(`dir /w/${d}`);
