@@ -1,6 +1,7 @@
 // srt-seccomp: the first process inside srt's bubblewrap sandbox.
 //
-//   srt-seccomp [--relay PORT:SOCKETPATH]... --filter FILE -- CMD ARGS...
+//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--no-landlock] --filter FILE
+//               -- CMD ARGS...
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP): its capabilities count only in
@@ -10,11 +11,21 @@
 //  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, mounts a
 //     fresh /proc there (so the command cannot see socat or this process), re-binds the
 //     dangerous /proc entries read-only, drops every capability and forks the command, which
-//     sets no_new_privs, installs the seccomp filter from FILE and execs CMD;
+//     sets no_new_privs, restricts writes with Landlock (below), installs the seccomp filter
+//     from FILE and execs CMD;
 //  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
 //     left in the sandbox, socat included.
 // Its own failures exit 125 with a `srt: ` message; exec failures 127 (not found) / 126.
+//
+// Landlock is defence in depth under the mounts: a read-only bind does not stop opening a FIFO
+// or a device for writing (a write channel to whatever reads it on the host), nor reopening a
+// descriptor through /proc/self/fd, which lands on the host's own mount. So the command may
+// write only beneath the --writable paths (the ones bwrap binds read-write), a few /dev
+// entries, /proc, and its own stdio files. Connecting to a socket file is not Landlock's
+// business here (the seccomp filter refuses AF_UNIX unless allowed). Without Landlock
+// in the kernel (or ABI 1, which cannot allow renames across directories) the helper goes on
+// without it; --no-landlock turns it off (a nested sandbox needs mount(2), which Landlock denies).
 
 #define _GNU_SOURCE
 #include <arpa/inet.h>
@@ -26,6 +37,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,8 +82,8 @@ static void die(const char *fmt, ...) {
 #define die_errno(what) die("seccomp helper: %s: %s", (what), strerror(errno))
 
 static void usage(void) {
-  die("seccomp helper: usage: srt-seccomp [--relay PORT:SOCKETPATH]... --filter FILE -- CMD "
-      "ARGS...");
+  die("seccomp helper: usage: srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... "
+      "[--no-landlock] --filter FILE -- CMD ARGS...");
 }
 
 // Empty the bounding set for this process and all it starts. It limits only what execve can
@@ -294,19 +306,117 @@ static void proc_read_only(const char *path) {
     die_errno(path);
 }
 
+// Landlock user API (linux/landlock.h), spelled out so that older kernel headers build too.
+#ifndef SYS_landlock_create_ruleset
+#define SYS_landlock_create_ruleset 444
+#endif
+#ifndef SYS_landlock_add_rule
+#define SYS_landlock_add_rule 445
+#endif
+#ifndef SYS_landlock_restrict_self
+#define SYS_landlock_restrict_self 446
+#endif
+#define LL_CREATE_RULESET_VERSION (1U << 0)
+#define LL_RULE_PATH_BENEATH 1
+#define LL_WRITE_FILE (1ULL << 1)
+#define LL_REMOVE_DIR (1ULL << 4)
+#define LL_REMOVE_FILE (1ULL << 5)
+#define LL_MAKE_CHAR (1ULL << 6)
+#define LL_MAKE_DIR (1ULL << 7)
+#define LL_MAKE_REG (1ULL << 8)
+#define LL_MAKE_SOCK (1ULL << 9)
+#define LL_MAKE_FIFO (1ULL << 10)
+#define LL_MAKE_BLOCK (1ULL << 11)
+#define LL_MAKE_SYM (1ULL << 12)
+#define LL_REFER (1ULL << 13)    /* ABI 2 */
+#define LL_TRUNCATE (1ULL << 14) /* ABI 3 */
+// Only writing is handled: reads and execution are the mounts' business. IOCTL_DEV (ABI 5)
+// stays unhandled: a terminal needs its ioctls.
+#define LL_WRITE_RIGHTS                                                                           \
+  (LL_WRITE_FILE | LL_REMOVE_DIR | LL_REMOVE_FILE | LL_MAKE_CHAR | LL_MAKE_DIR | LL_MAKE_REG |    \
+   LL_MAKE_SOCK | LL_MAKE_FIFO | LL_MAKE_BLOCK | LL_MAKE_SYM | LL_REFER)
+// The rights that apply to a file itself (a rule on a non-directory may hold only these).
+#define LL_FILE_RIGHTS (LL_WRITE_FILE | LL_TRUNCATE)
+
+struct ll_ruleset_attr {
+  uint64_t handled_access_fs;
+};
+struct ll_path_beneath_attr {
+  uint64_t allowed_access;
+  int32_t parent_fd;
+} __attribute__((packed));
+
+// Writable beyond the --writable paths. /dev: the sinks, the controlling terminal, new ptys
+// (/dev/ptmx → pts/ptmx) and POSIX shared memory; nothing else of bwrap's /dev. /proc: the
+// command's own files (oom_score_adj, uid_map of a nested namespace, ...); /proc/sys and the
+// other dangerous entries are read-only mounts.
+static const char *const always_writable[] = {"/dev/null", "/dev/zero", "/dev/full", "/dev/tty",
+                                              "/dev/pts",  "/dev/shm",  "/proc"};
+
+// Allow `handled` beneath the file or directory open at fd (only the file rights on a file).
+static void allow_beneath(int ruleset, int fd, uint64_t handled, const char *what) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) die("seccomp helper: %s: %s", what, strerror(errno));
+  struct ll_path_beneath_attr rule = {
+      S_ISDIR(st.st_mode) ? handled : handled & LL_FILE_RIGHTS, fd};
+  if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
+    die("seccomp helper: landlock rule for %s: %s", what, strerror(errno));
+}
+
+static void allow_path(int ruleset, const char *path, uint64_t handled, int must_exist) {
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) {
+    if (!must_exist && errno == ENOENT) return;
+    die("seccomp helper: writable path %s: %s", path, strerror(errno));
+  }
+  allow_beneath(ruleset, fd, handled, path);
+  close(fd);
+}
+
+// Runs in the command process, after init mounted /proc: the paths are the sandbox's.
+static void restrict_writes(const char *const *writable, int nwritable) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+  if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) return; // not built in, or disabled
+  if (abi < 0) die_errno("landlock_create_ruleset");
+  if (abi < 2) return; // ABI 1 refuses every rename/link across directories, even inside cwd
+  uint64_t handled = LL_WRITE_RIGHTS | (abi >= 3 ? LL_TRUNCATE : 0);
+  struct ll_ruleset_attr attr = {handled};
+  int ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
+  if (ruleset < 0) die_errno("landlock_create_ruleset");
+  for (int i = 0; i < nwritable; i++) allow_path(ruleset, writable[i], handled, 1);
+  for (size_t i = 0; i < sizeof always_writable / sizeof always_writable[0]; i++)
+    allow_path(ruleset, always_writable[i], handled, 0);
+  // Stdio open for writing may be a host file or terminal: reopening it (/dev/stdout,
+  // /proc/self/fd/2) gives nothing the descriptor does not. Pipes and sockets are outside
+  // Landlock's reach anyway (EBADFD).
+  for (int fd = 0; fd <= 2; fd++) {
+    int flags = fcntl(fd, F_GETFL);
+    if (flags < 0 || (flags & O_PATH) || (flags & O_ACCMODE) == O_RDONLY) continue;
+    struct ll_path_beneath_attr rule = {handled & LL_FILE_RIGHTS, fd};
+    if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0 &&
+        errno != EBADFD)
+      die("seccomp helper: landlock rule for fd %d: %s", fd, strerror(errno));
+  }
+  if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) die_errno("landlock_restrict_self");
+  close(ruleset);
+}
+
 static void install_filter(const struct sock_fprog *prog) {
-  // bwrap already sets no_new_privs; set it again: seccomp without CAP_SYS_ADMIN requires it,
-  // and it keeps execve from granting capabilities (setuid files, file caps, uid 0).
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_errno("PR_SET_NO_NEW_PRIVS");
   if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0) return;
   if (errno != ENOSYS) die_errno("seccomp");
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) != 0) die_errno("PR_SET_SECCOMP");
 }
 
-static void exec_command(char **cmd, const struct sock_fprog *prog) {
+// writable: NULL to leave Landlock out.
+static void exec_command(char **cmd, const struct sock_fprog *prog,
+                         const char *const *writable, int nwritable) {
   // Its own process group, so init can signal the command and everything it starts at once.
   if (setpgid(0, 0) != 0) die_errno("setpgid");
   unblock_signals();
+  // bwrap already sets no_new_privs; set it again: Landlock and seccomp without CAP_SYS_ADMIN
+  // require it, and it keeps execve from granting capabilities (setuid files, file caps, uid 0).
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_errno("PR_SET_NO_NEW_PRIVS");
+  if (writable) restrict_writes(writable, nwritable);
   install_filter(prog);
   execvp(cmd[0], cmd);
   int err = errno;
@@ -322,7 +432,8 @@ static void exec_command(char **cmd, const struct sock_fprog *prog) {
 }
 
 // PID 1 of the nested PID namespace.
-static int run_init(char **cmd, const struct sock_fprog *prog, const sigset_t *set) {
+static int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
+                    int nwritable, const sigset_t *set) {
   if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
   // Private: nothing mounted here propagates back to bwrap's mount namespace.
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
@@ -341,7 +452,7 @@ static int run_init(char **cmd, const struct sock_fprog *prog, const sigset_t *s
   drop_capabilities();
   pid_t pid = fork();
   if (pid < 0) die_errno("fork");
-  if (pid == 0) exec_command(cmd, prog);
+  if (pid == 0) exec_command(cmd, prog, writable, nwritable);
   // Also here, so a signal forwarded before the child ran setpgid still reaches the group.
   if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH) die_errno("setpgid");
   return forward_until_exit(pid, 1, set);
@@ -362,9 +473,16 @@ int main(int argc, char **argv) {
   struct relay relays[MAX_RELAYS];
   int nrelays = 0;
   const char *filter_path = NULL;
+  const char **writable = calloc(argc, sizeof *writable);
+  if (!writable) die_errno("calloc");
+  int nwritable = 0, landlock = 1;
   int i = 1;
   for (; i < argc; i++) {
     if (strcmp(argv[i], "--") == 0) break;
+    if (strcmp(argv[i], "--no-landlock") == 0) {
+      landlock = 0;
+      continue;
+    }
     if (i + 1 >= argc) usage();
     if (strcmp(argv[i], "--relay") == 0) {
       if (nrelays == MAX_RELAYS) die("seccomp helper: more than %d relays", MAX_RELAYS);
@@ -373,6 +491,9 @@ int main(int argc, char **argv) {
         if (relays[r].port == relays[nrelays].port)
           die("seccomp helper: --relay: port %u given twice", relays[r].port);
       nrelays++;
+    } else if (strcmp(argv[i], "--writable") == 0) {
+      if (argv[i + 1][0] != '/') die("seccomp helper: --writable %s: not absolute", argv[i + 1]);
+      writable[nwritable++] = argv[++i];
     } else if (strcmp(argv[i], "--filter") == 0 && !filter_path) {
       filter_path = argv[++i];
     } else {
@@ -380,6 +501,8 @@ int main(int argc, char **argv) {
     }
   }
   if (!filter_path || i + 1 >= argc) usage();
+  if (!landlock && nwritable > 0)
+    die("seccomp helper: --writable and --no-landlock exclude each other");
   char **cmd = argv + i + 1;
 
   struct sock_fprog prog;
@@ -398,7 +521,7 @@ int main(int argc, char **argv) {
         strerror(errno));
   pid_t init = fork();
   if (init < 0) die_errno("fork");
-  if (init == 0) _exit(run_init(cmd, &prog, &set));
+  if (init == 0) _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, &set));
   drop_capabilities();
   return forward_until_exit(init, 0, &set);
 }

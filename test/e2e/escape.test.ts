@@ -239,6 +239,23 @@ describe('holes found in review (fail until fixed)', () => {
     }
   });
 
+  // The FIFO fix (Landlock in the helper) must not cost ordinary work inside the writable set.
+  it('with Landlock on: cwd, TMPDIR, renames across directories, FIFOs, socket files (allowAllUnixSockets), /dev/null, a pty', async () => {
+    const { base, home, cwd } = scratch();
+    const settings = join(base, 'unix.json');
+    writeFileSync(settings, JSON.stringify({ network: { allowAllUnixSockets: true } }));
+    const r = await srt(['--settings', settings, '-c', [
+      attempt('cwd', 'mkdir -p a b && echo x > a/f && mv a/f b/g && ln b/g h && ln -s b/g s && rm -r a'),
+      attempt('tmp', 'echo x > "$TMPDIR/t" && mkdir "$TMPDIR/d" && mv "$TMPDIR/t" "$TMPDIR/d/" && rm -r "$TMPDIR/d"'),
+      attempt('fifo', 'mkfifo p && rm p'),
+      attempt('sock', py('import socket; s = socket.socket(socket.AF_UNIX); s.bind("k.sock"); s.listen(); print(s.getsockname())')),
+      attempt('null', 'echo x > /dev/null && : > /dev/null'),
+      attempt('pty', 'script -qec true /dev/null'),
+    ].join('\n')], { home, cwd });
+    expect(results(r.stdout), String(r.stderr)).toEqual({ cwd: 'yes', tmp: 'yes', fifo: 'yes', sock: 'yes', null: 'yes', pty: 'yes' });
+    expect(statSync(join(cwd, 'k.sock')).isSocket()).toBe(true);
+  });
+
   // Invariant 9. Ctrl-\ sends SIGQUIT to the terminal's foreground group: srt (the command is in
   // its own session, so it does not get it). Node dies without running exit handlers, leaving
   // every placeholder in cwd, the state file and the run dir. Fix: handle SIGQUIT (and the other

@@ -1,7 +1,8 @@
 // The real bubblewrap + the real seccomp helper + the generated filter, launched directly
 // (the way src/sandbox.ts launches them), with real clients inside. SPEC §4, invariant 6.
 import { execa } from 'execa';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +67,8 @@ function bwrapArgs(opts: RunOptions): string[] {
 function helperArgs(opts: RunOptions): string[] {
   return opts.helperArgs ?? [
     ...(opts.relay ? ['--relay', `${RELAY_PORT}:${socketPath}`] : []),
+    // As srt does: a nested sandbox needs mount(2), which Landlock refuses.
+    ...(opts.filter === 'ns' ? ['--no-landlock'] : []),
     '--filter', filters[opts.filter ?? 'strict'],
   ];
 }
@@ -192,6 +195,47 @@ describe.skipIf(!arch || !BWRAP)('seccomp helper in bubblewrap', () => {
     expect(r.stdout.trim()).toBe('ok');
   });
 
+  // Landlock under the mounts: a read-only bind does not stop opening a FIFO for writing.
+  it('Landlock: writes only beneath --writable, /dev sinks, ptys, /proc and its own stdio; a read-only FIFO refuses writers', async () => {
+    const fifo = join(tmp.path, 'ro.fifo');
+    execFileSync('mkfifo', [fifo]);
+    const stdoutFile = join(tmp.path, 'stdout.txt'); // outside the writable set, opened by the caller
+    // O_NONBLOCK with no reader: ENXIO (6) once the open gets past Landlock, EACCES (13) if refused.
+    const fifoProbe = `${PYTHON} -c 'import os
+try: os.open("${fifo}", os.O_WRONLY | os.O_NONBLOCK); print("fifo 0")
+except OSError as e: print("fifo", e.errno)'`;
+    const script = [
+      fifoProbe,
+      `cd ${runDir} && rm -rf lw && mkdir lw && cd lw && echo a > f && mkdir d && mv f d/ && ln -s d/f s && mkfifo p && rm p && echo ok-writable`,
+      'echo x > /dev/null && echo ok-null',
+      'echo 100 > /proc/self/oom_score_adj && echo ok-proc',
+      'echo x > /dev/shm/x && rm /dev/shm/x && echo ok-shm',
+      `script -qec 'echo ok-pty' /dev/null`,
+      'echo reopened >> /dev/stdout && echo ok-stdout', // reopens a host file outside the writable set
+      `echo x > ${join(tmp.path, 'outside')}; echo "outside $?"`,
+    ].join('\n');
+    const run = async (args: string[]) => {
+      // A plain file descriptor: execa's own stdio would be a socket, which cannot be reopened.
+      const fd = openSync(stdoutFile, 'w');
+      try {
+        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, ...args, '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
+          reject: false, stdin: 'ignore', stdout: fd, timeout: 20_000, extendEnv: false, env: ENV,
+        });
+        return { ...r, out: readFileSync(stdoutFile, 'utf8') };
+      } finally {
+        closeSync(fd);
+      }
+    };
+    const r = await run(['--writable', runDir]);
+    expect(r.exitCode, r.stderr as string).toBe(0);
+    expect(r.out).toContain('fifo 13');
+    for (const ok of ['writable', 'null', 'proc', 'shm', 'pty', 'stdout']) expect(r.out).toContain(`ok-${ok}`);
+    expect(r.out).toMatch(/^outside [1-9]/m);
+    // The mounts alone let the FIFO be opened for writing: that is what Landlock is for.
+    const off = await run(['--no-landlock']);
+    expect(off.out).toContain('fifo 6');
+  });
+
   it('hides socat and the outer helper: a fresh /proc shows only init (pid 1) and the command', async () => {
     const r = await sh(
       'for p in /proc/[0-9]*; do echo "${p#/proc/} $(cat $p/comm 2>/dev/null)"; done; ps -e -o comm= | sort | tr "\\n" " "',
@@ -289,6 +333,9 @@ describe.skipIf(!arch || !BWRAP)('seccomp helper in bubblewrap', () => {
         [['--relay', '3128:/tmp/a,b', '--filter', filters.strict], /socket path must be absolute/],
         [['--relay', '70000:/tmp/a', '--filter', filters.strict], /want PORT:SOCKETPATH/],
         [['--filter', filters.strict, '--bogus'], /^srt: seccomp helper: usage/],
+        [['--writable', 'rel', '--filter', filters.strict], /^srt: seccomp helper: --writable rel: not absolute/],
+        [['--writable', join(tmp.path, 'absent'), '--filter', filters.strict], /^srt: seccomp helper: writable path .*absent: No such file or directory/],
+        [['--writable', runDir, '--no-landlock', '--filter', filters.strict], /--writable and --no-landlock exclude each other/],
       ];
       for (const [args, message] of cases) {
         const r = await sandbox(cmd, { helperArgs: args });

@@ -59,8 +59,32 @@ describe('bwrap argv', () => {
   it('launches through the seccomp helper with the capabilities it needs', () => {
     const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [{ port: 3128, socketPath: '/r/http.sock' }] } }), ['ls', '-l']);
     expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP');
-    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '3128:/r/http.sock', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '3128:/r/http.sock',
+      '--writable', '/w', '--writable', '/r/tmp', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
+  });
+
+  const seccomp = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [] } };
+  const helperArgs = (args: string[]) => args.slice(args.indexOf('/h/srt-seccomp') + 1, args.lastIndexOf('--filter'));
+
+  it('passes the helper exactly the read-write binds (outermost only) for Landlock', () => {
+    const targets = [{ path: '/main/.git/hooks', kind: 'dir' as const }, { path: '/w/.git', kind: 'file' as const }];
+    const p = policy({ allowWrite: [rule('/data/**'), rule('/w/sub'), rule('/ro/x')], denyWrite: [rule('/data/a/b/secret'), rule('/ro')] });
+    const f = facts({
+      '/data': dir('/data'), '/data/a/b/secret': file('/data/a/b/secret'), '/w/sub': dir('/w/sub'), '/ro': dir('/ro'), '/ro/x': dir('/ro/x'),
+      '/main/.git': dir('/main/.git'), '/main/.git/hooks': dir('/main/.git/hooks'), '/w/.git': file('/w/.git'),
+    }, { ...seccomp, protectedTargets: targets, worktree: { commonDir: '/main/.git', gitDir: '/main/.git/worktrees/w' } });
+    const { args } = buildBwrapPlan(p, f, ['true']);
+    const binds = mounts(args).filter((m) => m.startsWith('bind ')).map((m) => m.slice(5));
+    expect(binds).toEqual(expect.arrayContaining(['/data', '/data/a', '/data/a/b', '/w', '/main/.git', '/r/tmp']));
+    // /ro/x is under a denyWrite: bound read-only, so not writable for Landlock either.
+    expect(helperArgs(args)).toEqual(['--writable', '/data', '--writable', '/w', '--writable', '/main/.git', '--writable', '/r/tmp']);
+  });
+
+  it('turns Landlock off where it cannot apply: filesystem.disabled, nested sandboxes (Landlock refuses mount)', () => {
+    for (const p of [policy({ disabled: true }), policy({}, { allowNestedUserNamespaces: true })]) {
+      expect(helperArgs(buildBwrapPlan(p, facts({}, seccomp), ['true']).args)).toEqual(['--no-landlock']);
+    }
   });
 
   it('denyWrite inside allowWrite is re-bound read-only, with its parents as mount points', () => {
