@@ -229,7 +229,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   };
   const accessOf = (p: string): Access => {
     const read = readable(p);
-    const write = read && writableByRoots(p) && ![...denyWrite].some((d) => isWithin(p, d));
+    // srt's own TMPDIR lives under ~/.srt (protected), and is writable all the same.
+    const write = read && (isWithin(p, facts.tmpDir) || (writableByRoots(p) && ![...denyWrite].some((d) => isWithin(p, d))));
     return { read, write };
   };
 

@@ -63,6 +63,14 @@ describe('exit status and stdio', () => {
     expect(readdirSync(cwd)).toEqual(['notexec']);
   });
 
+  it('TMPDIR is writable on every run, also once ~/.srt exists (it lives beneath it)', async () => {
+    const { home, cwd } = scratch();
+    for (let i = 0; i < 2; i++) {
+      const r = await srt(['-c', 'echo x > "$TMPDIR/f" && cat "$TMPDIR/f" && ! touch ~/.srt/not-allowed 2>/dev/null && echo ok'], { home, cwd });
+      expect(r.stdout, `run ${i}: ${r.stderr}`).toBe('x\nok');
+    }
+  });
+
   it('stdin round trip and 50 MB of stdout arrive intact', async () => {
     const { home, cwd } = scratch();
     const echo = await srt(['--', 'cat'], { home, cwd, stdin: 'pipe', input: 'hello through the sandbox\n' });
