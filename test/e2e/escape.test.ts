@@ -9,14 +9,17 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, st
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SRT_BIN, srt, tempDir, writeTree } from './helpers.js';
+import { srt, SRT_BIN, stopStragglers, tempDir, track, writeTree } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const HELPER = join(dirname(SRT_BIN), '..', 'seccomp', 'build', 'srt-seccomp');
 const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
 
 const dirs: { cleanup: () => void }[] = [];
-afterAll(() => { for (const d of dirs) d.cleanup(); });
+afterAll(async () => {
+  await stopStragglers();
+  for (const d of dirs) d.cleanup();
+});
 function scratch(): { base: string; home: string; cwd: string } {
   const d = tempDir('srt-esc-');
   dirs.push({
@@ -53,7 +56,7 @@ function processesWith(marker: string): string[] {
 
 /** Start srt in the background; resolves once the command printed `ready`. */
 function startBackground(args: string[], home: string, cwd: string): Promise<{ child: ChildProcess; out: () => string; exit: Promise<number | null> }> {
-  const child = spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'ignore'] });
+  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'ignore'] }));
   const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
   let out = '';
   return new Promise((resolve, reject) => {

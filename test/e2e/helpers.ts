@@ -47,3 +47,21 @@ export function srt(args: string[], opts: SrtOptions): Promise<Result> {
     },
   } as Options) as unknown as Promise<Result>;
 }
+
+const running = new Set<import('node:child_process').ChildProcess>();
+
+/** Remember a background srt so `stopStragglers` can end it if a failed assertion skipped that. */
+export function track<T extends import('node:child_process').ChildProcess>(child: T): T {
+  running.add(child);
+  child.on('exit', () => running.delete(child));
+  return child;
+}
+
+/** For afterAll: SIGTERM (srt cleans up and ends its sandbox) every tracked srt still running. */
+export async function stopStragglers(): Promise<void> {
+  await Promise.all([...running].map((child) => new Promise<void>((resolve) => {
+    const force = setTimeout(() => child.kill('SIGKILL'), 5_000);
+    child.on('exit', () => { clearTimeout(force); resolve(); });
+    child.kill('SIGTERM');
+  })));
+}

@@ -6,10 +6,13 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, wr
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { SRT_BIN, srt, tempDir } from './helpers.js';
+import { srt, SRT_BIN, stopStragglers, tempDir, track } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
-afterAll(() => { for (const d of dirs) d.cleanup(); });
+afterAll(async () => {
+  await stopStragglers();
+  for (const d of dirs) d.cleanup();
+});
 function scratch(): { home: string; cwd: string; base: string } {
   const d = tempDir('srt-sbx-');
   dirs.push(d);
@@ -22,7 +25,7 @@ function scratch(): { home: string; cwd: string; base: string } {
 
 /** Start srt in the background; resolves once the command printed `ready` on stdout. */
 function startBackground(args: string[], home: string, cwd: string): Promise<{ child: ChildProcess; firstLine: string; exit: Promise<number | null> }> {
-  const child = spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'inherit'] }));
   const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
   return new Promise((resolve, reject) => {
     let out = '';
