@@ -9,6 +9,8 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
 status=0
+# Source and tests are type-checked together (vitest itself does not check types).
+npm run --silent typecheck || status=1
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results/main.json" || status=1
 
 if [ "$(id -u)" = 0 ] && [ "${SRT_TEST_SKIP_UNPRIVILEGED:-}" != 1 ]; then

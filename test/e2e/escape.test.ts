@@ -3,13 +3,13 @@
 // they fail until fixed. The second group are escapes that are refused today (regressions).
 // Only loopback is ever used; every process and file a test creates is removed.
 import { execa } from 'execa';
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { srt, SRT_BIN, stopStragglers, tempDir, track, writeTree } from './helpers.js';
+import { attempt, processesWith, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const HELPER = join(dirname(SRT_BIN), '..', 'seccomp', 'build', 'srt-seccomp');
@@ -36,37 +36,9 @@ function scratch(): { base: string; home: string; cwd: string } {
   return { base: d.path, home, cwd };
 }
 
-/** `NAME=yes` when CMD succeeds inside, `NAME=no` otherwise. */
-const attempt = (name: string, cmd: string) => `if ( ${cmd} ) >/dev/null 2>&1; then echo ${name}=yes; else echo ${name}=no; fi`;
-function results(stdout: unknown): Record<string, string> {
-  return Object.fromEntries(String(stdout).split('\n').filter((l) => /^\w+=(yes|no)$/.test(l)).map((l) => l.split('=') as [string, string]));
-}
 const py = (code: string) => `${PYTHON} -c '${code.replace(/'/g, `'\\''`)}'`;
 
-function processesWith(marker: string): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (cmd.includes(marker)) out.push(`${pid}: ${cmd}`);
-    } catch { /* gone */ }
-  }
-  return out;
-}
 
-/** Start srt in the background; resolves once the command printed `ready`. */
-function startBackground(args: string[], home: string, cwd: string): Promise<{ child: ChildProcess; out: () => string; exit: Promise<number | null> }> {
-  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'ignore'] }));
-  const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
-  let out = '';
-  return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no ready line: ${out}`)); }, 15_000);
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-      if (/\nready\n/.test(out)) { clearTimeout(timer); resolve({ child, out: () => out, exit }); }
-    });
-  });
-}
 
 async function waitExit(child: ChildProcess, exit: Promise<number | null>): Promise<number | null | 'timeout'> {
   const code = await Promise.race([exit, new Promise<'timeout'>((r) => setTimeout(() => r('timeout'), 10_000))]);

@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { srt, tempDir, writeTree } from './helpers.js';
+import { attempt, results, srt, tempDir, writeTree } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(() => { for (const d of dirs) d.cleanup(); });
@@ -15,12 +15,7 @@ function scratch(): string {
   return d.path;
 }
 
-/** `NAME=yes` when CMD succeeds inside, `NAME=no` otherwise. */
-const attempt = (name: string, cmd: string) => `if ( ${cmd} ) >/dev/null 2>&1; then echo ${name}=yes; else echo ${name}=no; fi`;
 
-function results(stdout: string): Record<string, string> {
-  return Object.fromEntries(stdout.split('\n').filter((l) => /^\w+=(yes|no)$/.test(l)).map((l) => l.split('=') as [string, string]));
-}
 
 function git(cwd: string, ...args: string[]) {
   execFileSync('git', ['-c', 'init.defaultBranch=main', ...args], { cwd, stdio: 'ignore' });

@@ -1,6 +1,7 @@
 // Shared e2e plumbing: run the real built `srt` binary in an isolated HOME and cwd.
-import { execa, type Options, type Result } from 'execa';
-import { mkdtempSync, realpathSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { execa, type Options } from 'execa';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -30,10 +31,19 @@ export interface SrtOptions extends Omit<Options, 'env'> {
   env?: Record<string, string | undefined>;
 }
 
+/** What a finished `srt` run left: its status and its text output. */
+export interface SrtResult {
+  exitCode?: number;
+  signal?: string;
+  timedOut: boolean;
+  stdout: string;
+  stderr: string;
+}
+
 /** Run `srt ARGS` and never throw on a non-zero exit. */
-export function srt(args: string[], opts: SrtOptions): Promise<Result> {
+export async function srt(args: string[], opts: SrtOptions): Promise<SrtResult> {
   const { home, env, ...rest } = opts;
-  return execa(process.execPath, [SRT_BIN, ...args], {
+  return await execa(process.execPath, [SRT_BIN, ...args], {
     reject: false,
     stdin: 'ignore',
     timeout: 60_000,
@@ -45,7 +55,7 @@ export function srt(args: string[], opts: SrtOptions): Promise<Result> {
       HOME: home,
       ...env,
     },
-  } as Options) as unknown as Promise<Result>;
+  } as Options) as unknown as SrtResult;
 }
 
 const running = new Set<import('node:child_process').ChildProcess>();
@@ -64,4 +74,47 @@ export async function stopStragglers(): Promise<void> {
     child.on('exit', () => { clearTimeout(force); resolve(); });
     child.kill('SIGTERM');
   })));
+}
+
+/** A shell snippet that prints `name=yes` when `cmd` succeeds inside, else `name=no`. */
+export const attempt = (name: string, cmd: string) => `if ( ${cmd} ) >/dev/null 2>&1; then echo ${name}=yes; else echo ${name}=no; fi`;
+
+/** The `name=yes|no` lines printed by `attempt` snippets. */
+export function results(stdout: unknown): Record<string, string> {
+  return Object.fromEntries(String(stdout).split('\n').filter((l) => /^\w+=(yes|no)$/.test(l)).map((l) => l.split('=') as [string, string]));
+}
+
+/** Host processes whose command line contains `marker`. */
+export function processesWith(marker: string): string[] {
+  const out: string[] = [];
+  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (cmd.includes(marker)) out.push(`${pid}: ${cmd}`);
+    } catch { /* gone */ }
+  }
+  return out;
+}
+
+export interface Background {
+  child: ChildProcess;
+  /** Everything before the `ready` line. */
+  firstLine: string;
+  out: () => string;
+  exit: Promise<number | null>;
+}
+
+/** Start srt in the background (tracked); resolves once the command printed a `ready` line. */
+export function startBackground(args: string[], home: string, cwd: string): Promise<Background> {
+  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'ignore'] }));
+  const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
+  let out = '';
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no ready line: ${out}`)); }, 15_000);
+    child.stdout!.on('data', (b: Buffer) => {
+      out += b.toString();
+      const m = /^(.*)\nready\n/s.exec(out);
+      if (m) { clearTimeout(timer); resolve({ child, firstLine: m[1]!, out: () => out, exit }); }
+    });
+  });
 }

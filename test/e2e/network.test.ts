@@ -214,7 +214,7 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
       cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe'],
     });
-    const control = child.stdio[5] as import('node:stream').Writable;
+    const control = (child.stdio as unknown as import('node:stream').Writable[])[5]!;
     child.stdout!.on('data', (d: Buffer) => {
       if (!d.toString().includes('first=')) return;
       control.write('{"network": {"allowedDomains": 7}}\n');

@@ -5,7 +5,7 @@ import { mkdirSync, statSync, existsSync } from 'node:fs';
 import http from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
-import { startProxy, type ProxyHandle } from '../../src/proxy/server.js';
+import { startProxy } from '../../src/proxy/server.js';
 import { tempDir } from './helpers.js';
 import { closeServer, listenOn, network, openFds } from './proxy-fixtures.js';
 

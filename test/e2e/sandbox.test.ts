@@ -1,12 +1,11 @@
 // Run lifecycle end to end: exit status, stdio, TTY, signals, cleanup, placeholders' state file,
 // and srt's own failures (exit 125, nothing ran).
 import { createHash } from 'node:crypto';
-import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { srt, SRT_BIN, stopStragglers, tempDir, track } from './helpers.js';
+import { processesWith, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(async () => {
@@ -23,31 +22,7 @@ function scratch(): { home: string; cwd: string; base: string } {
   return { home, cwd, base: d.path };
 }
 
-/** Start srt in the background; resolves once the command printed `ready` on stdout. */
-function startBackground(args: string[], home: string, cwd: string): Promise<{ child: ChildProcess; firstLine: string; exit: Promise<number | null> }> {
-  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'inherit'] }));
-  const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
-  return new Promise((resolve, reject) => {
-    let out = '';
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no ready line: ${out}`)); }, 15_000);
-    child.stdout!.on('data', (b: Buffer) => {
-      out += b.toString();
-      const m = /^(.*)\nready\n/s.exec(out);
-      if (m) { clearTimeout(timer); resolve({ child, firstLine: m[1]!, exit }); }
-    });
-  });
-}
 
-function processesWith(marker: string): string[] {
-  const out: string[] = [];
-  for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
-    try {
-      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
-      if (cmd.includes(marker)) out.push(`${pid}: ${cmd}`);
-    } catch { /* gone */ }
-  }
-  return out;
-}
 
 describe('exit status and stdio', () => {
   it('passes the command status through: 0, 7, 143 (signal), 126, 127', async () => {
@@ -104,7 +79,7 @@ describe('file descriptors', () => {
       stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe'],
     });
     let leaked = '';
-    child.stdio[5]!.on('data', (d: Buffer) => { leaked += d.toString(); });
+    (child.stdio as unknown as import('node:stream').Readable[])[5]!.on('data', (d: Buffer) => { leaked += d.toString(); });
     const r = await child;
     expect(r.exitCode).not.toBe(0);
     expect(r.stdout).toBe('0 1 2 3 '); // 3 is ls's own handle on /proc/self/fd

@@ -1,6 +1,6 @@
 // The real bubblewrap + the real seccomp helper + the generated filter, launched directly
 // (the way src/sandbox.ts launches them), with real clients inside. SPEC §4, invariant 6.
-import { execa } from 'execa';
+import { execa, type Options } from 'execa';
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
@@ -220,7 +220,7 @@ except OSError as e: print("fifo", e.errno)'`;
       try {
         const r = await execa(BWRAP!, [...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, ...args, '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
           reject: false, stdin: 'ignore', stdout: fd, timeout: 20_000, extendEnv: false, env: ENV,
-        });
+        } as Options); // execa takes a descriptor number at run time; its types do not say so
         return { ...r, out: readFileSync(stdoutFile, 'utf8') };
       } finally {
         closeSync(fd);
