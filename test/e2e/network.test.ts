@@ -41,6 +41,12 @@ function handler(repoDir: string) {
       }
       return;
     }
+    if (url === '/srt-demo') {
+      // An npm registry document, for `npm view`.
+      res.setHeader('content-type', 'application/json');
+      res.end(JSON.stringify({ name: 'srt-demo', 'dist-tags': { latest: '1.2.3' }, versions: { '1.2.3': { name: 'srt-demo', version: '1.2.3' } } }));
+      return;
+    }
     res.end(`hello ${url}`);
   };
 }
@@ -99,7 +105,7 @@ async function inSandbox(script: string, settings: object) {
 }
 
 describe('network through the proxy', () => {
-  it('curl, python, node, git and SOCKS reach allowed destinations; others get 403; deny beats allow; ports hold', async () => {
+  it('curl, python, node, git, npm and SOCKS reach allowed destinations; others get 403; deny beats allow; ports hold', async () => {
     const base = `http://${HOST}`;
     const script = [
       `echo curl=$(curl -s --max-time 10 ${base}:${httpPort}/curl)`,
@@ -117,6 +123,7 @@ except urllib.error.HTTPError as e: print(e.code)")`,
       `echo node_https=$(node -e "require('https').get('https://${HOST}:${httpsPort}/https', {rejectUnauthorized: false}, r => { let b=''; r.on('data', d => b += d); r.on('end', () => console.log(b)); })")`,
       `echo node_http=$(node -e "require('http').get('${base}:${httpPort}/nodehttp', r => { let b=''; r.on('data', d => b += d); r.on('end', () => console.log(b)); })")`,
       `git clone -q ${base}:${httpPort}/repo.git clone 2>/dev/null; echo git=$(cat clone/README)`,
+      `echo npm=$(npm_config_cache=$TMPDIR/npm npm view srt-demo version --no-update-notifier --registry ${base}:${httpPort}/ 2>/dev/null)`,
       `echo socks=$(curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${httpPort}/socks)`,
       `curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${otherPort}/ >/dev/null; echo socks_blocked=$?`,
       // The ProxyCommand srt puts in GIT_SSH_COMMAND (ssh's route): a raw TCP stream via CONNECT.
@@ -142,6 +149,7 @@ except urllib.error.HTTPError as e: print(e.code)")`,
       node_https: 'hello /https',
       node_http: 'hello /nodehttp',
       git: 'cloned through srt',
+      npm: '1.2.3',
       socks: 'hello /socks',
       socks_blocked: '97',
       ssh_route: 'ping',
