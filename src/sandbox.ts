@@ -2,9 +2,10 @@
 // gather filesystem facts, build the bwrap argv, create placeholders, run, clean up.
 // Cleanup is synchronous and idempotent so it also runs from signal and exit handlers.
 
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
 import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
@@ -61,6 +62,16 @@ function removeTree(path: string): void {
   };
   if (lstatSync(path, { throwIfNoEntry: false })?.isDirectory()) open(path, 0);
   try { rmSync(path, { recursive: true, force: true }); } catch { /* leave it */ }
+}
+
+/** What the sandbox runs or loads of srt itself: the helper, the Node preload and undici. */
+function runtimeFiles(helperPath: string): { path: string; kind: 'file' | 'dir' }[] {
+  const files: { path: string; kind: 'file' | 'dir' }[] = [{ path: realpathSync(helperPath), kind: 'file' }];
+  try {
+    files.push({ path: realpathSync(NODE_PRELOAD_PATH), kind: 'file' });
+    files.push({ path: dirname(realpathSync(createRequire(NODE_PRELOAD_PATH).resolve('undici/package.json'))), kind: 'dir' });
+  } catch { /* not built or not installed: node inside simply goes without the preload */ }
+  return files;
 }
 
 let proxyModuleLoad: Promise<typeof import('./proxy/server.js')> | undefined;
@@ -176,6 +187,7 @@ export class Sandbox {
       facts = {
         landings, globMatches: new Map(globs),
         protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD,
+        runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),
       };

@@ -41,6 +41,9 @@ export interface BwrapFacts {
    *  dir inside it (`.git/worktrees/<name>`), both writable apart from their protected entries. */
   worktree?: { commonDir: string; gitDir: string };
   runDir: string;
+  /** srt's own files the sandbox must read (helper, Node preload and its undici), kept readable
+   *  even inside a denyRead region such as `~/` when srt is installed there. */
+  runtimeFiles?: { path: string; kind: 'file' | 'dir' }[];
   tmpDir: string;
   /** An empty read-only file srt owns, bound over denied files. */
   emptyFile: string;
@@ -208,6 +211,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const allowRead = new Set(expand(fsPolicy.allowRead, 'allowRead').filter(existing).map((l) => l.real));
   for (const w of writeRoots) allowRead.add(w);
   allowRead.add(facts.runDir);
+  for (const f of facts.runtimeFiles ?? []) allowRead.add(f.path);
   const kindOf = new Map<string, 'file' | 'dir'>();
   const recordKinds = (ls: Landing[]) => { for (const l of ls) if (l.kind === 'file' || l.kind === 'dir') kindOf.set(l.real, l.kind); };
   recordKinds([...facts.landings.values()]);
@@ -215,6 +219,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const ph of placeholders.values()) kindOf.set(ph.path, ph.kind);
   kindOf.set(facts.tmpDir, 'dir');
   kindOf.set(facts.runDir, 'dir');
+  for (const f of facts.runtimeFiles ?? []) kindOf.set(f.path, f.kind);
 
   const readable = (p: string): boolean => {
     let best: { depth: number; allow: boolean } | null = null;

@@ -1,11 +1,11 @@
 // Run lifecycle end to end: exit status, stdio, TTY, signals, cleanup, placeholders' state file,
 // and srt's own failures (exit 125, nothing ran).
 import { createHash } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { processesWith, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
+import { processesWith, REPO, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(async () => {
@@ -47,6 +47,21 @@ describe('exit status and stdio', () => {
       const r = await srt(['-c', 'echo x > "$TMPDIR/f" && cat "$TMPDIR/f" && ! touch ~/.srt/not-allowed 2>/dev/null && echo ok'], { home, cwd });
       expect(r.stdout, `run ${i}: ${r.stderr}`).toBe('x\nok');
     }
+  });
+
+  it('srt installed inside a denyRead region (e.g. under ~ with denyRead ~/) still runs, and node inside still works', async () => {
+    const { home, cwd } = scratch();
+    // A minimal install of this build under the denied home.
+    const install = join(home, 'lib', 'srt');
+    for (const part of ['bin', 'dist', 'package.json', join('seccomp', 'build'), join('node_modules', 'undici')]) {
+      cpSync(join(REPO, part), join(install, part), { recursive: true });
+    }
+    const r = await execa(process.execPath, [join(install, 'bin', 'srt'), '--deny-read', home, '-c', 'node -e "console.log(1 + 1)"; ls ~/lib/srt | tr "\\n" " "'], {
+      cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, stdin: 'ignore',
+    });
+    expect(r.exitCode, r.stderr).toBe(0);
+    // Only srt's own runtime files are re-opened, nothing else of the install.
+    expect(r.stdout).toBe('2\ndist node_modules seccomp ');
   });
 
   it('stdin round trip and 50 MB of stdout arrive intact', async () => {
