@@ -79,18 +79,17 @@ export class Gate {
     const up = this.opts.upstream;
     const upstream = up && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
     if (upstream && d.host.ip === undefined) {
-      // The corporate proxy resolves the name; still refuse names that resolve here to forbidden
-      // addresses. A name that does not resolve locally (split DNS) is left to that proxy.
+      // The corporate proxy resolves the name, so srt cannot pin the address it dials: refuse a
+      // name if ANY address it resolves to here is forbidden (fail closed). A name that does not
+      // resolve locally (split DNS) is left to that proxy.
       let resolved: string[] = [];
       try {
         resolved = await this.opts.resolver(d.host.host);
       } catch {
         /* not resolvable here */
       }
-      const reasons = resolved.map((a) => addressBlockReason(a, port, guardOpts));
-      if (resolved.length > 0 && reasons.every((r) => r !== null)) {
-        return this.refuse(d.host.host, port, `resolves only to blocked addresses: ${reasons.slice(0, 3).join('; ')}`, via);
-      }
+      const blocked = resolved.map((a) => addressBlockReason(a, port, guardOpts)).find((r) => r !== null);
+      if (blocked) return this.refuse(d.host.host, port, `resolves to a blocked address: ${blocked}`, via);
       this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) via upstream proxy ${upstream.host}`);
       return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
     }

@@ -150,11 +150,13 @@ describe('startProxy', () => {
     });
     const corpPort = await listenOn(corp);
     const p = await startProxy({
-      network: network({ allow: ['far.example', 'near.example', 'blocked.example'] }),
+      network: network({ allow: ['far.example', 'near.example', 'blocked.example', 'mixed.example'] }),
       listen: { http: tcp(0), socks: tcp(0) },
       // far.example does not resolve here (split DNS): left to the corporate proxy.
       resolver: async (h) => {
         if (h === 'blocked.example') return ['169.254.169.254'];
+        // One forbidden answer is enough: srt cannot pin which address the corporate proxy dials.
+        if (h === 'mixed.example') return ['192.0.2.10', '169.254.169.254'];
         if (h === 'near.example') return ['127.0.0.1'];
         throw Object.assign(new Error('nx'), { code: 'ENOTFOUND' });
       },
@@ -165,7 +167,9 @@ describe('startProxy', () => {
       expect(r).toContain(`hello /far host=far.example:${A}`);
       expect(seen).toEqual([`far.example:${A} auth=Basic ${Buffer.from('u@corp:p:ss').toString('base64')}`]);
       const blocked = await exchange({ port: p.httpPort! }, 'GET http://blocked.example/ HTTP/1.1\r\nHost: x\r\n\r\n');
-      expect(blocked).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves only to blocked addresses: 169\.254\.169\.254 is a cloud metadata address/);
+      expect(blocked).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves to a blocked address: 169\.254\.169\.254 is a cloud metadata address/);
+      const mixed = await exchange({ port: p.httpPort! }, 'GET http://mixed.example/ HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(mixed).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves to a blocked address: 169\.254\.169\.254/);
       // NO_PROXY: direct, so the address guard refuses loopback itself (no test exemption here).
       const near = await exchange({ port: p.httpPort! }, `GET http://near.example:${A}/ HTTP/1.1\r\nHost: x\r\n\r\n`);
       expect(near).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves only to blocked addresses: 127\.0\.0\.1 is a loopback address/);
