@@ -26,6 +26,9 @@ let echoServer: TcpServer;
 let udp: UdpSocket;
 let httpPort: number, httpsPort: number, otherPort: number, echoPort: number, udpPort: number;
 let hostConnections = 0;
+let sshServer: TcpServer;
+let sshPort: number;
+const sshBanners: string[] = [];
 const udpReceived: string[] = [];
 
 /** Serves `hello <path>` and, under /repo.git/, the files of a bare repository (git's dumb HTTP). */
@@ -78,6 +81,13 @@ beforeAll(async () => {
   otherPort = await listenOn(otherServer, HOST);
   echoServer = createTcpServer((s) => s.pipe(s));
   echoPort = await new Promise<number>((r) => echoServer.listen(0, HOST, () => r((echoServer.address() as { port: number }).port)));
+  // A stand-in SSH server: records the client's identification line, then hangs up.
+  sshServer = createTcpServer((sock) => {
+    sock.write('SSH-2.0-srt-test\r\n');
+    sock.once('data', (d) => { sshBanners.push(d.toString().split('\r\n')[0]!); sock.destroy(); });
+    sock.on('error', () => {});
+  });
+  sshPort = await new Promise<number>((r) => sshServer.listen(0, HOST, () => r((sshServer.address() as { port: number }).port)));
   udp = createSocket('udp4');
   udp.on('message', (m) => udpReceived.push(m.toString()));
   udpPort = await new Promise<number>((r) => udp.bind(0, HOST, () => r(udp.address().port)));
@@ -86,6 +96,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all([closeServer(httpServer), closeServer(httpsServer), closeServer(otherServer)]);
   await new Promise<void>((r) => echoServer.close(() => r()));
+  await new Promise<void>((r) => sshServer.close(() => r()));
   udp.close();
   tmp.cleanup();
   execFileSync('rm', ['-rf', cert.dir]);
@@ -160,6 +171,16 @@ except urllib.error.HTTPError as e: print(e.code)")`,
     expect(r.results.denied_reason).toContain('the test forbids this port');
     expect(r.stderr).toContain(`srt: blocked 127.0.0.3:${httpPort} — not in network.allowedDomains`);
     expect(r.stderr).toContain(`srt: blocked ${HOST}:${otherPort}`);
+  });
+
+  it('ssh through GIT_SSH_COMMAND reaches an allowed host:port through the proxy and is refused elsewhere', async () => {
+    const ssh = (port: number) => `eval "$GIT_SSH_COMMAND -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -p ${port} git@${HOST} true" >/dev/null 2>&1`;
+    const before = sshBanners.length;
+    const r = await inSandbox(`${ssh(sshPort)}; ${ssh(otherPort)}; echo done=1`, { network: { allowedDomains: [`${HOST}:${sshPort}`] } });
+    expect(r.results.done).toBe('1');
+    // The real ssh client spoke to the allowed server only.
+    expect(sshBanners.slice(before)).toEqual([expect.stringMatching(/^SSH-2\.0-OpenSSH/)]);
+    expect(r.stderr).toContain(`srt: blocked ${HOST}:${otherPort} — not in network.allowedDomains`);
   });
 
   it('a port-restricted entry allows only that port', async () => {
