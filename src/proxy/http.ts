@@ -105,6 +105,32 @@ function hostHeader(t: Target): string {
   return t.port === 80 ? h : `${h}:${t.port}`;
 }
 
+/** Responses still being sent per client connection, for tunnels pipelined behind them. */
+class PendingResponses {
+  private readonly pending = new WeakMap<Duplex, { count: number; waiters: (() => void)[] }>();
+
+  begin(socket: Duplex, res: ServerResponse): void {
+    const entry = this.pending.get(socket) ?? { count: 0, waiters: [] };
+    this.pending.set(socket, entry);
+    entry.count++;
+    let done = false;
+    const end = () => {
+      if (done) return;
+      done = true;
+      if (--entry.count === 0) for (const wake of entry.waiters.splice(0)) wake();
+    };
+    res.on('finish', end);
+    res.on('close', end);
+  }
+
+  /** Resolves once every response begun on `socket` has finished or been abandoned. */
+  drained(socket: Duplex): Promise<void> {
+    const entry = this.pending.get(socket);
+    if (!entry || entry.count === 0) return Promise.resolve();
+    return new Promise((resolve) => entry.waiters.push(resolve));
+  }
+}
+
 /** Serialize a small response on a raw socket (CONNECT/upgrade/parse failures) and close it. */
 function rawReply(socket: Duplex, status: number, statusPhrase: string, body: string, headers: Record<string, string> = {}): void {
   if (socket.destroyed) return;
@@ -224,8 +250,10 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     rawReply(socket, status, why, `srt: ${why}\n`);
   });
 
+  const responses = new PendingResponses();
   server.on('request', (req: IncomingMessage, res: ServerResponse) => {
     res.sendDate = false;
+    responses.begin(req.socket, res);
     void forward(req, res).catch((e) => sendError(res, 502, `proxy error: ${upstreamErrorReason(e)}`, 'upstream-error'));
   });
 
@@ -305,11 +333,14 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     } else fwd.body.pipe(upReq);
   }
 
+  // A CONNECT or upgrade pipelined behind requests on one connection takes the raw socket as
+  // soon as it is parsed: answer it only once the earlier responses are out, so their bytes
+  // never interleave with (or get cut off by) the tunnel's.
   server.on('connect', (req: IncomingMessage, client: Duplex, head: Buffer) => {
-    void openTunnel(gate, req, client as Socket, head, 'connect');
+    void responses.drained(client).then(() => openTunnel(gate, req, client as Socket, head, 'connect'));
   });
   server.on('upgrade', (req: IncomingMessage, client: Duplex, head: Buffer) => {
-    void openTunnel(gate, req, client as Socket, head, 'upgrade', opts.requestHook);
+    void responses.drained(client).then(() => openTunnel(gate, req, client as Socket, head, 'upgrade', opts.requestHook));
   });
   return server;
 }
