@@ -79,9 +79,9 @@ export function globRules(policy: Policy): PathRule[] {
     .filter((r) => literalOf(r) === null);
 }
 
+/** Credential files are unreadable inside: `deny`, and `mask` too until masking exists (fail closed). */
 function credentialDenyRules(policy: Policy): PathRule[] {
   return policy.credentials.files
-    .filter((f) => f.mode === 'deny')
     .map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source }));
 }
 
