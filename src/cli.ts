@@ -122,7 +122,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       process.stdout.write(sandbox.dryRun(spec).replace(/\n?$/, '\n'));
       return 0;
     }
-    if (opts.controlFd !== undefined) stopControl = await followControlFd(opts.controlFd, opts, sandbox);
+    if (opts.controlFd !== undefined) stopControl = await followControlFd(opts.controlFd, report, sandbox);
     const code = await sandbox.run(spec);
     for (const line of sandbox.violations()) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
     return code;
@@ -140,8 +140,8 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
  * the merged network policy replaces the running one for new connections. A bad line is
  * reported and changes nothing. Returns the function that stops reading.
  */
-async function followControlFd(fd: number, opts: PolicyOptions, sandbox: SandboxType): Promise<() => void> {
-  const [{ createReadStream }, { Socket }, { createInterface }, { loadSettingsReport, SettingsError }] = await Promise.all([
+async function followControlFd(fd: number, report: SettingsReport, sandbox: SandboxType): Promise<() => void> {
+  const [{ createReadStream }, { Socket }, { createInterface }, { SettingsError }] = await Promise.all([
     import('node:fs'), import('node:net'), import('node:readline'), import('./settings/index.js'),
   ]);
   const label = `--control-fd ${fd}`;
@@ -161,8 +161,7 @@ async function followControlFd(fd: number, opts: PolicyOptions, sandbox: Sandbox
       } catch (err) {
         throw new SettingsError(`${label}: line ${n}: invalid JSON: ${(err as Error).message}`);
       }
-      const { policy } = loadSettingsReport({ ...loadOptions(opts), control: { label: `${label} line ${n}`, settings } });
-      sandbox.updateNetwork(policy.network);
+      sandbox.updateNetwork(report.withControl({ label: `${label} line ${n}`, settings }).network);
     } catch (err) {
       const lines = err instanceof SettingsError ? err.lines : [(err as Error).message];
       for (const l of lines) process.stderr.write(`srt: ${l} (ignored; the previous policy stays)\n`);

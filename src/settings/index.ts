@@ -18,8 +18,6 @@ export interface LoadOptions {
    *  Default: `/etc/srt/managed-settings.json`, `/etc/srt/managed-settings.d` (macOS: under
    *  `/Library/Application Support/srt`). */
   managedPaths?: string[];
-  /** A whole-config document read from `--control-fd` (CLI scope, after every other CLI file). */
-  control?: { label: string; settings: unknown };
 }
 
 export interface SettingsReport {
@@ -28,6 +26,11 @@ export interface SettingsReport {
   policy: Policy;
   /** Source of each scalar, keyed by dotted key (see PolicyBuild.sources). */
   sources: Record<string, Source>;
+  /**
+   * The policy with one more CLI-scope document on top (`--control-fd`), built from the files
+   * as they were read at start: a file the sandboxed command can write cannot change it later.
+   */
+  withControl(control: { label: string; settings: unknown }): Policy;
 }
 
 function context(opts: LoadOptions): PolicyContext {
@@ -48,9 +51,10 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   if (opts.managedPaths) discover.managedPaths = opts.managedPaths;
   const files = discoverSettingsFiles(discover);
   const layers: SettingsLayer[] = files.map((f) => ({ scope: f.scope, file: f.path, base: f.base, settings: readSettingsFile(f.path) }));
-  if (opts.control) layers.push({ scope: 'cli', file: opts.control.label, base: ctx.cwd, settings: opts.control.settings });
   const { policy, sources } = buildPolicyWithSources(ctx, layers, opts.flags ?? {});
-  return { files, policy, sources };
+  const withControl = (control: { label: string; settings: unknown }) =>
+    buildPolicyWithSources(ctx, [...layers, { scope: 'cli', file: control.label, base: ctx.cwd, settings: control.settings }], opts.flags ?? {}).policy;
+  return { files, policy, sources, withControl };
 }
 
 /** Discover, read, validate, trust-filter and merge every settings scope. Throws SettingsError. */

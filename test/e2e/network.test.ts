@@ -233,13 +233,18 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
 
   it('--control-fd replaces the network lists of a running sandbox; a bad line changes nothing', async () => {
     const url = `http://${HOST}:${httpPort}/live`;
+    // A CLI settings file the command can write (it is in cwd): updates must not re-read it.
+    const cliSettings = join(cwd, 'cli-settings.json');
+    writeFileSync(cliSettings, '{}');
     const script = [
+      `echo '{"network": {"allowedDomains": ["${HOST}"]}}' > ${cliSettings}`,
       `echo first=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${url})`,
       // Wait (bounded) until the new policy lets the request through.
       `for i in $(seq 1 100); do code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${url}); [ "$code" = 200 ] && break; sleep 0.1; done`,
       'echo second=$code',
+      `echo third=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://${HOST}:${otherPort}/)`,
     ].join('; ');
-    const child = execa(process.execPath, [SRT_BIN, '--control-fd', '5', '-c', script], {
+    const child = execa(process.execPath, [SRT_BIN, '--settings', cliSettings, '--control-fd', '5', '-c', script], {
       cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, timeout: 60_000,
       stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe'],
     });
@@ -252,6 +257,7 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
     const r = await child;
     expect(r.stdout).toContain('first=403');
     expect(r.stdout).toContain('second=200');
+    expect(r.stdout).toContain('third=403');
     expect(r.stderr).toMatch(/srt: --control-fd 5 line 1: network\.allowedDomains: .*\(ignored; the previous policy stays\)/);
     expect(r.exitCode).toBe(0);
   });
