@@ -15,7 +15,7 @@ import { resolveLanding } from './platform/landing.js';
 import { launch, STATUS_FD } from './platform/run.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
-import { PlaceholderSet } from './platform/state.js';
+import { PlaceholderSet, reapStale } from './platform/state.js';
 import { NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import type { ProxyHandle } from './proxy/server.js';
 
@@ -108,6 +108,7 @@ export class Sandbox {
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private running = false;
+  private ran = false;
   private proxy: ProxyHandle | undefined;
   private proxyModule: typeof import('./proxy/server.js') | undefined;
   private readonly onExit = () => this.cleanupSync();
@@ -144,6 +145,9 @@ export class Sandbox {
     } else {
       throw new SandboxError(`${helper.error.replace(/^srt: /, '')}; srt will not run a command without its seccomp filter`);
     }
+
+    // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's.
+    try { reapStale(policy.home); } catch { /* the lock is busy: they stay for the next run */ }
 
     let scanned, globs, bwrap: string;
     try {
@@ -293,9 +297,12 @@ export class Sandbox {
     return lines.join('\n') + '\n';
   }
 
-  /** Run the command; resolves to its exit status per SPEC §1. */
+  /** Run the command; resolves to its exit status per SPEC §1. One run per Sandbox: the run
+   *  directory, placeholders and proxy are set up for it and cleaned up after it. */
   async run(cmd: CommandSpec): Promise<number> {
     if (this.disposed) throw new Error('Sandbox already disposed');
+    if (this.ran) throw new Error('Sandbox.run() may be called once; create a new Sandbox for another command');
+    this.ran = true;
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
     for (const w of this.startupWarnings(cmd)) process.stderr.write(`srt: warning: ${w}\n`);
@@ -339,6 +346,7 @@ export class Sandbox {
         bwrap: this.bwrap, args: plan.args, env, cwd: this.policy.cwd,
         viaHelper: this.facts.seccomp !== undefined,
       });
+      this.running = false; // from here on a signal ends srt itself (cleanup runs in its handler)
       if (!res.started) {
         if (res.signal) return signalExit(res.signal);
         const why = await diagnoseBubblewrap(this.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });

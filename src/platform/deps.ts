@@ -70,7 +70,7 @@ export function diagnose(bwrapError: string, opts: { weakerNested: boolean }): s
   if (/proc/i.test(detail) && !opts.weakerNested) {
     return `bubblewrap cannot mount a fresh /proc${said}; inside an unprivileged container set "enableWeakerNestedSandbox": true (weaker isolation)`;
   }
-  return `bubblewrap cannot create a sandbox here${said}; run \`srt doctor\` for details`;
+  return `bubblewrap cannot create a sandbox here${said}`;
 }
 
 /** The bwrap binary, or a DependencyError saying how to install it. */

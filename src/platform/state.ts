@@ -1,9 +1,9 @@
 // Placeholder mount points for missing protected paths, and the state file that records them
-// (`~/.srt/state/<pid>.json`) so a run killed with SIGKILL leaves a trace `srt doctor` can
-// clean. A placeholder is removed only by the run that recorded it, only while it is still
-// empty, and never while another live run has it recorded too.
+// (`~/.srt/state/<pid>.json`) so what a run killed with SIGKILL leaves is found and cleared by the
+// next run (`reapStale`). A placeholder is removed only while it is still empty, and never while
+// a live run has it recorded.
 
-import { closeSync, mkdirSync, openSync, readdirSync, readFileSync, rmdirSync, statSync, unlinkSync, writeFileSync, renameSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProtectedTarget } from '../profiles/protected.js';
 
@@ -83,6 +83,43 @@ function withLock<T>(home: string, fn: () => T): T {
   }
 }
 
+/** Remove a placeholder only while it still is one: an empty file or directory, not a link. */
+function removePlaceholder(ph: ProtectedTarget): void {
+  try {
+    const st = lstatSync(ph.path);
+    if (ph.kind === 'dir' && st.isDirectory()) rmdirSync(ph.path); // fails unless empty: then it is not a placeholder any more
+    else if (ph.kind === 'file' && st.isFile() && st.size === 0) unlinkSync(ph.path);
+  } catch { /* gone or no longer empty: leave it */ }
+}
+
+function pidAlive(pid: number): boolean {
+  return processStartTime(pid) !== null;
+}
+
+/**
+ * Clear what runs killed with SIGKILL left behind: their placeholders that are still empty and
+ * that no live run recorded too, their run directories under `~/.srt/run` and their state
+ * files. A live run's files are never touched (the owner pid and its start time are checked).
+ */
+export function reapStale(home: string): void {
+  const runRoot = join(home, '.srt', 'run');
+  const deadStates = readStates(home).filter(({ state }) => !isLive(state));
+  let deadRunDirs: string[] = [];
+  try {
+    deadRunDirs = readdirSync(runRoot).filter((n) => /^\d+-/.test(n) && !pidAlive(Number(n.split('-')[0])));
+  } catch { /* no run dir yet */ }
+  if (deadStates.length === 0 && deadRunDirs.length === 0) return;
+  withLock(home, () => {
+    const liveHeld = new Set<string>();
+    for (const { state } of readStates(home)) if (isLive(state)) for (const ph of state.placeholders) liveHeld.add(ph.path);
+    for (const { file, state } of deadStates) {
+      for (const ph of [...state.placeholders].reverse()) if (!liveHeld.has(ph.path)) removePlaceholder(ph);
+      try { unlinkSync(file); } catch { /* another run reaped it */ }
+    }
+    for (const name of deadRunDirs) rmSync(join(runRoot, name), { recursive: true, force: true });
+  });
+}
+
 export class PlaceholderSet {
   private readonly file: string;
   /** Placeholders this run may remove at the end (made by it, or shared with a live run). */
@@ -99,7 +136,7 @@ export class PlaceholderSet {
    * path it binds read-only; those that other runs recorded as placeholders are recorded here
    * too, because deleting a mount point in another mount namespace detaches the mount there.
    * Those of live runs are shared (the last run removes them); those of dead runs are stale and
-   * left for `srt doctor --fix`. Any bound path missing by now is (re)created so bwrap finds it.
+   * left to `reapStale` of a later run. Any bound path missing by now is (re)created so bwrap finds it.
    */
   create(wanted: ProtectedTarget[], bound: ReadonlyMap<string, 'file' | 'dir'>): void {
     const boundSet = new Set(bound.keys());
@@ -153,14 +190,7 @@ export class PlaceholderSet {
         if (state.pid === process.pid || !isLive(state)) continue;
         for (const ph of state.placeholders) others.add(ph.path);
       }
-      for (const ph of [...this.owned].reverse()) {
-        if (others.has(ph.path)) continue;
-        try {
-          const st = statSync(ph.path);
-          if (ph.kind === 'dir' && st.isDirectory()) rmdirSync(ph.path); // fails unless empty: then it is not a placeholder any more
-          else if (ph.kind === 'file' && st.isFile() && st.size === 0) unlinkSync(ph.path);
-        } catch { /* gone or no longer empty: leave it */ }
-      }
+      for (const ph of [...this.owned].reverse()) if (!others.has(ph.path)) removePlaceholder(ph);
       try { unlinkSync(this.file); } catch { /* already gone */ }
     };
     try {

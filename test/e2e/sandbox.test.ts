@@ -1,7 +1,7 @@
 // Run lifecycle end to end: exit status, stdio, TTY, signals, cleanup, placeholders' state file,
 // and srt's own failures (exit 125, nothing ran).
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
@@ -119,7 +119,7 @@ describe('signals and cleanup', () => {
     expect(processesWith(marker)).toEqual([]);
   });
 
-  it('a run killed with SIGKILL leaves its state file; later runs keep live and dead runs\' placeholders', async () => {
+  it('a run killed with SIGKILL leaves its state file; a later run keeps a live run\'s placeholders and reaps a dead one\'s', async () => {
     const { home, cwd } = scratch();
     // Run A (live) holds placeholders for the missing protected names in cwd.
     const a = await startBackground(['--', 'sh', '-c', 'echo $TMPDIR; echo ready; exec sleep 1000'], home, cwd);
@@ -132,16 +132,18 @@ describe('signals and cleanup', () => {
     expect((await srt(['--', 'true'], { home, cwd })).exitCode).toBe(0);
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     expect(existsSync(join(cwd, '.vscode'))).toBe(true);
-    // Kill A with SIGKILL: its state file and placeholders remain (stale, for `srt doctor --fix`).
+    // Kill A with SIGKILL: its state file, placeholders and run dir remain (stale).
     a.child.kill('SIGKILL');
     await a.exit;
     expect(existsSync(stateA)).toBe(true);
-    // Run C: the dead run's placeholders are still protected and not deleted.
+    expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
+    expect(existsSync(dirname(a.firstLine))).toBe(true);
+    // Run C reaps the dead run's leftovers, is itself protected all the same, and cleans up after itself.
     const c = await srt(['--', 'sh', '-c', 'echo evil > .bashrc'], { home, cwd });
     expect(c.exitCode).not.toBe(0);
-    expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
-    expect(readFileSync(join(cwd, '.bashrc'), 'utf8')).toBe('');
-    expect(readdirSync(join(home, '.srt/state'))).toEqual([`${a.child.pid}.json`]);
+    expect(readdirSync(cwd)).toEqual([]);
+    expect(readdirSync(join(home, '.srt/state'))).toEqual([]);
+    expect(existsSync(dirname(a.firstLine))).toBe(false);
   });
 });
 
