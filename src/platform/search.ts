@@ -4,7 +4,8 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { globToRegExp, type Landing } from '../profiles/bwrap.js';
+import { globToRegExp } from '../glob.js';
+import type { Landing } from '../profiles/bwrap.js';
 import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
 import { resolveLanding } from './landing.js';
@@ -94,7 +95,9 @@ export async function expandGlob(glob: string): Promise<Landing[]> {
   } catch {
     return [];
   }
-  const rel = relative(base, glob);
+  // ripgrep's globs also know `{a,b}` and `\` escapes, which srt's do not: escape them so rg
+  // lists a superset and globToRegExp alone decides what matches.
+  const rel = relative(base, glob).replace(/[{}\\]/g, '\\$&');
   const { files, timedOut } = await rg(['--files', '--hidden', '--no-ignore', '--no-config', '--no-messages', '--no-follow',
     '-g', `/${rel}`, '-g', `/${rel}/**`], base);
   // Fail closed: a partly expanded deny glob would leave some matches uncovered.

@@ -2,6 +2,7 @@
 // layer (paths absolute, domains parsed), drop what a scope may not set (one warning per key),
 // then merge by scope precedence (scalars) and union (lists), where deny entries only add.
 
+import { globToRegExp } from '../glob.js';
 import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import type {
@@ -247,7 +248,15 @@ class Builder {
     if (p === '~' || p.startsWith('~/')) p = join(this.ctx.home, p.slice(1));
     else if (p.startsWith('~')) throw new SettingsError(`${where(layer.source, key)}: "${original}": ~user paths are not supported; write the absolute path`);
     const path = isAbsolute(p) ? resolve(p) : resolve(layer.base, p);
-    return { path, glob: !literal && GLOB.test(original), original };
+    const glob = !literal && GLOB.test(original);
+    if (glob) {
+      try {
+        globToRegExp(path);
+      } catch (e) {
+        throw new SettingsError(`${where(layer.source, key)}: "${original}": invalid glob (${(e as Error).message.replace(/^Invalid regular expression: /, '')})`);
+      }
+    }
+    return { path, glob, original };
   }
 
   private pathRules(key: 'allowWrite' | 'denyWrite' | 'denyRead' | 'allowRead'): PathRule[] {

@@ -407,4 +407,18 @@ describe('escapes that are refused (regressions)', () => {
     }
     expect(readdirSync(cwd)).toEqual([]);
   });
+
+  // Globs: rg's extra syntax (`{a,b}`, `\`) must not make a deny glob match nothing, and a glob
+  // srt cannot apply is a settings error, not a crash or a silent no-op.
+  it('deny-read globs with braces still hide their matches; an invalid glob is a clear error', async () => {
+    const { home, cwd } = scratch();
+    writeTree(cwd, { 'a{b.txt': 'brace secret\n', 'plain.txt': 'visible\n' });
+    const r = await srt(['--deny-read', `${cwd}/*{b.txt`, '-c', 'cat "a{b.txt"; cat plain.txt'], { home, cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toBe('visible');
+    const bad = await srt(['--deny-read', `${cwd}/sec[z-a]*`, '--', 'touch', 'ran'], { home, cwd });
+    expect(bad.exitCode).toBe(125);
+    expect(bad.stderr).toMatch(/^srt: --deny-read: ".*sec\[z-a\]\*": invalid glob \(.*Range out of order/);
+    expect(existsSync(join(cwd, 'ran'))).toBe(false);
+  });
 });

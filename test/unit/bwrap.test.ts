@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
-import { buildBwrapPlan, globToRegExp, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { globToRegExp } from '../../src/glob.js';
+import { buildBwrapPlan, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
 
 const src = { scope: 'cli' as const };
 const rule = (path: string, glob = /[*?[]/.test(path)): PathRule => ({ path, glob, original: path, source: src });
