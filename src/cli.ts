@@ -127,7 +127,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     for (const line of sandbox.violations()) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
     return code;
   } catch (err) {
-    if (err instanceof SandboxError) throw new Fatal([err.message.replace(/^srt: /, '')]);
+    if (err instanceof SandboxError) throw new Fatal([err.message]);
     throw err;
   } finally {
     stopControl();

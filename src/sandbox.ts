@@ -22,9 +22,7 @@ import type { ProxyHandle } from './proxy/server.js';
 export type CommandSpec = { argv: string[] } | { shell: string };
 
 /** srt could not build the sandbox: print `srt: ${message}`, exit 125, nothing ran. */
-export class SandboxError extends Error {
-  readonly exitCode = 125;
-}
+export class SandboxError extends Error {}
 
 const MANAGED_DIR = '/etc/srt';
 // Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
@@ -140,10 +138,10 @@ export class Sandbox {
     let seccompHelper: { path: string; arch: SeccompArch } | undefined;
     if ('path' in helper) seccompHelper = helper;
     else if (policy.network.allowAllUnixSockets || policy.allowNestedUserNamespaces) {
-      warnings.push(`the seccomp helper is unavailable (${helper.error.replace(/^srt: /, '')}); running without the seccomp filter because ` +
+      warnings.push(`the seccomp helper is unavailable (${helper.error}); running without the seccomp filter because ` +
         `${policy.network.allowAllUnixSockets ? 'network.allowAllUnixSockets' : 'allowNestedUserNamespaces'} is set`);
     } else {
-      throw new SandboxError(`${helper.error.replace(/^srt: /, '')}; srt will not run a command without its seccomp filter`);
+      throw new SandboxError(`${helper.error}; srt will not run a command without its seccomp filter`);
     }
 
     // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's.

@@ -22,13 +22,13 @@ export function hostSeccompArch(): SeccompArch | undefined {
 export function findSeccompHelper(path: string = SECCOMP_HELPER_PATH): { path: string; arch: SeccompArch } | { error: string } {
   const arch = hostSeccompArch();
   if (!arch) {
-    return { error: `srt: no seccomp filter for ${process.platform}/${process.arch} (Linux x86_64 and aarch64 only)` };
+    return { error: `no seccomp filter for ${process.platform}/${process.arch} (Linux x86_64 and aarch64 only)` };
   }
   try {
-    if (!statSync(path).isFile()) return { error: `srt: seccomp helper ${path} is not a file: ${BUILD_HINT}` };
+    if (!statSync(path).isFile()) return { error: `seccomp helper ${path} is not a file: ${BUILD_HINT}` };
     accessSync(path, constants.X_OK);
   } catch {
-    return { error: `srt: seccomp helper not built (${path}): ${BUILD_HINT}` };
+    return { error: `seccomp helper not built (${path}): ${BUILD_HINT}` };
   }
   const header = Buffer.alloc(20);
   let fd: number | undefined;
@@ -36,13 +36,13 @@ export function findSeccompHelper(path: string = SECCOMP_HELPER_PATH): { path: s
     fd = openSync(path, 'r');
     if (readSync(fd, header, 0, header.length, 0) !== header.length) throw new Error('short');
   } catch {
-    return { error: `srt: cannot read the seccomp helper ${path}: ${BUILD_HINT}` };
+    return { error: `cannot read the seccomp helper ${path}: ${BUILD_HINT}` };
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
   const isElf64Le = header.readUInt32BE(0) === 0x7f454c46 && header[4] === 2 && header[5] === 1;
   if (!isElf64Le || header.readUInt16LE(18) !== ELF_MACHINE[arch]) {
-    return { error: `srt: seccomp helper ${path} is not built for ${arch}: ${BUILD_HINT}` };
+    return { error: `seccomp helper ${path} is not built for ${arch}: ${BUILD_HINT}` };
   }
   return { path, arch };
 }

@@ -7,18 +7,18 @@ import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, r
 import { join } from 'node:path';
 import type { ProtectedTarget } from '../profiles/protected.js';
 
-export interface RunState {
+interface RunState {
   pid: number;
   /** Process start time (clock ticks since boot) guarding against pid reuse; null if unknown. */
   startTime: number | null;
   placeholders: ProtectedTarget[];
 }
 
-export function stateDir(home: string): string {
+function stateDir(home: string): string {
   return join(home, '.srt', 'state');
 }
 
-export function processStartTime(pid: number): number | null {
+function processStartTime(pid: number): number | null {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     // Field 22, counted after the parenthesised command name (which may contain spaces).
@@ -29,14 +29,14 @@ export function processStartTime(pid: number): number | null {
   }
 }
 
-export function isLive(state: Pick<RunState, 'pid' | 'startTime'>): boolean {
+function isLive(state: Pick<RunState, 'pid' | 'startTime'>): boolean {
   const now = processStartTime(state.pid);
   if (now === null) return false;
   return state.startTime === null || state.startTime === now;
 }
 
 /** Every state file under `~/.srt/state` (unparseable ones skipped). */
-export function readStates(home: string): { file: string; state: RunState }[] {
+function readStates(home: string): { file: string; state: RunState }[] {
   const dir = stateDir(home);
   let names: string[];
   try { names = readdirSync(dir); } catch { return []; }

@@ -1,6 +1,6 @@
 // Protected paths (SPEC §3): write-denied whatever the settings say. This module is the pure
 // plan: which ripgrep search finds them, and which targets follow from what it found. The
-// platform side (src/platform/protected.ts) runs the search and reads git's pointer files.
+// platform side (src/platform/search.ts) runs the search and reads git's pointer files.
 
 import { dirname, join, posix } from 'node:path';
 

@@ -25,8 +25,6 @@ export interface ForwardRequest {
   headers: Array<[string, string]>;
   /** The request body as it streams from the client (replace it to rewrite bodies). */
   body: Readable;
-  /** False for plain HTTP; true for requests decrypted by TLS termination. */
-  tls: boolean;
 }
 
 /**
@@ -272,7 +270,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     }
     const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
     const fwd = await inspectRequest(
-      { method: req.method!, target: auth.target, path: parsed.path, headers: forwardHeaders(req, auth.target, false), body: req, tls: false },
+      { method: req.method!, target: auth.target, path: parsed.path, headers: forwardHeaders(req, auth.target, false), body: req },
       opts.requestHook,
     );
     if ('refuse' in fwd) {
@@ -366,7 +364,7 @@ async function openTunnel(gate: Gate, req: IncomingMessage, client: Socket, head
   let requestHead = '';
   if (via === 'upgrade') {
     const fwd = await inspectRequest(
-      { method: req.method!, target: auth.target, path, headers: forwardHeaders(req, auth.target, true), body: req, tls: false },
+      { method: req.method!, target: auth.target, path, headers: forwardHeaders(req, auth.target, true), body: req },
       hook,
     );
     if ('refuse' in fwd) return rawReply(client, 403, `Blocked by srt: ${fwd.refuse}`, blockedBody(auth.target.display, fwd.refuse), BLOCKED);

@@ -29,7 +29,7 @@ describe.skipIf(!arch)('findSeccompHelper', () => {
 
   it('says how to build it when it is missing', () => {
     const r = findSeccompHelper(join(dir.path, 'absent'));
-    expect(r).toEqual({ error: expect.stringMatching(/^srt: seccomp helper not built .*npm run build/) });
+    expect(r).toEqual({ error: expect.stringMatching(/^seccomp helper not built .*npm run build/) });
   });
 
   it('refuses a file that is not executable', () => {
@@ -37,7 +37,7 @@ describe.skipIf(!arch)('findSeccompHelper', () => {
     writeFileSync(file, elf(arch === 'x86_64' ? 62 : 183));
     chmodSync(file, 0o644);
     // even root passes X_OK only when some execute bit is set
-    expect(findSeccompHelper(file)).toEqual({ error: expect.stringMatching(/^srt: seccomp helper not built/) });
+    expect(findSeccompHelper(file)).toEqual({ error: expect.stringMatching(/^seccomp helper not built/) });
   });
 
   it('refuses a non-ELF file and an ELF for another architecture or class', () => {
@@ -52,7 +52,7 @@ describe.skipIf(!arch)('findSeccompHelper', () => {
       const file = join(dir.path, name);
       writeFileSync(file, content);
       chmodSync(file, 0o755);
-      expect(findSeccompHelper(file), name).toEqual({ error: expect.stringMatching(/^srt: .*npm run build/) });
+      expect(findSeccompHelper(file), name).toEqual({ error: expect.stringMatching(/npm run build/) });
     }
   });
 
