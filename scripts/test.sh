@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The whole test suite: unit + e2e as the current user, and when run as root (as CI does) the
-# e2e suite again as an unprivileged user, since real users are not root.
+# whole suite again as an unprivileged user, since real users are not root (and a few checks,
+# such as an unreadable settings file, only mean something for them).
 # Ends with one summary line "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -20,9 +21,9 @@ if [ "$(id -u)" = 0 ] && [ "${SRT_TEST_SKIP_UNPRIVILEGED:-}" != 1 ]; then
   copy=$(mktemp -d /tmp/srt-unpriv.XXXXXX)
   tar -C "$repo" --exclude=.git -cf - . | tar -C "$copy" -xf -
   chown -R "$user": "$copy" "$results"
-  echo "== e2e as unprivileged user $user"
+  echo "== unit + e2e as unprivileged user $user"
   runuser -u "$user" -- env -i PATH="$PATH" HOME="$(getent passwd "$user" | cut -d: -f6)" LANG=C.UTF-8 \
-    bash -c "cd '$copy' && npx vitest run test/e2e --reporter=default --reporter=json --outputFile.json='$results/unpriv.json'" || status=1
+    bash -c "cd '$copy' && npx vitest run --reporter=default --reporter=json --outputFile.json='$results/unpriv.json'" || status=1
   rm -rf "$copy"
 fi
 
