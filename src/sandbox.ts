@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { constants as osConstants } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, globRules, isWithin, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
 import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
@@ -16,6 +16,7 @@ import { launch, STATUS_FD } from './platform/run.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
 import { PlaceholderSet, reapStale } from './platform/state.js';
+import { PACKAGE_ROOT } from './paths.js';
 import { NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import type { ProxyHandle } from './proxy/server.js';
 
@@ -83,6 +84,19 @@ function withheldEnv(policy: Policy): string[] {
     for (const n of [p.accessKeyIdVar, p.secretAccessKeyVar, p.sessionTokenVar]) if (n) names.add(n);
   }
   return [...names];
+}
+
+/**
+ * srt itself inside a path the command may write (e.g. `node_modules/srt` of the project being
+ * sandboxed): the command could rewrite srt, or its launcher, and the next run would execute
+ * that code outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
+ */
+function selfWritableWarnings(writable: string[]): string[] {
+  const launcher = process.argv[1] ? resolve(process.argv[1]) : undefined;
+  const mine = [PACKAGE_ROOT, ...(launcher ? [launcher] : [])];
+  const exposed = mine.filter((p) => writable.some((w) => isWithin(p, w)));
+  if (exposed.length === 0) return [];
+  return [`srt is installed inside a path this sandbox may write (${exposed.join(', ')}): the command could replace srt itself; install srt outside the project (e.g. npm install -g)`];
 }
 
 /** The startup warning for every credential srt withholds instead of masking. */
@@ -261,7 +275,8 @@ export class Sandbox {
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
   startupWarnings(cmd: CommandSpec): string[] {
-    return [...new Set([...this.warnings, ...maskWarnings(this.policy), ...this.plan(cmd).warnings])];
+    const plan = this.plan(cmd);
+    return [...new Set([...this.warnings, ...maskWarnings(this.policy), ...selfWritableWarnings(plan.writable), ...plan.warnings])];
   }
 
   dryRun(cmd: CommandSpec): string {

@@ -60,6 +60,8 @@ export interface BwrapPlan {
   warnings: string[];
   /** Decisions worth a `--debug` line. */
   notes: string[];
+  /** The paths bound read-write (outermost only). */
+  writable: string[];
 }
 
 const GLOB_CHARS = /[*?[\]]/;
@@ -315,5 +317,5 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     ]
     : [];
   const args = [...nsArgs, ...capArgs, ...fsArgs, '--chdir', policy.cwd, ...statusArgs, '--', ...inner, ...command];
-  return { args, placeholders: [...placeholders.values()], warnings, notes };
+  return { args, placeholders: [...placeholders.values()], warnings, notes, writable };
 }
