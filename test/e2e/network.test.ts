@@ -44,6 +44,12 @@ function handler(repoDir: string) {
       }
       return;
     }
+    if (url === '/simple/srt-demo/') {
+      // A PEP 503 simple index page, for pip.
+      res.setHeader('content-type', 'text/html');
+      res.end('<html><body><a href="/files/srt_demo-1.2.3-py3-none-any.whl">srt_demo-1.2.3-py3-none-any.whl</a></body></html>');
+      return;
+    }
     if (url === '/srt-demo') {
       // An npm registry document, for `npm view`.
       res.setHeader('content-type', 'application/json');
@@ -116,7 +122,7 @@ async function inSandbox(script: string, settings: object) {
 }
 
 describe('network through the proxy', () => {
-  it('curl, python, node, git, npm and SOCKS reach allowed destinations; others get 403; deny beats allow; ports hold', async () => {
+  it('curl, python, node, git, npm, pip and SOCKS reach allowed destinations; others get 403; deny beats allow; ports hold', async () => {
     const base = `http://${HOST}`;
     const script = [
       `echo curl=$(curl -s --max-time 10 ${base}:${httpPort}/curl)`,
@@ -135,6 +141,7 @@ except urllib.error.HTTPError as e: print(e.code)")`,
       `echo node_http=$(node -e "require('http').get('${base}:${httpPort}/nodehttp', r => { let b=''; r.on('data', d => b += d); r.on('end', () => console.log(b)); })")`,
       `git clone -q ${base}:${httpPort}/repo.git clone 2>/dev/null; echo git=$(cat clone/README)`,
       `echo npm=$(npm_config_cache=$TMPDIR/npm npm view srt-demo version --no-update-notifier --registry ${base}:${httpPort}/ 2>/dev/null)`,
+      `echo pip=$(python3 -m pip index versions srt-demo --index-url ${base}:${httpPort}/simple/ --disable-pip-version-check 2>/dev/null | head -1)`,
       `echo socks=$(curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${httpPort}/socks)`,
       `curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${otherPort}/ >/dev/null; echo socks_blocked=$?`,
       // The ProxyCommand srt puts in GIT_SSH_COMMAND (ssh's route): a raw TCP stream via CONNECT.
@@ -161,6 +168,7 @@ except urllib.error.HTTPError as e: print(e.code)")`,
       node_http: 'hello /nodehttp',
       git: 'cloned through srt',
       npm: '1.2.3',
+      pip: 'srt-demo (1.2.3)',
       socks: 'hello /socks',
       socks_blocked: '97',
       ssh_route: 'ping',
