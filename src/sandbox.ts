@@ -4,7 +4,6 @@
 
 import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { constants as osConstants } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, isWithin, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
@@ -12,7 +11,7 @@ import { protectedTargets, type ProtectedTarget } from './profiles/protected.js'
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
-import { launch, STATUS_FD } from './platform/run.js';
+import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
 import { PlaceholderSet, reapStale } from './platform/state.js';
@@ -29,16 +28,9 @@ const MANAGED_DIR = '/etc/srt';
 // Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
 const HTTP_RELAY_PORT = 3128;
 const SOCKS_RELAY_PORT = 1080;
-// Every signal a terminal or a supervisor sends to end srt (Ctrl-C, Ctrl-\\, hang-up, kill):
-// Node would otherwise die on them without cleaning up.
-const SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 
 function shellQuote(s: string): string {
   return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-function signalExit(sig: NodeJS.Signals): number {
-  return 128 + osConstants.signals[sig];
 }
 
 /**
@@ -237,7 +229,7 @@ export class Sandbox {
     const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched);
     sb.warnings.push(...warnings);
     process.on('exit', sb.onExit);
-    for (const s of SIGNALS) process.on(s, sb.onSignal);
+    for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
     return sb;
   }
 
@@ -433,7 +425,7 @@ export class Sandbox {
     this.disposed = true;
     this.cleanupSync();
     process.off('exit', this.onExit);
-    for (const s of SIGNALS) process.off(s, this.onSignal);
+    for (const s of FORWARDED_SIGNALS) process.off(s, this.onSignal);
   }
 }
 

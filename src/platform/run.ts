@@ -6,7 +6,9 @@ import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 
 export const STATUS_FD = 3;
-const FORWARDED = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
+/** Every signal a terminal or a supervisor sends to end srt (Ctrl-C, Ctrl-\, hang-up, kill):
+ *  forwarded to the command while it runs; Node would otherwise die on them without cleaning up. */
+export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 
 export interface LaunchResult {
   /** false: bwrap failed before the command started (bwrap printed why). */
@@ -62,8 +64,8 @@ export function launch(opts: LaunchOptions): Promise<LaunchResult> {
       }
     };
     const onSignal = (sig: NodeJS.Signals) => { received ??= sig; deliver(sig); };
-    for (const s of FORWARDED) process.on(s, onSignal);
-    const detach = () => { for (const s of FORWARDED) process.off(s, onSignal); };
+    for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
+    const detach = () => { for (const s of FORWARDED_SIGNALS) process.off(s, onSignal); };
 
     const status = child.stdio[STATUS_FD] as import('node:stream').Readable;
     status.setEncoding('utf8');
@@ -81,12 +83,13 @@ export function launch(opts: LaunchOptions): Promise<LaunchResult> {
       detach();
       const m = /"exit-code":\s*(\d+)/.exec(statusText);
       if (m) return resolve({ started: true, status: Number(m[1]), signal: received });
-      if (sig) return resolve({ started: true, status: 128 + (signalNumber(sig) ?? 0), signal: received });
+      if (sig) return resolve({ started: true, status: signalExit(sig), signal: received });
       resolve({ started: false, status: code ?? 125, signal: received });
     });
   });
 }
 
-function signalNumber(sig: NodeJS.Signals): number | undefined {
-  return (constants.signals as Record<string, number>)[sig];
+/** The exit status for death by `sig` (SPEC §1: 128+N). */
+export function signalExit(sig: NodeJS.Signals): number {
+  return 128 + constants.signals[sig];
 }
