@@ -79,6 +79,16 @@ export async function stopStragglers(): Promise<void> {
 /** A shell snippet that prints `name=yes` when `cmd` succeeds inside, else `name=no`. */
 export const attempt = (name: string, cmd: string) => `if ( ${cmd} ) >/dev/null 2>&1; then echo ${name}=yes; else echo ${name}=no; fi`;
 
+/** Every `name=value` line of a sandboxed script's output. */
+export function keyValues(stdout: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of stdout.split('\n')) {
+    const m = /^(\w[\w-]*)=(.*)$/.exec(line);
+    if (m) out[m[1]!] = m[2]!;
+  }
+  return out;
+}
+
 /** The `name=yes|no` lines printed by `attempt` snippets. */
 export function results(stdout: unknown): Record<string, string> {
   return Object.fromEntries(String(stdout).split('\n').filter((l) => /^\w+=(yes|no)$/.test(l)).map((l) => l.split('=') as [string, string]));

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServer, listenOn, selfSigned } from './proxy-fixtures.js';
 import { execa } from 'execa';
-import { SRT_BIN, srt, tempDir } from './helpers.js';
+import { keyValues, srt, SRT_BIN, tempDir } from './helpers.js';
 
 const HOST = '127.0.0.2';
 const tmp = tempDir('srt-net-');
@@ -113,12 +113,7 @@ async function inSandbox(script: string, settings: object) {
   const file = join(tmp.path, `settings-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(file, JSON.stringify(settings));
   const r = await srt(['--settings', file, '-c', script], { home, cwd, env: { NODE_EXTRA_CA_CERTS: cert.certPath } });
-  const results: Record<string, string> = {};
-  for (const line of r.stdout.split('\n')) {
-    const m = /^(\w[\w-]*)=(.*)$/.exec(line);
-    if (m) results[m[1]!] = m[2]!;
-  }
-  return { ...r, results };
+  return { ...r, results: keyValues(r.stdout) };
 }
 
 describe('network through the proxy', () => {

@@ -11,7 +11,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { closeServer, listenOn } from './proxy-fixtures.js';
-import { srt, tempDir } from './helpers.js';
+import { keyValues, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-proxy-escape-');
 const home = join(tmp.path, 'home');
@@ -58,12 +58,7 @@ async function inSandbox(script: string, settings: object) {
   writeFileSync(settingsFile, JSON.stringify(settings));
   writeFileSync(join(cwd, 'probe.py'), script);
   const r = await srt(['--settings', settingsFile, '--', 'python3', 'probe.py'], { home, cwd });
-  const results: Record<string, string> = {};
-  for (const line of r.stdout.split('\n')) {
-    const m = /^([\w-]+)=(.*)$/.exec(line);
-    if (m) results[m[1]!] = m[2]!;
-  }
-  return { ...r, results };
+  return { ...r, results: keyValues(r.stdout) };
 }
 
 // Shared Python helpers: `http(data)` → the status lines seen (joined by `|`), `socks(...)` → reply.
