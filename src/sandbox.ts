@@ -266,8 +266,7 @@ export class Sandbox {
   }
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
-  startupWarnings(cmd: CommandSpec): string[] {
-    const plan = this.plan(cmd);
+  private startupWarnings(plan: BwrapPlan): string[] {
     return [...new Set([...this.warnings, ...maskWarnings(this.policy), ...selfWritableWarnings(plan.writable), ...plan.warnings])];
   }
 
@@ -297,7 +296,7 @@ export class Sandbox {
       lines.push('', '# empty read-only placeholders created for the run (missing protected paths)');
       for (const p of plan.placeholders) lines.push(`${p.kind} ${p.path}`);
     }
-    const warnings = this.startupWarnings(cmd);
+    const warnings = this.startupWarnings(plan);
     if (warnings.length) lines.push('', '# warnings', ...warnings.map((w) => `srt: warning: ${w}`));
     return lines.join('\n') + '\n';
   }
@@ -310,7 +309,7 @@ export class Sandbox {
     this.ran = true;
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
-    for (const w of this.startupWarnings(cmd)) process.stderr.write(`srt: warning: ${w}\n`);
+    for (const w of this.startupWarnings(plan)) process.stderr.write(`srt: warning: ${w}\n`);
     if (this.debug) for (const n of plan.notes) process.stderr.write(`srt[debug]: ${n}\n`);
     const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges() };
     for (const name of withheldEnv(this.policy)) delete env[name];
