@@ -1,4 +1,4 @@
-// Locate the seccomp helper built from seccomp/srt-seccomp.c by scripts/build-seccomp.sh.
+// Locate the seccomp helper built from seccomp/*.c by scripts/build-seccomp.sh.
 // Checked without running it: present, executable, and an ELF for this machine's architecture.
 import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
 import { SECCOMP_HELPER_PATH } from '../paths.js';

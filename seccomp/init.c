@@ -1,0 +1,79 @@
+// init: PID 1 of the nested PID namespace, in its own mount namespace with a fresh /proc, and
+// the command it starts (no capabilities, no_new_privs, Landlock, the seccomp filter).
+
+#include "helper.h"
+
+#include <sched.h>
+#include <stdio.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char *const proc_covered[] = {"/proc/sys", "/proc/sysrq-trigger", "/proc/irq",
+                                           "/proc/bus"};
+
+// Bind a /proc entry over itself read-only (as bwrap does for its own /proc): with uid 0
+// mapped to host root, /proc/sys and /proc/sysrq-trigger are otherwise writable by the owner.
+static void proc_read_only(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) {
+    if (errno == ENOENT) return;
+    die_errno(path);
+  }
+  if (mount(path, path, NULL, MS_BIND | MS_REC, NULL) != 0) die_errno(path);
+  if (mount(NULL, path, NULL, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+            NULL) != 0)
+    die_errno(path);
+}
+
+// writable: NULL to leave Landlock out.
+static void exec_command(char **cmd, const struct sock_fprog *prog,
+                         const char *const *writable, int nwritable) {
+  // Its own process group, so init can signal the command and everything it starts at once.
+  if (setpgid(0, 0) != 0) die_errno("setpgid");
+  unblock_signals();
+  // bwrap already sets no_new_privs; set it again: Landlock and seccomp without CAP_SYS_ADMIN
+  // require it, and it keeps execve from granting capabilities (setuid files, file caps, uid 0).
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_errno("PR_SET_NO_NEW_PRIVS");
+  if (writable) restrict_writes(writable, nwritable);
+  install_filter(prog);
+  execvp(cmd[0], cmd);
+  int err = errno;
+  if (err == ENOENT || err == ENOTDIR) {
+    fprintf(stderr, "srt: %s: command not found\n", cmd[0]);
+    _exit(127);
+  }
+  if (err == EACCES || err == EPERM || err == ENOEXEC || err == EISDIR)
+    fprintf(stderr, "srt: %s: permission denied\n", cmd[0]);
+  else
+    fprintf(stderr, "srt: %s: %s\n", cmd[0], strerror(err));
+  _exit(126);
+}
+
+// PID 1 of the nested PID namespace.
+int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
+                    int nwritable, const sigset_t *set) {
+  if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
+  // Private: nothing mounted here propagates back to bwrap's mount namespace.
+  if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
+  // A /proc of the new PID namespace shows only the command and its descendants. The kernel
+  // allows it only while bwrap's /proc is fully visible: for an unprivileged user, bwrap's
+  // `--ro-bind /proc/sys /proc/sys` (a locked bind from the host's proc) breaks that, so srt
+  // leaves it out when this helper runs (the /proc/sys below replaces it).
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
+    die("seccomp helper: cannot mount a fresh /proc: %s (bwrap must not cover /proc/sys)",
+        strerror(errno));
+  for (size_t i = 0; i < sizeof proc_covered / sizeof proc_covered[0]; i++)
+    proc_read_only(proc_covered[i]);
+  // Non-dumpable: the command (same uid, no capabilities) can neither ptrace this process nor
+  // open its /proc/1/{mem,environ,fd}.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) die_errno("PR_SET_DUMPABLE");
+  drop_capabilities();
+  pid_t pid = fork();
+  if (pid < 0) die_errno("fork");
+  if (pid == 0) exec_command(cmd, prog, writable, nwritable);
+  // Also here, so a signal forwarded before the child ran setpgid still reaches the group.
+  if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH) die_errno("setpgid");
+  return forward_until_exit(pid, 1, set);
+}

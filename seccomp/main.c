@@ -1,0 +1,174 @@
+// srt-seccomp: the first process inside srt's bubblewrap sandbox.
+//
+//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--no-landlock] --filter FILE
+//               -- CMD ARGS...
+//
+// bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
+// --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP): its capabilities count only in
+// bwrap's user namespace. It
+//  1. starts one socat per relay (capabilities dropped), listening on 127.0.0.1:PORT and
+//     relaying to the Unix socket SOCKETPATH (the proxy outside), and waits until each listens;
+//  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, mounts a
+//     fresh /proc there (so the command cannot see socat or this process), re-binds the
+//     dangerous /proc entries read-only, drops every capability and forks the command, which
+//     sets no_new_privs, restricts writes with Landlock (below), installs the seccomp filter
+//     from FILE and execs CMD;
+//  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
+//     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
+//     left in the sandbox, socat included.
+// Its own failures exit 125 with a `srt: ` message; exec failures 127 (not found) / 126.
+//
+// This file: arguments, signal plumbing and the outer process; each mechanism has its own file
+// (helper.h lists them).
+
+#include "helper.h"
+
+#include <stdarg.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MAX_RELAYS 16
+
+// Signals passed on to the command. SIGCHLD is handled here; SIGKILL/SIGSTOP cannot be caught.
+static const int forwarded_signals[] = {
+    SIGHUP, SIGINT,  SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGTERM,
+    SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGWINCH,
+};
+
+void die(const char *fmt, ...) {
+  // One write, so that messages from several processes never interleave.
+  char msg[1024] = "srt: ";
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + 5, sizeof msg - 6, fmt, ap);
+  va_end(ap);
+  size_t len = strlen(msg);
+  msg[len] = '\n';
+  if (write(STDERR_FILENO, msg, len + 1) < 0) { /* nothing left to report it to */ }
+  _exit(EXIT_SETUP);
+}
+
+static void usage(void) {
+  die("seccomp helper: usage: srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... "
+      "[--no-landlock] --filter FILE -- CMD ARGS...");
+}
+
+static void block_signals(sigset_t *set) {
+  sigemptyset(set);
+  for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
+    sigaddset(set, forwarded_signals[i]);
+  sigaddset(set, SIGCHLD);
+  // SIGCHLD must not be SIG_IGN (inherited), or children would be reaped behind our back.
+  if (signal(SIGCHLD, SIG_DFL) == SIG_ERR) die_errno("signal(SIGCHLD)");
+  // Blocked signals are queued even for a PID-namespace init, and then taken with sigwaitinfo:
+  // no handlers, so every other disposition (e.g. nohup's SIG_IGN) reaches the command as is.
+  if (sigprocmask(SIG_BLOCK, set, NULL) != 0) die_errno("sigprocmask");
+}
+
+void unblock_signals(void) {
+  sigset_t none;
+  sigemptyset(&none);
+  if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) die_errno("sigprocmask");
+}
+
+int status_code(int status) {
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Pass signals on to `child`, reap every child (orphans too, as a PID-namespace init must) and
+// return `child`'s exit status once it is gone.
+int forward_until_exit(pid_t child, int to_group, const sigset_t *set) {
+  for (;;) {
+    siginfo_t info;
+    int sig = sigwaitinfo(set, &info);
+    if (sig < 0) {
+      if (errno == EINTR) continue;
+      die_errno("sigwaitinfo");
+    }
+    if (sig != SIGCHLD) {
+      // Like a terminal's Ctrl-C: the whole process group of the command, so a shell's
+      // foreground child gets it too. Falls back to the pid once the group leader is gone.
+      if (to_group && kill(-child, sig) == 0) continue;
+      if (kill(child, sig) != 0 && errno != ESRCH) die_errno("kill");
+      continue;
+    }
+    for (;;) {
+      int status;
+      pid_t pid = waitpid(-1, &status, WNOHANG);
+      if (pid < 0 && errno == EINTR) continue;
+      if (pid < 0 && errno != ECHILD) die_errno("waitpid");
+      if (pid <= 0) break;
+      if (pid == child) return status_code(status);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  if (argc == 2 && strcmp(argv[1], "--version") == 0) {
+    printf("srt-seccomp 1\n");
+    return 0;
+  }
+  sigset_t set;
+  block_signals(&set); // first: a signal arriving during setup is queued, then forwarded
+  drop_bounding_set();
+  // Whatever srt's caller left open without close-on-exec (a pipe, a log file, a control fd)
+  // would otherwise be readable or writable from inside: nothing past stderr goes in.
+  if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) die_errno("close_range");
+
+  struct relay relays[MAX_RELAYS];
+  int nrelays = 0;
+  const char *filter_path = NULL;
+  const char **writable = calloc(argc, sizeof *writable);
+  if (!writable) die_errno("calloc");
+  int nwritable = 0, landlock = 1;
+  int i = 1;
+  for (; i < argc; i++) {
+    if (strcmp(argv[i], "--") == 0) break;
+    if (strcmp(argv[i], "--no-landlock") == 0) {
+      landlock = 0;
+      continue;
+    }
+    if (i + 1 >= argc) usage();
+    if (strcmp(argv[i], "--relay") == 0) {
+      if (nrelays == MAX_RELAYS) die("seccomp helper: more than %d relays", MAX_RELAYS);
+      parse_relay(argv[++i], &relays[nrelays]);
+      for (int r = 0; r < nrelays; r++)
+        if (relays[r].port == relays[nrelays].port)
+          die("seccomp helper: --relay: port %u given twice", relays[r].port);
+      nrelays++;
+    } else if (strcmp(argv[i], "--writable") == 0) {
+      if (argv[i + 1][0] != '/') die("seccomp helper: --writable %s: not absolute", argv[i + 1]);
+      writable[nwritable++] = argv[++i];
+    } else if (strcmp(argv[i], "--filter") == 0 && !filter_path) {
+      filter_path = argv[++i];
+    } else {
+      usage();
+    }
+  }
+  if (!filter_path || i + 1 >= argc) usage();
+  if (!landlock && nwritable > 0)
+    die("seccomp helper: --writable and --no-landlock exclude each other");
+  char **cmd = argv + i + 1;
+
+  struct sock_fprog prog;
+  read_filter(filter_path, &prog);
+
+  if (nrelays > 0) {
+    start_relays(relays, nrelays);
+  }
+
+  // CLONE_NEWPID applies to the next child, which becomes PID 1 of the nested namespace.
+  if (unshare(CLONE_NEWPID) != 0)
+    die("seccomp helper: cannot create a PID namespace: %s (run under bwrap --unshare-user "
+        "--cap-add CAP_SYS_ADMIN)",
+        strerror(errno));
+  pid_t init = fork();
+  if (init < 0) die_errno("fork");
+  if (init == 0) _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, &set));
+  drop_capabilities();
+  return forward_until_exit(init, 0, &set);
+}
