@@ -195,6 +195,7 @@ Examples:
   srt --allow-domain github.com -- git fetch
   srt --dry-run -- ls                   print the sandbox plan without running anything
   srt config                            show the merged settings and where each value comes from
+  srt trust                             approve this repository's .srt/settings.json (its allow entries then apply)
   srt -- config                         run a program named "config"
 
 Settings are read from /etc/srt/managed-settings.json (+ .d/*.json), ~/.srt/settings.json,
@@ -212,7 +213,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
   const program = new Command('srt');
   program
     .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
-    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | schema | proxy [--http-port N] [--socks-port N]')
+    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | trust [FILE] | schema | proxy [--http-port N] [--socks-port N]')
     .version(pkg.version, '-V, --version')
     .helpCommand(false)
     .enablePositionalOptions()
@@ -250,6 +251,46 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     const { configJson, configText } = await import('./settings/report.js');
     process.stdout.write(opts.json ? `${JSON.stringify(configJson(report), null, 2)}\n` : configText(report));
   });
+
+  program
+    .command('trust')
+    .description("approve the exact content of a repository's settings file so its allow entries apply (no FILE: the ones that apply here)")
+    .argument('[file]', 'a <project>/.srt/settings.json or settings.local.json')
+    .option('--list', 'list recorded approvals and whether each file still matches')
+    .option('--revoke <file>', 'remove the approval of FILE')
+    .action(async (file: string | undefined, opts: { list?: boolean; revoke?: string }) => {
+      const { SettingsError } = await import('./settings/index.js');
+      const trust = await import('./settings/trust.js');
+      const where = { cwd: process.cwd(), home: homedir() };
+      if ([file !== undefined, opts.list === true, opts.revoke !== undefined].filter(Boolean).length > 1) {
+        throw new Fatal(['give one of FILE, --list or --revoke FILE']);
+      }
+      try {
+        if (opts.list) {
+          const { entries, warning } = trust.listApprovals(where.home);
+          if (warning) process.stderr.write(`srt: warning: ${warning}\n`);
+          if (entries.length === 0) process.stdout.write('no approved settings files\n');
+          const label = { approved: 'approved', changed: 'changed since approval (its allow entries do not apply; approve again)', missing: 'missing' };
+          for (const e of entries) process.stdout.write(`${e.status.padEnd(8)}  ${e.path}  ${e.status === 'approved' ? `(${e.approvedAt})` : label[e.status]}\n`);
+          return;
+        }
+        if (opts.revoke !== undefined) {
+          const { path, revoked } = trust.revoke(opts.revoke, where);
+          process.stdout.write(revoked ? `revoked the approval of ${path}\n` : `${path} was not approved\n`);
+          return;
+        }
+        const files = file !== undefined ? [file] : trust.filesApplyingHere(where.cwd, where.home);
+        for (const f of trust.approve(files, where)) {
+          const n = f.allows.reduce((sum, a) => sum + a.values.length, 0);
+          process.stdout.write(`approved ${f.path} (sha256 ${f.sha256.slice(0, 12)}): ${n === 0 ? 'it has no allow entries' : `${n === 1 ? '1 allow entry now applies' : `${n} allow entries now apply`}`}\n`);
+          for (const a of f.allows) process.stdout.write(`  ${a.key}: ${a.values.join(', ')}\n`);
+          for (const i of f.ignored) process.stdout.write(`  still ignored: ${i.key}${i.value !== undefined ? ` ${i.value}` : ''} — ${i.reason}\n`);
+        }
+      } catch (err) {
+        if (err instanceof SettingsError) throw new Fatal(err.lines);
+        throw err;
+      }
+    });
 
   program
     .command('schema')

@@ -1,5 +1,29 @@
-// Path globs (`*`, `**`, `?`, `[abc]`, `[!abc]`) as srt reads them in settings, shared by
-// settings validation and the Linux profile so a glob accepted by one is understood by the other.
+// Paths as srt reads them in settings: globs (`*`, `**`, `?`, `[abc]`, `[!abc]`) and containment,
+// shared by settings validation, the Linux profile and glob expansion, so a glob accepted by one
+// is understood the same way by the others.
+
+import { sep } from 'node:path';
+
+const GLOB_SYNTAX = /[*?]|\[[^\]/]+\]/;
+
+/** Does this path (or path segment) contain glob syntax? A lone `[` is a literal character. */
+export function isGlob(text: string): boolean {
+  return GLOB_SYNTAX.test(text);
+}
+
+/** The directory part of an absolute glob before its first segment with glob syntax (the path
+ *  itself when it has none). */
+export function globBase(glob: string): string {
+  const segs = glob.split('/');
+  const i = segs.findIndex(isGlob);
+  if (i < 0) return glob;
+  return segs.slice(0, i).join('/') || '/';
+}
+
+/** Is `p` equal to or below `base`? (Both absolute and normalised.) */
+export function isWithin(p: string, base: string): boolean {
+  return p === base || base === '/' || p.startsWith(base + sep);
+}
 
 /** Glob → anchored RegExp over absolute paths (`**` crosses `/`, `*` and `?` do not). */
 export function globToRegExp(glob: string): RegExp {

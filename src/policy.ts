@@ -13,6 +13,9 @@ export interface Source {
   file?: string;
   /** The CLI flag (`--allow-domain`, ...) for entries given as flags. */
   flag?: string;
+  /** A project/local file of a directory between cwd and `/` other than the project root: only
+   *  its deny entries apply, and the root's own files cannot re-open them (SPEC §2.4). */
+  outsideRoot?: true;
 }
 
 /** A filesystem entry after `~`/relative resolution against its scope's base. */
@@ -84,6 +87,8 @@ export interface TlsTerminate {
 export interface IgnoredEntry {
   /** Dotted key path, e.g. `network.tlsTerminate` or `credentials.envVars[0]`. */
   key: string;
+  /** The entry as written, for list entries (`api.example.com`, `~/.ssh`). */
+  value?: string;
   source: Source;
   reason: string;
 }

@@ -6,7 +6,7 @@ import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, globRules, isWithin, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
 import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
@@ -15,7 +15,10 @@ import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
 import { PlaceholderSet, reapStale } from './platform/state.js';
+import { isWithin } from './glob.js';
 import { PACKAGE_ROOT } from './paths.js';
+import { describeSource } from './settings/report.js';
+import { shellQuote } from './shell.js';
 import { NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import type { ProxyHandle } from './proxy/server.js';
 
@@ -28,10 +31,6 @@ const MANAGED_DIR = '/etc/srt';
 // Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
 const HTTP_RELAY_PORT = 3128;
 const SOCKS_RELAY_PORT = 1080;
-
-function shellQuote(s: string): string {
-  return /^[\w@%+=:,./-]+$/.test(s) ? s : `'${s.replace(/'/g, `'\\''`)}'`;
-}
 
 /**
  * Remove a tree the command may have left unwritable (chmod 000 dirs) behind. Never follows a
@@ -295,6 +294,10 @@ export class Sandbox {
     if (plan.placeholders.length) {
       lines.push('', '# empty read-only placeholders created for the run (missing protected paths)');
       for (const p of plan.placeholders) lines.push(`${p.kind} ${p.path}`);
+    }
+    if (this.policy.ignored.length) {
+      lines.push('', '# settings entries ignored (srt config shows them too)');
+      for (const i of this.policy.ignored) lines.push(`${i.key}${i.value !== undefined ? ` ${i.value}` : ''} (${describeSource(i.source, this.policy)}): ${i.reason}`);
     }
     const warnings = this.startupWarnings(plan);
     if (warnings.length) lines.push('', '# warnings', ...warnings.map((w) => `srt: warning: ${w}`));

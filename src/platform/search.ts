@@ -4,7 +4,7 @@
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
-import { globToRegExp } from '../glob.js';
+import { globBase, globToRegExp } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
@@ -75,13 +75,6 @@ export async function scanProtected(cwd: string, depth: number): Promise<Protect
     if (g) gitFiles.push(g);
   }
   return { found, gitFiles };
-}
-
-/** The directory part of a glob before its first glob character. */
-function globBase(glob: string): string {
-  const segs = glob.split('/');
-  const i = segs.findIndex((s) => /[*?[\]]/.test(s));
-  return segs.slice(0, i).join('/') || '/';
 }
 
 /**

@@ -5,13 +5,17 @@
 // the most specific read rule covering it and by the write rules, and mounts are emitted
 // shallow-to-deep so a deeper mount overrides a shallower one. bwrap takes every bind source
 // from the host root, so each mount sets its path's state independently of its parents.
-//   read:  most specific of denyRead/allowRead wins; on the same path allowRead wins; a path
-//          writable by policy counts as allowRead (writing blind makes no sense).
+//   read:  a path is hidden when a denyRead covers it that no allowRead at least as specific
+//          re-opens; an allowRead re-opens only denies of scopes it may overrule (TRUST below:
+//          a repository's settings never re-open what managed, cli or user settings deny, user
+//          settings never what managed or cli deny), and nothing re-opens a credential file. A
+//          path writable by policy counts as allowRead of its scope (writing blind makes no sense).
 //   write: under cwd, TMPDIR or allowWrite AND under no denyWrite/protected path (denyWrite wins
 //          whatever its depth) AND readable.
 
-import { dirname, sep } from 'node:path';
-import type { PathRule, Policy } from '../policy.js';
+import { dirname } from 'node:path';
+import { isGlob, isWithin } from '../glob.js';
+import type { PathRule, Policy, Scope } from '../policy.js';
 import type { ProtectedTarget } from './protected.js';
 
 export type PathKind = 'file' | 'dir' | 'missing' | 'impossible';
@@ -64,13 +68,11 @@ export interface BwrapPlan {
   writable: string[];
 }
 
-const GLOB_CHARS = /[*?[\]]/;
-
 /** A rule's path with a trailing `/**` dropped; null when glob syntax remains. */
 export function literalOf(rule: Pick<PathRule, 'path' | 'glob'>): string | null {
   if (!rule.glob) return rule.path;
   const trimmed = rule.path.replace(/\/\*\*$/, '');
-  if (trimmed !== '' && !GLOB_CHARS.test(trimmed)) return trimmed;
+  if (trimmed !== '' && !isGlob(trimmed)) return trimmed;
   return null;
 }
 
@@ -101,9 +103,22 @@ export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktre
   return [...paths];
 }
 
-/** Is `p` equal to or below `base`? */
-export function isWithin(p: string, base: string): boolean {
-  return p === base || base === '/' || p.startsWith(base + sep);
+/**
+ * How far a scope's allowRead/allowWrite reaches over another scope's denies: an allow re-opens a
+ * deny only of equal or lower trust. The current directory is the caller's own choice at
+ * invocation, like a CLI flag. srt's own files (TMPDIR, run dir, helper) rank above every scope;
+ * credential denies above everything.
+ */
+const TRUST: Record<Scope, number> = { managed: 3, cli: 2, default: 2, user: 1, local: 0, project: 0 };
+const SRT_OWN = 10;
+const CREDENTIAL = Infinity;
+
+/** A parent directory's project file ranks between the project root's files and the user: a
+ *  nested repository cannot re-open its parents' denies. */
+const OUTSIDE_ROOT = 0.5;
+
+function trustOf(rule: Pick<PathRule, 'source'>): number {
+  return rule.source.outsideRoot ? OUTSIDE_ROOT : TRUST[rule.source.scope];
 }
 
 function depthOf(p: string): number {
@@ -134,32 +149,39 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     return out;
   };
 
-  // --- write roots
-  const writeRoots = new Set<string>();
-  const addWriteRoot = (l: Landing, why: string) => {
-    if (l.kind === 'dir' || l.kind === 'file') writeRoots.add(l.real);
+  // --- write roots, each with the trust of the scope that made it writable
+  const writeRoots = new Map<string, number>();
+  const addWriteRoot = (l: Landing, why: string, trust: number) => {
+    if (l.kind === 'dir' || l.kind === 'file') writeRoots.set(l.real, Math.max(trust, writeRoots.get(l.real) ?? -1));
     else notes.push(`allowWrite ${why}: does not exist, skipped`);
   };
-  addWriteRoot(landing(policy.cwd), policy.cwd);
-  writeRoots.add(facts.tmpDir);
+  addWriteRoot(landing(policy.cwd), policy.cwd, TRUST.default);
+  writeRoots.set(facts.tmpDir, SRT_OWN);
   for (const r of fsPolicy.allowWrite) {
     const lit = literalOf(r);
     if (lit === null) {
       warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths on Linux; entry ignored (name the directory instead)`);
       continue;
     }
-    addWriteRoot(landing(lit), r.original);
+    const l = landing(lit);
+    // A repository's file may only make the project writable; a symlink inside it must not
+    // carry that out of the project (SPEC §2.4).
+    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
+      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
+      continue;
+    }
+    addWriteRoot(l, r.original, trustOf(r));
   }
   if (facts.worktree) {
-    addWriteRoot(landing(facts.worktree.commonDir), 'git worktree main repository');
+    addWriteRoot(landing(facts.worktree.commonDir), 'git worktree main repository', TRUST.default);
     // Inside the protected `worktrees/` directory of the main repository.
-    addWriteRoot(landing(facts.worktree.gitDir), 'git worktree git dir');
+    addWriteRoot(landing(facts.worktree.gitDir), 'git worktree git dir', TRUST.default);
   }
 
   // --- write denies: denyWrite + protected targets (missing ones become placeholders)
   const denyWrite = new Set<string>();
   const placeholders = new Map<string, ProtectedTarget>();
-  const writableByRoots = (p: string) => [...writeRoots].some((w) => isWithin(p, w));
+  const writableByRoots = (p: string) => [...writeRoots.keys()].some((w) => isWithin(p, w));
   const missingDenies: [Landing, 'file' | 'dir'][] = [];
   const denyLanding = (l: Landing, kind: 'file' | 'dir') => {
     if (existing(l)) denyWrite.add(l.real);
@@ -186,12 +208,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const t of facts.protectedTargets) denyLanding(landing(t.path), t.kind);
   for (const [l, kind] of missingDenies) placeholderFor(l, kind);
 
-  // --- reads
-  const denyRead = new Set(expand([...fsPolicy.denyRead, ...credentialDenyRules(policy)], 'denyRead').filter(existing).map((l) => l.real));
-  const allowRead = new Set(expand(fsPolicy.allowRead, 'allowRead').filter(existing).map((l) => l.real));
-  for (const w of writeRoots) allowRead.add(w);
-  allowRead.add(facts.runDir);
-  for (const f of facts.runtimeFiles ?? []) allowRead.add(f.path);
+  // --- reads: real path → the trust of the strongest rule naming it
+  const denyRead = new Map<string, number>();
+  const allowRead = new Map<string, number>();
+  const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
+  for (const r of fsPolicy.denyRead) for (const l of expand([r], 'denyRead')) if (existing(l)) rank(denyRead, l.real, trustOf(r));
+  for (const r of credentialDenyRules(policy)) for (const l of expand([r], 'credential deny')) if (existing(l)) rank(denyRead, l.real, CREDENTIAL);
+  for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
+  for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
+  rank(allowRead, facts.runDir, SRT_OWN);
+  for (const f of facts.runtimeFiles ?? []) rank(allowRead, f.path, SRT_OWN);
   const kindOf = new Map<string, 'file' | 'dir'>();
   const recordKinds = (ls: Landing[]) => { for (const l of ls) if (l.kind === 'file' || l.kind === 'dir') kindOf.set(l.real, l.kind); };
   recordKinds([...facts.landings.values()]);
@@ -201,17 +227,22 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   kindOf.set(facts.runDir, 'dir');
   for (const f of facts.runtimeFiles ?? []) kindOf.set(f.path, f.kind);
 
+  // Hidden when some deny covering p is not re-opened by an allow covering p that is at least as
+  // specific and of at least the deny's trust. With equal trust: the most specific rule wins, an
+  // allow on the same path as a deny wins.
   const readable = (p: string): boolean => {
-    let best: { depth: number; allow: boolean } | null = null;
-    for (const [set, allow] of [[denyRead, false], [allowRead, true]] as const) {
-      for (const r of set) {
-        if (!isWithin(p, r)) continue;
-        const d = depthOf(r);
-        if (!best || d > best.depth || (d === best.depth && allow)) best = { depth: d, allow };
-      }
+    for (const [d, dTrust] of denyRead) {
+      if (!isWithin(p, d)) continue;
+      const depth = depthOf(d);
+      const reopened = [...allowRead].some(([a, aTrust]) => aTrust >= dTrust && isWithin(p, a) && depthOf(a) >= depth);
+      if (!reopened) return false;
     }
-    return best ? best.allow : true;
+    return true;
   };
+  const cwdReal = landing(policy.cwd).real;
+  if (!fsPolicy.disabled && !readable(cwdReal)) {
+    warnings.push(`the current directory ${cwdReal} is inside a denyRead region that only managed or cli settings may re-open: the command sees it empty and cannot write it`);
+  }
   const accessOf = (p: string): Access => {
     const read = readable(p);
     // srt's own TMPDIR lives under ~/.srt (protected), and is writable all the same.
@@ -222,10 +253,10 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // --- nodes, plus rename guards: every directory between a write root and a write-denied path
   // inside it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot swap the
   // protected path away (rename of a mount point fails with EBUSY).
-  const nodes = new Set<string>([...writeRoots, ...denyWrite, ...denyRead, ...allowRead]);
+  const nodes = new Set<string>([...writeRoots.keys(), ...denyWrite, ...denyRead.keys(), ...allowRead.keys()]);
   const mustMount = new Set<string>();
   for (const d of denyWrite) {
-    const root = [...writeRoots].filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
+    const root = [...writeRoots.keys()].filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
     if (!root) continue;
     for (let a = dirname(d); a !== root && isWithin(a, root); a = dirname(a)) {
       nodes.add(a); mustMount.add(a); kindOf.set(a, 'dir');

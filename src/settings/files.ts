@@ -1,7 +1,8 @@
 // Where settings live (SPEC §2.1) and how a file becomes a plain object. No spawning, no env
 // lookups for locations: the managed location is fixed so an unprivileged user cannot redirect it.
 
-import { existsSync, lstatSync, readdirSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, extname, join, resolve } from 'node:path';
 import type { Scope } from '../policy.js';
@@ -15,6 +16,9 @@ export interface SettingsFile {
   scope: FileScope;
   path: string;
   base: string;
+  /** A project/local file of a directory between cwd and `/` other than `<root>` (SPEC §2.4):
+   *  only its deny entries apply. */
+  outsideRoot?: true;
 }
 
 /** Managed locations in load order: a `.json` path is a file location (`.yaml`/`.yml` siblings
@@ -24,14 +28,42 @@ export function defaultManagedPaths(platform: NodeJS.Platform = process.platform
   return [join(dir, 'managed-settings.json'), join(dir, 'managed-settings.d')];
 }
 
-/** Top of the git work tree holding `cwd` (a `.git` directory or file), else `cwd`. */
+function isFile(path: string): boolean {
+  try {
+    return statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Is `dir` the top of a real git repository (SPEC §2.4)? A `.git` directory with a `HEAD`, or a
+ * `.git` file whose `gitdir:` names a directory with a `HEAD`. An empty `.git` (which a sandboxed
+ * command could plant to make a subdirectory look like a project root) does not count.
+ */
+export function isRepositoryRoot(dir: string): boolean {
+  const dotGit = join(dir, '.git');
+  let st;
+  try {
+    st = statSync(dotGit);
+  } catch {
+    return false;
+  }
+  if (st.isDirectory()) return isFile(join(dotGit, 'HEAD'));
+  if (!st.isFile()) return false;
+  try {
+    const m = /^gitdir:\s*(.+?)\s*$/m.exec(readFileSync(dotGit, 'utf8'));
+    return m !== null && isFile(join(resolve(dir, m[1]!), 'HEAD'));
+  } catch {
+    return false;
+  }
+}
+
+/** Top of the git repository holding `cwd` (nearest real repository upwards), else `cwd`. */
 export function findRoot(cwd: string): string {
-  let dir = cwd;
-  for (;;) {
-    if (existsSync(join(dir, '.git'))) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) return cwd;
-    dir = parent;
+  for (let dir = cwd; ; dir = dirname(dir)) {
+    if (isRepositoryRoot(dir)) return dir;
+    if (dirname(dir) === dir) return cwd;
   }
 }
 
@@ -47,12 +79,14 @@ function findAtLocation(jsonPath: string): string | undefined {
   return present[0];
 }
 
-/** True for anything at the path, including a broken symlink (which must error, not vanish). */
+/** True for anything at the path, including a broken symlink (which must error, not vanish). A
+ *  directory that cannot be searched is an error of its own: whether a file is there is unknown. */
 function existsOrDangling(path: string): boolean {
   try {
     return lstatSync(path, { throwIfNoEntry: false }) !== undefined;
-  } catch {
-    return true; // exists but cannot be inspected: the read reports why
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOTDIR') return false;
+    throw new SettingsError(`${dirname(path)}: cannot look for settings files there: ${describeErrno(err)}`);
   }
 }
 
@@ -107,8 +141,23 @@ export function discoverSettingsFiles(opts: DiscoverOptions): SettingsFile[] {
     if (!existsOrDangling(path)) throw new SettingsError(`${path}: no such settings file (given with --settings)`);
     found.push({ scope: 'cli', path, base: opts.cwd });
   }
-  add('local', join(opts.root, '.srt', 'settings.local.json'), opts.root);
-  add('project', join(opts.root, '.srt', 'settings.json'), opts.root);
+  // A home directory that is itself a repository (dotfiles) has the user file there, not a project file.
+  if (opts.root !== opts.home) {
+    add('local', join(opts.root, '.srt', 'settings.local.json'), opts.root);
+    add('project', join(opts.root, '.srt', 'settings.json'), opts.root);
+  }
+  // Every other directory from cwd up to `/` contributes the deny entries of its project files, so
+  // a nested repository (or one planted inside a sandbox) cannot shed its parents' denies. The
+  // home directory's `.srt/settings.json` is the user file, not a project file.
+  for (let dir = opts.cwd; ; dir = dirname(dir)) {
+    if (dir !== opts.root && dir !== opts.home) {
+      for (const [scope, name] of [['local', 'settings.local.json'], ['project', 'settings.json']] as const) {
+        const path = findAtLocation(join(dir, '.srt', name));
+        if (path) found.push({ scope, path, base: dir, outsideRoot: true });
+      }
+    }
+    if (dirname(dir) === dir) break;
+  }
   // The reference tool's location first, so srt's own file wins where both set a scalar.
   add('user', join(opts.home, '.srt-settings.json'), opts.cwd);
   add('user', join(opts.home, '.srt', 'settings.json'), join(opts.home, '.srt'));
@@ -153,17 +202,31 @@ function parseYaml(path: string, text: string): unknown {
   return doc.toJS({ maxAliasCount: 100 });
 }
 
+/** One settings file as read: the settings object (unwrapped, not yet validated) and the
+ *  SHA-256 of the exact bytes it was parsed from (what `srt trust` approves). */
+export interface ReadSettings {
+  settings: unknown;
+  sha256: string;
+}
+
 /**
- * Read and parse one settings file and unwrap the `{ "sandbox": {...} }` form. Returns the
- * settings object, not yet validated. Empty, unreadable and malformed files are errors.
+ * Read and parse one settings file and unwrap the `{ "sandbox": {...} }` form. The file is read
+ * once: the hash and the settings come from the same bytes. Empty, unreadable and malformed
+ * files are errors.
  */
-export function readSettingsFile(path: string): unknown {
-  let text: string;
+export function readSettingsFile(path: string): ReadSettings {
+  let bytes: Buffer;
   try {
-    text = readFileSync(path, 'utf8');
+    bytes = readFileSync(path);
   } catch (err) {
     throw new SettingsError(`${path}: cannot read: ${describeErrno(err)}`);
   }
+  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  return { settings: parseSettingsText(path, bytes.toString('utf8')), sha256 };
+}
+
+function parseSettingsText(path: string, input: string): unknown {
+  let text = input;
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
   if (text.trim() === '') {
     throw new SettingsError(`${path}: file is empty; write {} for no settings, or remove the file`);

@@ -3,6 +3,7 @@
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Policy, Source } from '../policy.js';
+import { recordedApprovals, type ApprovalSource } from './approvals.js';
 import { SettingsError } from './errors.js';
 import { discoverSettingsFiles, findRoot, readSettingsFile, type SettingsFile } from './files.js';
 import { buildPolicyWithSources, type CliFlags, type PolicyContext, type SettingsLayer } from './policy-builder.js';
@@ -18,6 +19,9 @@ export interface LoadOptions {
    *  Default: `/etc/srt/managed-settings.json`, `/etc/srt/managed-settings.d` (macOS: under
    *  `/Library/Application Support/srt`). */
   managedPaths?: string[];
+  /** Decides whether a project/local file's allow entries apply (SPEC §2.4). Default: the
+   *  approvals `srt trust` recorded in `~/.srt/trusted.json`. */
+  approvals?: ApprovalSource;
 }
 
 export interface SettingsReport {
@@ -50,8 +54,19 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   const discover = { ...ctx, settingsFiles: opts.settingsFiles ?? [] } as Parameters<typeof discoverSettingsFiles>[0];
   if (opts.managedPaths) discover.managedPaths = opts.managedPaths;
   const files = discoverSettingsFiles(discover);
-  const layers: SettingsLayer[] = files.map((f) => ({ scope: f.scope, file: f.path, base: f.base, settings: readSettingsFile(f.path) }));
+  const needsApproval = files.some((f) => (f.scope === 'project' || f.scope === 'local') && !f.outsideRoot);
+  const recorded = !opts.approvals && needsApproval ? recordedApprovals(ctx.home) : undefined;
+  const approvals = opts.approvals ?? recorded;
+  const layers: SettingsLayer[] = files.map((f) => {
+    const { settings, sha256 } = readSettingsFile(f.path);
+    const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings };
+    if (f.scope === 'project' || f.scope === 'local') {
+      layer.approval = f.outsideRoot ? 'outside-root' : approvals?.isApproved({ path: f.path, sha256 }) ? 'approved' : 'unapproved';
+    }
+    return layer;
+  });
   const { policy, sources } = buildPolicyWithSources(ctx, layers, opts.flags ?? {});
+  if (recorded?.warning) policy.warnings.unshift(recorded.warning);
   const withControl = (control: { label: string; settings: unknown }) =>
     buildPolicyWithSources(ctx, [...layers, { scope: 'cli', file: control.label, base: ctx.cwd, settings: control.settings }], opts.flags ?? {}).policy;
   return { files, policy, sources, withControl };
@@ -65,5 +80,6 @@ export function loadPolicy(opts: LoadOptions): Policy {
 export { SettingsError } from './errors.js';
 export { buildPolicy, buildPolicyWithSources, SCOPE_ORDER } from './policy-builder.js';
 export type { CliFlags, PolicyBuild, PolicyContext, SettingsLayer } from './policy-builder.js';
-export { defaultManagedPaths, findRoot } from './files.js';
+export { defaultManagedPaths, findRoot, isRepositoryRoot } from './files.js';
+export type { Approval, ApprovalSource } from './approvals.js';
 export type { SettingsFile } from './files.js';

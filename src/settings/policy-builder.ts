@@ -2,7 +2,8 @@
 // layer (paths absolute, domains parsed), drop what a scope may not set (one warning per key),
 // then merge by scope precedence (scalars) and union (lists), where deny entries only add.
 
-import { globToRegExp } from '../glob.js';
+import { globBase, globToRegExp, isGlob, isWithin } from '../glob.js';
+import { shellQuote } from '../shell.js';
 import { isIP } from 'node:net';
 import { isAbsolute, join, resolve } from 'node:path';
 import type {
@@ -19,6 +20,7 @@ import type {
   SourcedDomain,
   TlsTerminate,
 } from '../policy.js';
+import { builtinBlockReason, embeddedIpv4, localAddresses } from '../proxy/address-guard.js';
 import { parseDomainEntry, type DomainRule } from '../proxy/domains.js';
 import { SettingsError } from './errors.js';
 import type { FileScope } from './files.js';
@@ -33,6 +35,13 @@ export interface SettingsLayer {
   base: string;
   /** The settings object (already unwrapped from `{ "sandbox": ... }`); validated here. */
   settings: unknown;
+  /**
+   * Project and local layers only (SPEC §2.4): `approved` — the user approved this file's content
+   * (`srt trust`), its allow entries apply; `unapproved` (the default: fail closed) — deny and
+   * narrowing entries apply, allow entries are held back; `outside-root` — a file of a directory
+   * between cwd and `/` other than the project root: only its deny entries apply.
+   */
+  approval?: 'approved' | 'unapproved' | 'outside-root';
 }
 
 /** The `--allow-domain`, `--allow-write`, `--deny-read` flags (CLI scope, relative to cwd). */
@@ -48,6 +57,9 @@ export interface PolicyContext {
   home: string;
   /** Git work-tree top holding cwd, else cwd. */
   root: string;
+  /** This host's own addresses, which project/local IP-literal allow entries may not name
+   *  (default: the interfaces' addresses). */
+  localAddresses?: () => string[];
 }
 
 export interface PolicyBuild {
@@ -66,6 +78,7 @@ interface Layer {
   source: Source;
   base: string;
   doc: SettingsDocument;
+  approval: NonNullable<SettingsLayer['approval']>;
 }
 
 /** Build the policy from layers (any order; stable within a scope, a later layer wins). */
@@ -77,10 +90,16 @@ export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[
   const layers: Layer[] = input.map((l) => {
     const source: Source = { scope: l.scope };
     if (l.file !== undefined) source.file = l.file;
+    if (l.approval === 'outside-root') source.outsideRoot = true;
     const where = l.file ?? `${l.scope} settings`;
-    return { scope: l.scope, source, base: l.base, doc: structuredClone(validateSettings(l.settings, where)) };
+    const repoScope = l.scope === 'project' || l.scope === 'local';
+    return {
+      scope: l.scope, source, base: l.base,
+      doc: structuredClone(validateSettings(l.settings, where)),
+      approval: repoScope ? l.approval ?? 'unapproved' : 'approved',
+    };
   });
-  const flagLayer = (flag: string, doc: SettingsDocument): Layer => ({ scope: 'cli', source: { scope: 'cli', flag }, base: ctx.cwd, doc });
+  const flagLayer = (flag: string, doc: SettingsDocument): Layer => ({ scope: 'cli', source: { scope: 'cli', flag }, base: ctx.cwd, doc, approval: 'approved' });
   if (flags.allowDomain?.length) layers.push(flagLayer('--allow-domain', { network: { allowedDomains: [...flags.allowDomain] } }));
   if (flags.allowWrite?.length) layers.push(flagLayer('--allow-write', { filesystem: { allowWrite: [...flags.allowWrite] } }));
   if (flags.denyRead?.length) layers.push(flagLayer('--deny-read', { filesystem: { denyRead: [...flags.denyRead] } }));
@@ -99,8 +118,6 @@ function where(source: Source, key: string): string {
   return source.flag !== undefined ? source.flag : `${label(source)}: ${key}`;
 }
 
-const GLOB = /[*?]|\[[^\]/]+\]/;
-
 // Project/local files may narrow the policy but not weaken it (SPEC §2.4): key → what it would do.
 const WEAKENING: Array<{ path: string[]; weakens: (v: unknown) => boolean; what: string }> = [
   { path: ['filesystem', 'disabled'], weakens: (v) => v === true, what: 'turn filesystem isolation off' },
@@ -118,10 +135,21 @@ const WEAKENING: Array<{ path: string[]; weakens: (v: unknown) => boolean; what:
   { path: ['allowAppleEvents'], weakens: (v) => v === true, what: 'allow Apple Events' },
   { path: ['enableWeakerNetworkIsolation'], weakens: (v) => v === true, what: 'weaken network isolation' },
   // Beyond the SPEC §2.4 list, for the same reason: each of these loosens a protection.
-  { path: ['mandatoryDenySearchDepth'], weakens: (v) => typeof v === 'number' && v < 3, what: 'search fewer levels for protected paths than the default 3' },
   { path: ['network', 'allowLocalBinding'], weakens: (v) => v === true, what: 'allow binding local ports' },
   { path: ['allowPty'], weakens: (v) => v === true, what: 'allow pseudo-terminals' },
 ];
+
+/** The allow lists of a repository's file that wait for approval (SPEC §2.4). */
+const ALLOW_LISTS: string[][] = [
+  ['network', 'allowedDomains'],
+  ['filesystem', 'allowWrite'],
+  ['filesystem', 'allowRead'],
+  ['network', 'tlsTerminate', 'excludeDomains'],
+];
+
+function entryText(entry: PathEntry): string {
+  return typeof entry === 'string' ? entry : entry.path;
+}
 
 const MANAGED_ONLY: string[][] = [
   ['network', 'allowManagedDomainsOnly'],
@@ -153,8 +181,8 @@ class Builder {
     private readonly layers: Layer[],
   ) {}
 
-  private ignore(layer: Layer, key: string, reason: string): void {
-    this.ignored.push({ key, source: layer.source, reason });
+  private ignore(layer: Layer, key: string, reason: string, value?: string): void {
+    this.ignored.push({ key, ...(value !== undefined ? { value } : {}), source: layer.source, reason });
     this.warnings.push(`${label(layer.source)}: ${key}: ignored — ${reason}`);
   }
 
@@ -202,6 +230,7 @@ class Builder {
       }
       if (layer.scope === 'project' || layer.scope === 'local') {
         const who = `${layer.scope} settings (which come with the repository)`;
+        this.depthFloor(layer, who);
         for (const rule of WEAKENING) {
           if (!rule.weakens(get(layer.doc, rule.path))) continue;
           drop(layer.doc, rule.path);
@@ -218,6 +247,9 @@ class Builder {
           });
           (layer.doc.credentials as Record<string, unknown>)[list] = kept;
         }
+        if (layer.approval === 'outside-root') this.keepDenyOnly(layer);
+        else if (layer.approval === 'unapproved') this.holdBackAllows(layer);
+        else this.dropUntrustableAllows(layer, who);
       }
       if (managedConfiguresFs && layer.doc.filesystem?.disabled === true) {
         drop(layer.doc, ['filesystem', 'disabled']);
@@ -241,6 +273,102 @@ class Builder {
     return { managedDomainsOnly, managedReadOnly };
   }
 
+  /** A repository's file may raise mandatoryDenySearchDepth, never lower it below what the user
+   *  settings (or the default) would give. */
+  private depthFloor(layer: Layer, who: string): void {
+    const v = layer.doc.mandatoryDenySearchDepth;
+    if (v === undefined) return;
+    const users = this.layers.filter((l) => l.scope === 'user' && l.doc.mandatoryDenySearchDepth !== undefined);
+    const floor = Math.max(3, users.at(-1)?.doc.mandatoryDenySearchDepth ?? 3);
+    if (v >= floor) return;
+    drop(layer.doc, ['mandatoryDenySearchDepth']);
+    this.ignore(layer, 'mandatoryDenySearchDepth', `${who} may not search fewer levels for protected paths than ${floor}`);
+  }
+
+  /** Until the user approves the file's content, its allow entries are held back (SPEC §2.4). */
+  private holdBackAllows(layer: Layer): void {
+    const file = layer.source.file ?? label(layer.source);
+    let held = 0;
+    for (const path of ALLOW_LISTS) {
+      const list = get(layer.doc, path);
+      if (!Array.isArray(list) || list.length === 0) continue;
+      list.forEach((entry: PathEntry, i) => {
+        this.ignored.push({
+          key: `${path.join('.')}[${i}]`, value: entryText(entry), source: layer.source,
+          reason: `not approved: allow entries of a repository's settings file apply once you approve it (srt trust ${shellQuote(file)})`,
+        });
+        held++;
+      });
+      drop(layer.doc, path);
+    }
+    if (held > 0) this.warnings.push(`${file}: its allow entries are not applied until you approve them: srt trust ${shellQuote(file)}`);
+  }
+
+  /** A project file of another directory than the root: its deny entries only. */
+  private keepDenyOnly(layer: Layer): void {
+    const why = `only the deny entries of a settings file outside the project root (${this.ctx.root}) apply`;
+    const d = layer.doc;
+    const kept: SettingsDocument = {};
+    const keep = <K extends string>(section: Record<string, unknown> | undefined, keys: readonly K[], prefix: string, into: Record<string, unknown>) => {
+      for (const [k, v] of Object.entries(section ?? {})) {
+        if ((keys as readonly string[]).includes(k)) into[k] = v;
+        else this.ignored.push({ key: `${prefix}${k}`, source: layer.source, reason: why });
+      }
+    };
+    const network: Record<string, unknown> = {};
+    const filesystem: Record<string, unknown> = {};
+    const credentials: Record<string, unknown> = {};
+    keep(d.network, ['deniedDomains', 'deniedDomainReasons', 'deniedResolvedAddresses'], 'network.', network);
+    keep(d.filesystem, ['denyRead', 'denyWrite'], 'filesystem.', filesystem);
+    keep(d.credentials, ['envVars', 'files'], 'credentials.', credentials);
+    for (const k of Object.keys(d)) {
+      if (k !== 'network' && k !== 'filesystem' && k !== 'credentials') this.ignored.push({ key: k, source: layer.source, reason: why });
+    }
+    if (d.network) kept.network = network;
+    if (d.filesystem) kept.filesystem = filesystem;
+    if (d.credentials) kept.credentials = credentials; // mask entries were dropped already
+    layer.doc = kept;
+  }
+
+  /**
+   * Even approved, a repository's file may not make paths outside the project root writable, nor
+   * open the host's loopback, link-local/metadata or own addresses (SPEC §2.4): only managed, cli
+   * and user settings may.
+   */
+  private dropUntrustableAllows(layer: Layer, who: string): void {
+    const fs = layer.doc.filesystem;
+    if (fs?.allowWrite) {
+      fs.allowWrite = fs.allowWrite.filter((entry, i) => {
+        const key = `filesystem.allowWrite[${i}]`;
+        const r = this.resolvePath(layer, key, entry);
+        if (isWithin(globBase(r.path), this.ctx.root)) return true;
+        this.ignore(layer, key, `${who} may only make paths inside the project root ${this.ctx.root} writable (${r.original})`, r.original);
+        return false;
+      });
+    }
+    const net = layer.doc.network;
+    if (net?.allowedDomains) {
+      net.allowedDomains = net.allowedDomains.filter((entry, i) => {
+        const key = `network.allowedDomains[${i}]`;
+        const guarded = this.parseDomain(layer, key, entry, 'allow', true).map((r) => this.guardedReason(r)).find((w) => w !== null);
+        if (!guarded) return true;
+        this.ignore(layer, key, `${who} may not open ${guarded} (${entry}); only managed, cli and user settings may`, entry);
+        return false;
+      });
+    }
+  }
+
+  /** Why an allow rule names the host's loopback, a link-local/metadata address or one of its own addresses. */
+  private guardedReason(rule: DomainRule): string | null {
+    if (rule.kind === 'host' && (rule.host === 'localhost' || rule.host.endsWith('.localhost'))) return "the host's loopback";
+    if (rule.ip === undefined) return null;
+    const judged = (rule.ip === 6 ? embeddedIpv4(rule.host) : null) ?? rule.host;
+    const builtin = builtinBlockReason(judged);
+    if (builtin) return `a ${builtin}`;
+    const own = (this.ctx.localAddresses ?? localAddresses)().map((a) => embeddedIpv4(a) ?? a);
+    return own.includes(judged) ? 'an address of this host' : null;
+  }
+
   private resolvePath(layer: Layer, key: string, entry: PathEntry): { path: string; glob: boolean; original: string } {
     const original = typeof entry === 'string' ? entry : entry.path;
     const literal = typeof entry !== 'string' && entry.literal === true;
@@ -248,7 +376,7 @@ class Builder {
     if (p === '~' || p.startsWith('~/')) p = join(this.ctx.home, p.slice(1));
     else if (p.startsWith('~')) throw new SettingsError(`${where(layer.source, key)}: "${original}": ~user paths are not supported; write the absolute path`);
     const path = isAbsolute(p) ? resolve(p) : resolve(layer.base, p);
-    const glob = !literal && GLOB.test(original);
+    const glob = !literal && isGlob(original);
     if (glob) {
       try {
         globToRegExp(path);

@@ -189,6 +189,6 @@ export function configText(report: SettingsReport): string {
   lines.push('', 'Always writable: the current directory and a per-run temporary directory (TMPDIR).');
   lines.push('', 'Ignored:');
   if (p.ignored.length === 0) lines.push('  (nothing)');
-  for (const i of p.ignored) lines.push(`  ${i.key}  ${src(i.source)}: ${i.reason}`);
+  for (const i of p.ignored) lines.push(`  ${i.key}${i.value !== undefined ? ` ${i.value}` : ''}  ${src(i.source)}: ${i.reason}`);
   return lines.join('\n') + '\n';
 }

@@ -1,12 +1,11 @@
 // `srt config` / `srt schema` and settings errors through the real built binary. The managed
 // scope lives at the fixed /etc/srt, which a test cannot write: those runs happen inside
 // `bwrap --dev-bind / /` with a replacement /etc made of symlinks to the real entries plus a
-// temp srt/ directory (works as root and as an unprivileged user, touches nothing on the host).
-import { execa, type Result } from 'execa';
-import { existsSync, mkdirSync, readdirSync, symlinkSync } from 'node:fs';
+// temp srt/ directory (helpers.srtManaged).
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { SRT_BIN, srt, tempDir, writeTree } from './helpers.js';
+import { srt, srtManaged, tempDir, writeTree } from './helpers.js';
 
 interface Sourced {
   value: unknown;
@@ -19,29 +18,9 @@ beforeAll(() => {
 });
 afterAll(() => tmp.cleanup());
 
-/** Run srt with `managedDir` mounted as /etc/srt. */
-function srtWithManaged(managedDir: string, args: string[], opts: { home: string; cwd: string }): Promise<Result> {
-  const base = join(tmp.path, `etc-${readdirSync(tmp.path).length}`);
-  const fakeEtc = join(base, 'etc');
-  const realEtc = join(base, 'real-etc');
-  mkdirSync(fakeEtc, { recursive: true });
-  mkdirSync(realEtc);
-  for (const name of readdirSync('/etc')) {
-    if (name !== 'srt') symlinkSync(join(realEtc, name), join(fakeEtc, name));
-  }
-  symlinkSync(managedDir, join(fakeEtc, 'srt'));
-  return execa(
-    'bwrap',
-    ['--dev-bind', '/', '/', '--bind', '/etc', realEtc, '--bind', fakeEtc, '/etc', '--chdir', opts.cwd, '--', process.execPath, SRT_BIN, ...args],
-    {
-      reject: false,
-      stdin: 'ignore',
-      timeout: 60_000,
-      extendEnv: false,
-      env: { PATH: process.env.PATH, LANG: 'C.UTF-8', HOME: opts.home },
-    },
-  ) as unknown as Promise<Result>;
-}
+/** srt with `managedDir` as /etc/srt (scratch files under this file's temp dir). */
+const srtWithManaged = (managedDir: string, args: string[], opts: { home: string; cwd: string }) =>
+  srtManaged(managedDir, args, { ...opts, scratch: tmp.path });
 
 function fixture(name: string) {
   const root = join(tmp.path, name);
@@ -49,6 +28,7 @@ function fixture(name: string) {
   const repo = join(root, 'repo');
   const managed = join(root, 'managed');
   mkdirSync(join(repo, '.git'), { recursive: true });
+  writeFileSync(join(repo, '.git', 'HEAD'), 'ref: refs/heads/main\n');
   mkdirSync(join(repo, 'src', 'deep'), { recursive: true });
   mkdirSync(home, { recursive: true });
   mkdirSync(managed, { recursive: true });
@@ -81,6 +61,11 @@ describe('srt config --json with all five scopes', () => {
       'cli.json': JSON.stringify({ mandatoryDenySearchDepth: 4, network: { allowLocalBinding: true } }),
     });
     const cwd = join(f.repo, 'src', 'deep');
+    // The repository's files are approved (from a subdirectory: srt trust finds them at the root).
+    const trusted = await srt(['trust'], { home: f.home, cwd });
+    expect(trusted.exitCode).toBe(0);
+    expect(trusted.stdout).toContain(`approved ${join(f.repo, '.srt', 'settings.json')}`);
+    expect(trusted.stdout).toContain(`approved ${join(f.repo, '.srt', 'settings.local.yaml')}`);
     const r = await srtWithManaged(f.managed, ['--settings', '../../cli.json', '--allow-domain', 'flag.example', 'config', '--json'], {
       home: f.home,
       cwd,

@@ -1,7 +1,7 @@
 // Shared e2e plumbing: run the real built `srt` binary in an isolated HOME and cwd.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execa, type Options } from 'execa';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -127,4 +127,37 @@ export function startBackground(args: string[], home: string, cwd: string): Prom
       if (m) { clearTimeout(timer); resolve({ child, firstLine: m[1]!, out: () => out, exit }); }
     });
   });
+}
+
+/**
+ * Run srt with a replaced /etc, which a test cannot write: `managedDir` as the fixed managed
+ * location /etc/srt, and optionally `hosts` as /etc/hosts (names the proxy resolves instantly).
+ * Runs inside `bwrap --dev-bind / /` with a replacement /etc made of symlinks to the real entries
+ * (works as root and unprivileged, touches nothing on the host). `scratch` holds the replacement.
+ */
+export async function srtManaged(
+  managedDir: string | null,
+  args: string[],
+  opts: { home: string; cwd: string; scratch: string; hosts?: string },
+): Promise<SrtResult> {
+  const base = mkdtempSync(join(opts.scratch, 'etc-'));
+  const fakeEtc = join(base, 'etc');
+  const realEtc = join(base, 'real-etc');
+  mkdirSync(fakeEtc, { recursive: true });
+  mkdirSync(realEtc);
+  const replaced: Record<string, string> = {};
+  if (managedDir !== null) replaced.srt = managedDir;
+  if (opts.hosts !== undefined) {
+    replaced.hosts = join(base, 'hosts');
+    writeFileSync(replaced.hosts, opts.hosts);
+  }
+  for (const name of readdirSync('/etc')) {
+    if (!(name in replaced)) symlinkSync(join(realEtc, name), join(fakeEtc, name));
+  }
+  for (const [name, target] of Object.entries(replaced)) symlinkSync(target, join(fakeEtc, name));
+  return await execa(
+    'bwrap',
+    ['--dev-bind', '/', '/', '--bind', '/etc', realEtc, '--bind', fakeEtc, '/etc', '--chdir', opts.cwd, '--', process.execPath, SRT_BIN, ...args],
+    { reject: false, stdin: 'ignore', timeout: 60_000, extendEnv: false, env: { PATH: process.env.PATH, LANG: 'C.UTF-8', HOME: opts.home } },
+  ) as unknown as SrtResult;
 }

@@ -193,3 +193,66 @@ describe('globs', () => {
     expect(globToRegExp('/w/f?[ab]').test('/w/fxb')).toBe(true);
   });
 });
+
+describe('scope trust in read and write rules (SPEC §2.4)', () => {
+  const at = (scope: PathRule['source']['scope']) => (path: string): PathRule => ({ path, glob: false, original: path, source: { scope, file: `/${scope}.json` } });
+  const [managed, cli, user, project, local] = (['managed', 'cli', 'user', 'project', 'local'] as const).map(at);
+  const land = { '/h': dir('/h'), '/h/.ssh': dir('/h/.ssh'), '/h/.ssh/id': file('/h/.ssh/id'), '/h/proj': dir('/h/proj'), '/w/x': dir('/w/x') };
+  const view = (fs: Partial<Policy['filesystem']>, extra: Partial<Policy> = {}) => mounts(buildBwrapPlan(policy(fs, extra), facts(land), ['true']).args);
+
+  it('a project or local allowRead never re-opens a user, cli or managed denyRead', () => {
+    for (const deny of [user, cli, managed]) {
+      for (const allow of [project, local]) {
+        expect(view({ denyRead: [deny('/h/.ssh')], allowRead: [allow('/h/.ssh')] })).toContain('tmpfs /h/.ssh');
+        expect(view({ denyRead: [deny('/h')], allowRead: [allow('/h/.ssh')] })).not.toContain('ro-bind /h/.ssh');
+      }
+    }
+  });
+
+  it('a project or local allowWrite never re-opens a higher scope denyRead (it stays hidden, not writable)', () => {
+    const m = view({ denyRead: [user('/h')], allowWrite: [project('/h/proj')] });
+    expect(m).toContain('tmpfs /h');
+    expect(m).not.toContain('bind /h/proj');
+  });
+
+  it('user settings re-open their own denies, never managed or cli ones; cli re-opens user ones', () => {
+    expect(view({ denyRead: [user('/h')], allowRead: [user('/h/proj')] })).toContain('ro-bind /h/proj');
+    expect(view({ denyRead: [managed('/h')], allowRead: [user('/h/proj')] })).not.toContain('ro-bind /h/proj');
+    expect(view({ denyRead: [cli('/h')], allowRead: [user('/h/proj')] })).not.toContain('ro-bind /h/proj');
+    expect(view({ denyRead: [user('/h')], allowRead: [cli('/h/proj')] })).toContain('ro-bind /h/proj');
+    expect(view({ denyRead: [managed('/h')], allowRead: [managed('/h/proj')] })).toContain('ro-bind /h/proj');
+    // A repository's own deny is re-opened by its own (approved) allow.
+    expect(view({ denyRead: [project('/h')], allowRead: [project('/h/proj')] })).toContain('ro-bind /h/proj');
+  });
+
+  it("a nested repository's files never re-open a parent directory's project deny; the user's may", () => {
+    const parent = (path: string): PathRule => ({ ...project(path), source: { scope: 'project', file: '/h/.srt/settings.json', outsideRoot: true } });
+    expect(view({ denyRead: [parent('/h')], allowRead: [project('/h/proj'), local('/h/proj')] })).not.toContain('ro-bind /h/proj');
+    expect(view({ denyRead: [parent('/h')], allowRead: [user('/h/proj')] })).toContain('ro-bind /h/proj');
+  });
+
+  it('nothing re-opens a credential deny, not even an allowRead of the same path from managed settings', () => {
+    const cred = { path: '/h/.ssh', glob: false, mode: 'deny' as const, onExtractNoMatch: 'warn' as const, maskDuplicates: false, source: { scope: 'user' as const } };
+    const creds = { credentials: { envVars: [], files: [cred], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const }, allowPlaintextInject: false } };
+    expect(view({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] }, creds)).toContain('tmpfs /h/.ssh');
+    expect(view({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] }, creds)).not.toContain('ro-bind /h/.ssh/id');
+  });
+
+  it('the current directory re-opens user denies (denyRead ~ recipe) but not managed ones, and says so', () => {
+    const plan = buildBwrapPlan(policy({ denyRead: [managed('/w')] }), facts(land), ['true']);
+    expect(mounts(plan.args)).toContain('tmpfs /w');
+    expect(plan.warnings.join()).toContain('the current directory /w is inside a denyRead region');
+    expect(view({ denyRead: [user('/w')] })).toContain('bind /w');
+  });
+
+  it('a project allowWrite that leads out of the project root through a symlink is ignored with a warning', () => {
+    const plan = buildBwrapPlan(
+      policy({ allowWrite: [project('/w/build'), project('/w/x')] }),
+      facts({ ...land, '/w/build': dir('/etc') }),
+      ['true'],
+    );
+    expect(mounts(plan.args)).not.toContain('bind /etc');
+    expect(mounts(plan.args)).toContain('bind /w');
+    expect(plan.warnings.join('\n')).toContain('/project.json: filesystem.allowWrite: /w/build leads to /etc, outside the project root /w; ignored');
+  });
+});

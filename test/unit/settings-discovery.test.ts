@@ -2,7 +2,7 @@ import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { defaultManagedPaths, findRoot } from '../../src/settings/index.js';
-import { load, loadError, report, world } from './settings-fixtures.js';
+import { approveAll, load, loadError, report, world } from './settings-fixtures.js';
 
 const domains = (p: ReturnType<typeof load>) => p.network.allowedDomains.map((d) => `${d.rule.text} ${d.source.scope}`);
 
@@ -18,7 +18,7 @@ describe('settings discovery', () => {
     w.write('repo/.srt/settings.json', { network: { allowedDomains: ['project.example'] } });
     w.write('repo/.srt/settings.local.json', { network: { allowedDomains: ['local.example'] } });
     const cli = w.write('cli.json', { network: { allowedDomains: ['cli.example'] } });
-    const r = report(w, { settingsFiles: [cli], flags: { allowDomain: ['flag.example'] } });
+    const r = report(w, { approvals: approveAll, settingsFiles: [cli], flags: { allowDomain: ['flag.example'] } });
     expect(r.files.map((f) => `${f.scope} ${f.path.slice(w.dir.length)}`)).toEqual([
       'managed /etc/srt/managed-settings.json',
       'managed /etc/srt/managed-settings.d/10-a.yaml',
@@ -47,11 +47,12 @@ describe('settings discovery', () => {
     const w = world();
     mkdirSync(join(w.repo, 'a', 'b'), { recursive: true });
     expect(findRoot(join(w.repo, 'a', 'b'))).toBe(w.repo);
-    w.write('wt/.git', 'gitdir: /somewhere/.git/worktrees/wt\n');
+    w.write('main/.git/worktrees/wt/HEAD', 'ref: refs/heads/wt\n');
+    w.write('wt/.git', `gitdir: ${join(w.dir, 'main/.git/worktrees/wt')}\n`);
     mkdirSync(join(w.dir, 'wt', 'sub'));
     expect(findRoot(join(w.dir, 'wt', 'sub'))).toBe(join(w.dir, 'wt'));
     w.write('repo/.srt/settings.json', { network: { allowedDomains: ['project.example'] } });
-    const p = load(w, { cwd: join(w.repo, 'a', 'b') });
+    const p = load(w, { approvals: approveAll, cwd: join(w.repo, 'a', 'b') });
     expect(p.root).toBe(w.repo);
     expect(p.cwd).toBe(join(w.repo, 'a', 'b'));
     expect(domains(p)).toEqual(['project.example project']);
@@ -61,7 +62,7 @@ describe('settings discovery', () => {
     const w = world();
     mkdirSync(join(w.dir, 'plain', '.srt'), { recursive: true });
     w.write('plain/.srt/settings.json', { network: { allowedDomains: ['plain.example'] } });
-    const p = load(w, { cwd: join(w.dir, 'plain') });
+    const p = load(w, { approvals: approveAll, cwd: join(w.dir, 'plain') });
     expect(p.root).toBe(join(w.dir, 'plain'));
     expect(domains(p)).toEqual(['plain.example project']);
   });

@@ -4,7 +4,10 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterEach } from 'vitest';
-import { loadPolicy, loadSettingsReport, type LoadOptions } from '../../src/settings/index.js';
+import { loadPolicy, loadSettingsReport, type ApprovalSource, type LoadOptions } from '../../src/settings/index.js';
+
+/** Approves every project/local file, for tests about what such files do once approved. */
+export const approveAll: ApprovalSource = { isApproved: () => true };
 
 export interface World {
   dir: string;
@@ -20,7 +23,7 @@ afterEach(() => {
   while (cleanups.length) rmSync(cleanups.pop()!, { recursive: true, force: true });
 });
 
-/** A temp tree: `home/`, `repo/` (with `.git/`), `etc/srt/`. Paths in `write` are relative to it. */
+/** A temp tree: `home/`, `repo/` (a repository: `.git/HEAD`), `etc/srt/`. Paths in `write` are relative to it. */
 export function world(): World {
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'srt-settings-')));
   cleanups.push(dir);
@@ -28,6 +31,7 @@ export function world(): World {
   const repo = join(dir, 'repo');
   const etc = join(dir, 'etc', 'srt');
   for (const d of [home, join(repo, '.git'), etc]) mkdirSync(d, { recursive: true });
+  writeFileSync(join(repo, '.git', 'HEAD'), 'ref: refs/heads/main\n');
   const w: World = {
     dir,
     home,

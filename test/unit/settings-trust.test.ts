@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { load, report, world } from './settings-fixtures.js';
+import { approveAll, load, report, world } from './settings-fixtures.js';
 
 // Every weakening a repository's settings might try (SPEC §2.4), with the key it is reported under.
 const WEAKENINGS: Array<[string, object]> = [
@@ -64,7 +64,7 @@ describe.each([
       credentials: { envVars: [{ name: 'NPM_TOKEN', mode: 'deny' }], allowPlaintextInject: false },
       enableWeakerNestedSandbox: false,
     });
-    const p = load(w);
+    const p = load(w, { approvals: approveAll });
     expect(p.ignored).toEqual([]);
     expect(p.network.strictAllowlist).toBe(true);
     expect(p.filesystem.disabled).toBe(false);
@@ -130,7 +130,7 @@ describe('managed-only keys', () => {
     w.write('etc/srt/managed-settings.json', { network: { allowManagedDomainsOnly: true, allowedDomains: ['corp.example'] } });
     const user = w.write('home/.srt/settings.json', { network: { allowedDomains: ['user.example'], deniedDomains: ['bad.example'] } });
     const project = w.write('repo/.srt/settings.json', { network: { allowedDomains: ['project.example'] } });
-    const p = load(w, { flags: { allowDomain: ['flag.example'] } });
+    const p = load(w, { approvals: approveAll, flags: { allowDomain: ['flag.example'] } });
     expect(p.network.allowManagedDomainsOnly).toBe(true);
     expect(p.network.allowedDomains.map((d) => d.rule.text)).toEqual(['corp.example']);
     expect(p.network.deniedDomains.map((d) => d.rule.text)).toEqual(['bad.example']);
@@ -156,7 +156,7 @@ describe('managed-only keys', () => {
     const w = world();
     w.write('etc/srt/managed-settings.json', { network: { allowManagedDomainsOnly: false } });
     w.write('home/.srt/settings.json', { network: { allowedDomains: ['user.example'] } });
-    expect(load(w).network.allowedDomains.map((d) => d.rule.text)).toEqual(['user.example']);
+    expect(load(w, { approvals: approveAll }).network.allowedDomains.map((d) => d.rule.text)).toEqual(['user.example']);
   });
 });
 
@@ -219,7 +219,7 @@ describe('merging', () => {
     const w = world();
     const user = w.write('home/.srt/settings.json', { network: { allowedDomains: ['b.example', 'A.example'] } });
     const project = w.write('repo/.srt/settings.json', { network: { allowedDomains: ['a.example', 'c.example'] } });
-    const p = load(w);
+    const p = load(w, { approvals: approveAll });
     expect(p.network.allowedDomains.map((d) => `${d.rule.text} ${d.source.file}`)).toEqual([
       `a.example ${project}`,
       `c.example ${project}`,
@@ -282,7 +282,7 @@ describe('relative path bases (SPEC §2.3)', () => {
     w.write('home/.srt/settings.json', { filesystem: { allowWrite: ['from-user'] } });
     w.write('etc/srt/managed-settings.json', { filesystem: { allowWrite: ['from-managed'] } });
     const cli = w.write('elsewhere/cli.json', { filesystem: { allowWrite: ['from-cli'] } });
-    const p = load(w, { cwd, settingsFiles: [cli], flags: { allowWrite: ['from-flag'] } });
+    const p = load(w, { approvals: approveAll, cwd, settingsFiles: [cli], flags: { allowWrite: ['from-flag'] } });
     expect(Object.fromEntries(p.filesystem.allowWrite.map((r) => [r.original, r.path]))).toEqual({
       'from-managed': join(cwd, 'from-managed'),
       'from-cli': join(cwd, 'from-cli'),
