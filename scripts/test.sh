@@ -15,8 +15,11 @@ npm run --silent typecheck || status=1
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results/main.json" || status=1
 
 if [ "$(id -u)" = 0 ] && [ "${SRT_TEST_SKIP_UNPRIVILEGED:-}" != 1 ]; then
-  user=srt-test
-  id "$user" >/dev/null 2>&1 || useradd --create-home --shell /bin/bash "$user"
+  # A user of this run only (no test account stays on a developer's machine, and concurrent runs
+  # do not share one): made here, removed with its home on exit.
+  user=srt-test-$$
+  useradd --create-home --shell /bin/bash "$user"
+  trap 'rm -rf "$results"; userdel --remove "$user" 2>/dev/null' EXIT
   # The checkout may sit where the user cannot enter (e.g. /root): give it a readable copy.
   copy=$(mktemp -d /tmp/srt-unpriv.XXXXXX)
   tar -C "$repo" --exclude=.git -cf - . | tar -C "$copy" -xf -

@@ -49,7 +49,7 @@ function parsePort(value: string): number {
 
 function addPolicyOptions(cmd: Command): Command {
   return cmd
-    .option('--settings <file>', 'also read this settings file (repeatable; CLI scope)', collect)
+    .option('-s, --settings <file>', 'also read this settings file (repeatable; CLI scope)', collect)
     .option('--allow-domain <domain>', 'allow network access to DOMAIN, e.g. github.com or *.npmjs.org (repeatable)', collect)
     .option('--allow-write <path>', 'allow writing under PATH (repeatable)', collect)
     .option('--deny-read <path>', 'hide PATH from the command (repeatable)', collect);
@@ -104,8 +104,15 @@ function commandSpec(operands: string[], explicit: string[] | undefined, opts: R
 }
 
 async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
+  if (process.env.SRT_SANDBOX === '1') {
+    // Inside, ~/.srt is read-only and new user namespaces are refused: a nested srt could only fail later, less clearly.
+    throw new Fatal(['already inside an srt sandbox (SRT_SANDBOX=1): srt does not nest; run the command directly, it is sandboxed already']);
+  }
   const debug = debugEnabled(opts);
   const report = await loadReport(opts, debug);
+  if (!report.policy.network.strictAllowlist) {
+    process.stderr.write('srt: warning: network.strictAllowlist: false has no effect on the command line (srt has no prompt): hosts not in allowedDomains are still refused\n');
+  }
   const { Sandbox, SandboxError } = await import('./sandbox.js');
   if (opts.controlFd !== undefined) {
     try {
@@ -124,7 +131,11 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     }
     if (opts.controlFd !== undefined) stopControl = await followControlFd(opts.controlFd, report, sandbox);
     const code = await sandbox.run(spec);
-    for (const line of sandbox.violations()) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
+    const violations = sandbox.violations();
+    for (const line of violations) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
+    // Say once how to allow what was refused for not being listed.
+    const unlisted = violations.map((l) => /blocked (\S+) — not in network\.allowedDomains/.exec(l)?.[1]).find((t) => t !== undefined);
+    if (unlisted) process.stderr.write(`srt: to allow ${unlisted}: run with --allow-domain ${unlisted}, or add it to network.allowedDomains in ~/.srt/settings.json\n`);
     return code;
   } catch (err) {
     if (err instanceof SandboxError) throw new Fatal([err.message]);
@@ -215,14 +226,14 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
     .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | trust [FILE] | schema | proxy [--http-port N] [--socks-port N]')
     .version(pkg.version, '-V, --version')
-    .helpCommand(false)
+    .helpCommand('help [command]', 'the same as --help (for a subcommand: srt help config)')
     .enablePositionalOptions()
     .passThroughOptions()
     .argument('[command...]', 'the command to run and its arguments')
     .option('-c, --command <string>', 'run STRING with bash -c (sh -c if there is no bash)');
   addPolicyOptions(program)
     .option('--dry-run', 'print the sandbox plan (mounts, environment, proxy) and exit without running')
-    .option('--debug', 'print details to stderr (same as SRT_DEBUG=1)')
+    .option('-d, --debug', 'print details to stderr (same as SRT_DEBUG=1)')
     .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs', parseFd)
     .addHelpText('after', HELP_AFTER)
     .exitOverride()
@@ -330,6 +341,11 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
 }
 
 async function main(argv: string[]): Promise<number> {
+  // `srt config | head`: a reader that stops early is not an error of srt's.
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+    throw err;
+  });
   const result = { exit: 0 };
   const explicit: { tail?: string[] } = {};
   const program = buildProgram(result, explicit);

@@ -177,6 +177,17 @@ export class Sandbox {
     for (const p of literalPaths(policy, allTargets, worktree)) landings.set(p, resolveLanding(p));
     const missing = (t: ProtectedTarget) => landings.get(t.path)?.kind === 'missing';
     const targets = allTargets.filter((t) => !(t.ifExists && missing(t)));
+    // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
+    const readOnlyDirs = new Set<string>();
+    try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
+      warnings.push(`the current directory ${policy.cwd} is not writable by you, so it is read-only inside the sandbox too`);
+    }
+    for (const t of targets) {
+      const at = landings.get(t.path);
+      if (at?.kind !== 'missing' || !at.firstMissing) continue;
+      const parent = dirname(at.firstMissing);
+      try { accessSync(parent, fsConstants.W_OK); } catch { readOnlyDirs.add(parent); }
+    }
     const watched = allTargets.filter((t) => t.ifExists && missing(t)).map((t) => t.path);
 
     // Under ~/.srt, which every sandbox sees read-only: no sandboxed command (of this run or a
@@ -216,7 +227,7 @@ export class Sandbox {
       }
       facts = {
         landings, globMatches: new Map(globs),
-        protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD,
+        protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD, readOnlyDirs,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),

@@ -51,6 +51,9 @@ export interface BwrapFacts {
   tmpDir: string;
   /** An empty read-only file srt owns, bound over denied files. */
   emptyFile: string;
+  /** Directories srt itself cannot write (a colleague's checkout, /etc): the command cannot
+   *  create anything there either, so a missing protected path there needs no placeholder. */
+  readOnlyDirs?: ReadonlySet<string>;
   seccomp?: SeccompLaunch;
   /** fd on which bwrap reports `child-pid` and `exit-code`. */
   jsonStatusFd?: number;
@@ -155,6 +158,22 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     if (l.kind === 'dir' || l.kind === 'file') writeRoots.set(l.real, Math.max(trust, writeRoots.get(l.real) ?? -1));
     else notes.push(`allowWrite ${why}: does not exist, skipped`);
   };
+  // Settings that do nothing here, said once rather than silently.
+  for (const r of fsPolicy.allowWrite) {
+    const lit = literalOf(r);
+    if (lit !== null && landing(lit).kind === 'missing') {
+      warnings.push(`filesystem.allowWrite: ${r.original} does not exist, so it is not writable in this run (srt binds only existing paths; create it first)`);
+    }
+  }
+  const macOnly: Array<[string, boolean]> = [
+    ['allowPty', policy.allowPty], ['allowAppleEvents', policy.allowAppleEvents],
+    ['enableWeakerNetworkIsolation', policy.enableWeakerNetworkIsolation],
+    ['network.allowLocalBinding', policy.network.allowLocalBinding],
+    ['network.allowUnixSockets', policy.network.allowUnixSockets.length > 0],
+  ];
+  for (const [key, set] of macOnly) {
+    if (set) warnings.push(`${key} only has an effect on macOS; ignored on Linux${key === 'network.allowUnixSockets' ? ' (Linux has no per-path rule: see network.allowAllUnixSockets)' : ''}`);
+  }
   addWriteRoot(landing(policy.cwd), policy.cwd, TRUST.default);
   writeRoots.set(facts.tmpDir, SRT_OWN);
   for (const r of fsPolicy.allowWrite) {
@@ -195,7 +214,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     // else an empty file/dir of the path's own kind. Only needed where the parent is writable.
     const at = l.firstMissing;
     const parent = dirname(at);
-    if (!writableByRoots(parent) || [...denyWrite].some((d) => isWithin(parent, d))) return;
+    if (!writableByRoots(parent) || facts.readOnlyDirs?.has(parent) || [...denyWrite].some((d) => isWithin(parent, d))) return;
     const phKind = at === l.real ? kind : 'dir';
     if (!placeholders.has(at)) placeholders.set(at, { path: at, kind: phKind });
     denyWrite.add(at);

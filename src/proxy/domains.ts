@@ -125,7 +125,10 @@ export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDom
   const entry = raw.trim();
   if (entry === '') return { ok: false, error: 'empty domain entry' };
   if (/[\s@/?#\\]/.test(entry)) {
-    return { ok: false, error: `invalid domain entry "${raw}": a domain has no spaces, "@", path or query` };
+    // A URL or a host with a path: say what to write instead.
+    const url = /^[a-z][a-z0-9+.-]*:\/\/(?:[^/?#@]*@)?([^/?#\s]+)/i.exec(entry) ?? /^([^/?#\s@\\:]+(?::\d+)?)[/?#]/.exec(entry);
+    const hint = url ? `; write "${url[1]}"` : '';
+    return { ok: false, error: `invalid domain entry "${raw}": a domain has no scheme, spaces, "@", path or query${hint}` };
   }
 
   if (entry.startsWith('[')) {

@@ -225,6 +225,20 @@ export function readSettingsFile(path: string): ReadSettings {
   return { settings: parseSettingsText(path, bytes.toString('utf8')), sha256 };
 }
 
+/** What a JSON error most likely means: comments (JSON has none), or a YAML document in a .json file. */
+function jsonHint(text: string, err: JsonSyntaxError): string {
+  const at = text.split('\n')[err.line - 1]?.slice(err.column - 1) ?? '';
+  if (at.startsWith('//') || at.startsWith('/*')) return ' (JSON allows no comments; name the file .yaml to write comments)';
+  // A document that opens like JSON is meant as JSON (YAML would accept its flow style too).
+  if (/^\s*[{[]/.test(text)) return '';
+  try {
+    const YAML = require('yaml') as typeof import('yaml');
+    const doc: unknown = YAML.parse(text);
+    if (doc !== null && typeof doc === 'object' && !Array.isArray(doc)) return ' (this looks like YAML; name the file .yaml)';
+  } catch { /* not YAML either */ }
+  return '';
+}
+
 function parseSettingsText(path: string, input: string): unknown {
   let text = input;
   if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
@@ -239,7 +253,7 @@ function parseSettingsText(path: string, input: string): unknown {
       doc = parseJson(text);
     } catch (err) {
       if (err instanceof JsonSyntaxError) {
-        throw new SettingsError(`${path}:${err.line}:${err.column}: invalid JSON: ${err.message}`);
+        throw new SettingsError(`${path}:${err.line}:${err.column}: invalid JSON: ${err.message}${jsonHint(text, err)}`);
       }
       throw err;
     }

@@ -147,6 +147,12 @@ const ALLOW_LISTS: string[][] = [
   ['network', 'tlsTerminate', 'excludeDomains'],
 ];
 
+/** A suffix under which anyone can register names: a single label (`com`, `io`) or a country's
+ *  usual second level (`co.uk`, `com.au`). A heuristic, not the Public Suffix List. */
+function isPublicSuffix(host: string): boolean {
+  return !host.includes('.') || /^(co|com|org|net|ac|gov|edu|ne|or|go)\.[a-z]{2}$/.test(host);
+}
+
 function entryText(entry: PathEntry): string {
   return typeof entry === 'string' ? entry : entry.path;
 }
@@ -616,6 +622,11 @@ class Builder {
         this.warnings.push(
           `credentials: ${pair.secretAccessKeyVar} is masked but ${pair.accessKeyIdVar} is not: srt cannot re-sign AWS requests without masking the key id too`,
         );
+      }
+    }
+    for (const { rule, source } of policy.network.allowedDomains) {
+      if (rule.kind === 'wildcard' && isPublicSuffix(rule.host)) {
+        this.warnings.push(`${label(source)}: network.allowedDomains: "${rule.raw}" allows every host under the public suffix .${rule.host}; name the domain (*.example.${rule.host})`);
       }
     }
     for (const entry of Object.keys(policy.network.deniedDomainReasons)) {

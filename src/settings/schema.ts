@@ -13,10 +13,10 @@ const require = createRequire(import.meta.url);
 /** Keys of Anthropic's sandbox-runtime settings that srt accepts but does not implement. */
 export const UNSUPPORTED_REFERENCE_KEYS: Record<string, string> = {
   ignoreViolations: 'srt reports every violation',
-  ripgrep: 'srt always runs `rg` from PATH',
+  ripgrep: 'srt runs its own tools (rg) only from the system directories, never from a configured path',
   seccomp: 'srt uses its own seccomp helper',
-  bwrapPath: 'srt runs `bwrap` from PATH',
-  socatPath: 'srt runs `socat` from PATH',
+  bwrapPath: 'srt runs its own tools (bwrap) only from the system directories, never from a configured path',
+  socatPath: 'srt runs its own tools only from the system directories, never from a configured path',
   javaAgentJarPath: 'srt does not inject a Java agent',
   windows: 'srt does not support Windows',
   git: 'srt does not inject git configuration',
@@ -39,14 +39,18 @@ function build(zod: ZodModule) {
       nonEmpty,
       z.strictObject({
         path: nonEmpty.describe('The path, taken literally (no glob expansion) when literal is true.'),
-        literal: z.boolean().optional(),
+        literal: z.boolean().optional().describe('true: the path is never a glob.'),
       }),
     ])
     .describe('Absolute, `~`-relative or relative path; may contain globs (*, **, ?, [abc]) unless given as {"path": ..., "literal": true}.');
   const pathList = z.array(pathEntry);
   const domainList = z.array(nonEmpty);
   const hostList = z.array(nonEmpty).min(1);
-  const mode = z.enum(['mask', 'deny']);
+  const mode = z
+    .enum(['mask', 'deny'])
+    .describe('mask: the command sees a sentinel and the proxy puts the real value back on the way out; deny: the command never sees it.');
+  const decode = z.literal('jwt').describe('Hand out a structurally valid fake JWT instead of the real one.');
+  const injectHosts = hostList.describe('The only hosts the real value may be sent to (default: every allowed domain).');
   const onExtractNoMatch = z
     .enum(['warn', 'deny', 'error'])
     .describe('When extract (or decode) finds nothing: warn and pass unmasked (default), deny, or refuse to start.');
@@ -67,15 +71,16 @@ function build(zod: ZodModule) {
     .describe('Regular expression; capture group 1 of each match is masked, the rest is kept.');
   const envName = z
     .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits, underscore; not starting with a digit)');
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits, underscore; not starting with a digit)')
+    .describe('An environment variable name.');
   const claims = z.array(nonEmpty).min(1).describe('Top-level JWT claims replaced by sentinels; the rest of the payload stays real.');
 
   const envVar = z
     .strictObject({
       name: envName,
       mode,
-      injectHosts: hostList.optional().describe('Hosts the real value may be sent to (default: every allowed domain).'),
-      decode: z.literal('jwt').optional(),
+      injectHosts: injectHosts.optional(),
+      decode: decode.optional(),
       maskClaims: claims.optional(),
       extract: extract.optional(),
       onExtractNoMatch: onExtractNoMatch.optional(),
@@ -87,7 +92,8 @@ function build(zod: ZodModule) {
       if (entry.maskClaims !== undefined && entry.decode === undefined) {
         ctx.addIssue({ code: 'custom', path: ['maskClaims'], message: 'requires decode: "jwt"' });
       }
-    });
+    })
+    .describe('An environment variable to mask or deny.');
 
   const credentialFile = z
     .strictObject({
@@ -96,26 +102,29 @@ function build(zod: ZodModule) {
       extract: extract.optional(),
       onExtractNoMatch: onExtractNoMatch.optional(),
       maskDuplicates: z.boolean().optional().describe('Also replace verbatim copies of each masked value elsewhere in the file.'),
-      injectHosts: hostList.optional().describe('Hosts the real value may be sent to (default: every allowed domain).'),
-      decode: z.literal('jwt').optional(),
+      injectHosts: injectHosts.optional(),
+      decode: decode.optional(),
       maskClaims: claims.optional(),
     })
     .superRefine((entry, ctx) => {
       if (entry.maskClaims !== undefined && entry.decode === undefined) {
         ctx.addIssue({ code: 'custom', path: ['maskClaims'], message: 'requires decode: "jwt"' });
       }
-    });
+    })
+    .describe('A file to mask or deny.');
 
-  const sigv4Handling = z.enum(['deny', 'passthrough']);
+  const sigv4Handling = z
+    .enum(['deny', 'passthrough'])
+    .describe('deny (default): refuse the request with 403 naming the form; passthrough: forward it unchanged (AWS refuses it itself).');
 
   const tlsTerminate = z
     .strictObject({
-      caCertPath: nonEmpty.optional(),
-      caKeyPath: nonEmpty.optional(),
+      caCertPath: nonEmpty.optional().describe('A persistent CA certificate (PEM); give caKeyPath too, or neither for an ephemeral CA per run.'),
+      caKeyPath: nonEmpty.optional().describe("The persistent CA's private key (PEM); never readable inside the sandbox."),
       excludeDomains: domainList.optional().describe('Hosts whose TLS is tunnelled untouched (mTLS, pinned certificates).'),
-      extraCaCertPaths: z.array(nonEmpty).optional(),
-      maxTunnels: z.number().int().min(1).optional().describe('Default 256.'),
-      handshakeTimeoutMs: z.number().int().min(1).optional().describe('Default 10000.'),
+      extraCaCertPaths: z.array(nonEmpty).optional().describe('Extra root certificates (PEM) trusted for upstream connections and given to the command.'),
+      maxTunnels: z.number().int().min(1).optional().describe('Most terminated connections at once (default 256); past it: 503.'),
+      handshakeTimeoutMs: z.number().int().min(1).optional().describe('Close a tunnel whose TLS handshake has not finished after this many ms (default 10000).'),
     })
     .superRefine((t, ctx) => {
       if ((t.caCertPath === undefined) !== (t.caKeyPath === undefined)) {
@@ -129,15 +138,15 @@ function build(zod: ZodModule) {
     .describe('Presence turns TLS termination on; {} uses an ephemeral CA per run.');
 
   const network = z.strictObject({
-    allowedDomains: domainList.optional().describe('`example.com`, `*.example.com`, `host:port`, `[::1]:8080`, `1.2.3.4:80`.'),
-    deniedDomains: domainList.optional(),
+    allowedDomains: domainList.optional().describe('Destinations the proxy lets through: `example.com`, `*.example.com`, `host:port`, `[::1]:8080`, `1.2.3.4:80`. Empty: no network.'),
+    deniedDomains: domainList.optional().describe('Always refused; checked before allowedDomains. Same grammar, plus `*` and `*:PORT`.'),
     deniedDomainReasons: z.record(z.string(), nonEmpty).optional().describe('Reason shown when the deniedDomains entry named by the key refuses a connection.'),
     strictAllowlist: z.boolean().optional().describe('Default true: hosts not in allowedDomains are refused.'),
     allowManagedDomainsOnly: z.boolean().optional().describe('Managed scope only: only managed allowedDomains count.'),
-    deniedResolvedAddresses: z.array(nonEmpty).optional().describe('CIDRs the proxy never dials.'),
-    allowUnixSockets: z.array(nonEmpty).optional(),
-    allowAllUnixSockets: z.boolean().optional(),
-    allowLocalBinding: z.boolean().optional(),
+    deniedResolvedAddresses: z.array(nonEmpty).optional().describe('Addresses (CIDR, e.g. 10.0.0.0/8) the proxy never dials after resolving an allowed hostname.'),
+    allowUnixSockets: z.array(nonEmpty).optional().describe('macOS: Unix sockets the command may connect to. Linux has no per-path rule (see allowAllUnixSockets).'),
+    allowAllUnixSockets: z.boolean().optional().describe('Allow all Unix sockets (Linux: drops the seccomp refusal of socket(AF_UNIX)).'),
+    allowLocalBinding: z.boolean().optional().describe('macOS: allow the command to bind local ports.'),
     httpProxyPort: port.optional().describe("Use the user's own HTTP proxy on this loopback port instead of srt's."),
     socksProxyPort: port.optional().describe("Use the user's own SOCKS proxy on this loopback port instead of srt's."),
     tlsTerminate: tlsTerminate.optional(),
@@ -145,49 +154,54 @@ function build(zod: ZodModule) {
     parentProxy: unsupported('network.parentProxy').optional(),
     allowMachLookup: unsupported('network.allowMachLookup').optional(),
     filterRequest: unsupported('network.filterRequest').optional(),
-  });
+  }).describe('Network policy: every connection leaves through srt\'s filtering proxy.');
 
   const filesystem = z.strictObject({
-    allowWrite: pathList.optional(),
-    denyWrite: pathList.optional(),
-    denyRead: pathList.optional(),
+    allowWrite: pathList.optional().describe('Writable in addition to the current directory and the per-run TMPDIR.'),
+    denyWrite: pathList.optional().describe('Never writable; wins over allowWrite.'),
+    denyRead: pathList.optional().describe('Hidden from the command (reads fail); everything else is readable.'),
     allowRead: pathList.optional().describe('Re-opens paths inside denyRead regions.'),
     disabled: z.boolean().optional().describe('Skip filesystem isolation; network isolation and credential protection stay.'),
     allowManagedReadPathsOnly: z.boolean().optional().describe('Managed scope only: only managed allowRead entries count.'),
     allowGitConfig: unsupported('filesystem.allowGitConfig').optional(),
-  });
+  }).describe('Filesystem policy: reads are allowed except denyRead, writes denied except the current directory, TMPDIR and allowWrite.');
 
   const credentials = z.strictObject({
-    envVars: z.array(envVar).optional(),
-    files: z.array(credentialFile).optional(),
+    envVars: z.array(envVar).optional().describe('Environment variables to mask (replace with a sentinel) or deny (remove).'),
+    files: z.array(credentialFile).optional().describe('Files to mask or deny.'),
     awsPairs: z
       .array(
         z.strictObject({
-          accessKeyIdVar: envName,
-          secretAccessKeyVar: envName,
-          sessionTokenVar: envName.optional(),
+          accessKeyIdVar: envName.describe('The variable holding the access key id.'),
+          secretAccessKeyVar: envName.describe('The variable holding the secret access key.'),
+          sessionTokenVar: envName.optional().describe('The variable holding the session token, if any.'),
         }),
       )
-      .optional(),
+      .optional()
+      .describe('Variable groups whose masked values the proxy re-signs as AWS SigV4 (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN is built in).'),
     sigv4: z
-      .strictObject({ presigned: sigv4Handling.optional(), streaming: sigv4Handling.optional(), sigv4a: sigv4Handling.optional() })
+      .strictObject({
+        presigned: sigv4Handling.optional().describe('Presigned URLs (X-Amz-Signature in the query).'),
+        streaming: sigv4Handling.optional().describe('aws-chunked streaming payloads (x-amz-content-sha256: STREAMING-…).'),
+        sigv4a: sigv4Handling.optional().describe('SigV4a (AWS4-ECDSA-P256-SHA256).'),
+      })
       .optional()
       .describe('SigV4 forms the proxy cannot re-sign: "deny" (default) or "passthrough".'),
-    allowPlaintextInject: z.boolean().optional(),
-  });
+    allowPlaintextInject: z.boolean().optional().describe('Allow real values to be substituted into plain-HTTP requests.'),
+  }).describe('Secrets the command must not see: masked (sentinels swapped back by the proxy) or denied.');
 
   const settings = z
     .strictObject({
-      $schema: z.string().optional(),
+      $schema: z.string().optional().describe('Ignored; for editors.'),
       network: network.optional(),
       filesystem: filesystem.optional(),
       credentials: credentials.optional(),
-      mandatoryDenySearchDepth: z.number().int().min(1).max(10).optional().describe('1..10, default 3.'),
-      enableWeakerNestedSandbox: z.boolean().optional(),
-      allowNestedUserNamespaces: z.boolean().optional(),
-      allowPty: z.boolean().optional(),
-      allowAppleEvents: z.boolean().optional(),
-      enableWeakerNetworkIsolation: z.boolean().optional(),
+      mandatoryDenySearchDepth: z.number().int().min(1).max(10).optional().describe('How many directory levels below each writable root are searched for protected files (1..10, default 3).'),
+      enableWeakerNestedSandbox: z.boolean().optional().describe('Linux, unprivileged containers: bind the existing /proc. Weaker.'),
+      allowNestedUserNamespaces: z.boolean().optional().describe('Linux: let the command create user and mount namespaces.'),
+      allowPty: z.boolean().optional().describe('macOS: allow pseudo-terminals.'),
+      allowAppleEvents: z.boolean().optional().describe('macOS: allow sending Apple Events.'),
+      enableWeakerNetworkIsolation: z.boolean().optional().describe('macOS: weaker network isolation, for tools that need system network services.'),
       ignoreViolations: unsupported('ignoreViolations').optional(),
       ripgrep: unsupported('ripgrep').optional(),
       seccomp: unsupported('seccomp').optional(),
@@ -197,8 +211,13 @@ function build(zod: ZodModule) {
       windows: unsupported('windows').optional(),
       git: unsupported('git').optional(),
     })
-    .describe('srt settings. The document may also be wrapped as {"sandbox": {...}}.');
-  return { z, settings };
+    .describe('srt settings.');
+  // A larger tool's settings file may hold the document under `sandbox`; its other keys are not srt's.
+  const named = settings.meta({ id: 'settings' });
+  const document = z
+    .union([named, z.looseObject({ sandbox: named })])
+    .describe('srt settings (SPEC §2.2), either directly or wrapped as {"sandbox": {...}} in a larger settings file.');
+  return { z, settings, document };
 }
 
 type Built = ReturnType<typeof build>;
@@ -213,8 +232,8 @@ function schema(): Built {
 
 /** The JSON Schema printed by `srt schema`. */
 export function settingsJsonSchema(): object {
-  const { z, settings } = schema();
-  return z.toJSONSchema(settings, { io: 'input', unrepresentable: 'any' });
+  const { z, document } = schema();
+  return z.toJSONSchema(document, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' });
 }
 
 type Issue = Zod.core.$ZodIssue;
@@ -261,7 +280,12 @@ function messagesFor(issue: Issue, doc: unknown, base: PropertyKey[], root: Zod.
     case 'unrecognized_keys':
       return issue.keys.map((key) => {
         const guess = didYouMean(key, knownKeys(root, path));
-        return [[...path, key], guess ? `unknown key (did you mean ${guess}?)` : 'unknown key'];
+        if (guess) return [[...path, key], `unknown key (did you mean ${guess}?)`];
+        // A real key in the wrong place: `allowedDomains` at the top instead of under network.
+        const home = [[], ['network'], ['filesystem'], ['credentials'], ['network', 'tlsTerminate']]
+          .find((section) => formatKeyPath(section) !== formatKeyPath(path) && knownKeys(root, section).includes(key));
+        if (home) return [[...path, key], `unknown key here; ${key} belongs ${home.length ? `under ${formatKeyPath(home)} (${formatKeyPath([...home, key])})` : 'at the top level'}`];
+        return [[...path, key], 'unknown key'];
       });
     case 'invalid_type': {
       const expected = issue.expected === 'int' ? 'an integer' : issue.expected === 'object' ? 'an object' : issue.expected === 'array' ? 'a list' : `a ${issue.expected}`;

@@ -32,7 +32,7 @@ describe('srt command line', () => {
       [[], 'srt: no command given; usage: srt [options] [--] COMMAND [ARGS...] (see srt --help)'],
       [['--'], 'srt: no command after --; usage: srt [options] -- COMMAND [ARGS...]'],
       [['-c', 'echo hi', 'extra'], 'srt: -c takes the whole command as one string; give either -c "COMMAND" or COMMAND ARGS, not both'],
-      [['--settings'], "srt: option '--settings <file>' argument missing"],
+      [['--settings'], "srt: option '-s, --settings <file>' argument missing"],
       [['config', 'extra'], "srt: too many arguments for 'config'. Expected 0 arguments but got 1."],
     ];
     for (const [args, message] of cases) {

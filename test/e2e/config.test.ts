@@ -161,7 +161,7 @@ describe('reference-tool settings', () => {
     const file = join(f.home, '.srt-settings.json');
     expect(String(r.stderr).split('\n')).toEqual([
       `srt: warning: ${file}: ignoreViolations: ignored — not supported by srt (srt reports every violation)`,
-      `srt: warning: ${file}: ripgrep: ignored — not supported by srt (srt always runs \`rg\` from PATH)`,
+      `srt: warning: ${file}: ripgrep: ignored — not supported by srt (srt runs its own tools (rg) only from the system directories, never from a configured path)`,
       `srt: warning: ${file}: network.mitmProxy: ignored — not supported by srt (use network.tlsTerminate instead)`,
       `srt: warning: ${file}: filesystem.allowGitConfig: ignored — not supported by srt (.git/config stays write-protected)`,
     ]);
@@ -214,8 +214,9 @@ describe('srt schema', () => {
     const f = fixture('schema');
     const r = await srt(['schema'], { home: f.home, cwd: f.repo });
     expect(r.exitCode).toBe(0);
-    const schema = JSON.parse(String(r.stdout));
-    expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    const doc = JSON.parse(String(r.stdout));
+    expect(doc.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
+    const schema = doc.$defs.settings;
     expect(schema.additionalProperties).toBe(false);
     expect(schema.properties.network.properties.allowedDomains.type).toBe('array');
     expect(schema.properties.mandatoryDenySearchDepth).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });

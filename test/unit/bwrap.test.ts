@@ -256,3 +256,18 @@ describe('scope trust in read and write rules (SPEC §2.4)', () => {
     expect(plan.warnings.join('\n')).toContain('/project.json: filesystem.allowWrite: /w/build leads to /etc, outside the project root /w; ignored');
   });
 });
+
+describe('settings that do nothing on Linux are said at start', () => {
+  it('macOS-only keys and allowWrite paths that do not exist', () => {
+    const p = policy({ allowWrite: [rule('/w/later')] }, { allowPty: true, allowAppleEvents: true });
+    p.network.allowUnixSockets = ['/var/run/docker.sock'];
+    const { warnings } = buildBwrapPlan(p, facts({ '/w/later': missing('/w/later') }), ['true']);
+    expect(warnings).toEqual(expect.arrayContaining([
+      'filesystem.allowWrite: /w/later does not exist, so it is not writable in this run (srt binds only existing paths; create it first)',
+      'allowPty only has an effect on macOS; ignored on Linux',
+      'allowAppleEvents only has an effect on macOS; ignored on Linux',
+      'network.allowUnixSockets only has an effect on macOS; ignored on Linux (Linux has no per-path rule: see network.allowAllUnixSockets)',
+    ]));
+    expect(buildBwrapPlan(policy(), facts({}), ['true']).warnings).toEqual([]);
+  });
+});

@@ -75,9 +75,9 @@ describe('parseDomainEntry', () => {
     ['*foo.com', 'wildcard "*" is only allowed'],
     ['*.*.com', 'invalid wildcard'],
     ['*.1.2.3.4', 'invalid wildcard'],
-    ['allowed.com@evil.com', 'no spaces, "@", path or query'],
-    ['example.com/path', 'no spaces, "@", path or query'],
-    ['example.com?q', 'no spaces, "@", path or query'],
+    ['allowed.com@evil.com', 'spaces, "@", path or query'],
+    ['example.com/path', 'spaces, "@", path or query'],
+    ['example.com?q', 'spaces, "@", path or query'],
     ['[::1', 'bad bracketed IPv6'],
     ['[example.com]', 'is not an IPv6 address'],
     ['[fe80::1%25eth0]', 'is not an IPv6 address'],
@@ -136,5 +136,22 @@ describe('ruleMatches', () => {
     ['*.1.0.0.127.in-addr.arpa', '127.0.0.1', 80, false],
   ])('%s covers %s:%i → %s', (rule, dest, port, expected) => {
     expect(matches(rule, dest, port)).toBe(expected);
+  });
+});
+
+describe('a URL or a path in a domain entry says what to write instead', () => {
+  it.each([
+    ['https://api.example.com/v1', 'api.example.com'],
+    ['http://user:pw@x.example:8080/p?q', 'x.example:8080'],
+    ['example.com/path', 'example.com'],
+    ['example.com:443/x', 'example.com:443'],
+  ])('%s → write %s', (entry, hint) => {
+    const r = parseDomainEntry(entry, 'allow');
+    expect(r.ok).toBe(false);
+    expect(!r.ok && r.error).toBe(`invalid domain entry "${entry}": a domain has no scheme, spaces, "@", path or query; write "${hint}"`);
+  });
+  it('no hint where there is nothing sensible to suggest', () => {
+    const r = parseDomainEntry('a b', 'allow');
+    expect(!r.ok && r.error).toBe('invalid domain entry "a b": a domain has no scheme, spaces, "@", path or query');
   });
 });

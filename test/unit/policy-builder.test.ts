@@ -220,7 +220,7 @@ describe('reference-tool compatibility', () => {
         'socatPath',
       ].sort(),
     );
-    expect(p.warnings).toContain(`${file}: ripgrep: ignored — not supported by srt (srt always runs \`rg\` from PATH)`);
+    expect(p.warnings).toContain(`${file}: ripgrep: ignored — not supported by srt (srt runs its own tools (rg) only from the system directories, never from a configured path)`);
     expect(p.warnings.filter((w) => w.includes('ignored'))).toHaveLength(10);
   });
 
@@ -246,11 +246,12 @@ describe('sources', () => {
 
 describe('srt schema', () => {
   it('is generated from the zod schema, strict, with every top-level key', () => {
-    const schema = settingsJsonSchema() as { type: string; additionalProperties: boolean; properties: Record<string, { properties?: object }> };
+    const doc = settingsJsonSchema() as { $defs: { settings: object } };
+    const schema = doc.$defs.settings as { type: string; additionalProperties: boolean; properties: Record<string, { properties?: object }> };
     expect(schema.type).toBe('object');
     expect(schema.additionalProperties).toBe(false);
     expect(Object.keys(schema.properties)).toEqual(expect.arrayContaining(['network', 'filesystem', 'credentials', 'mandatoryDenySearchDepth', 'allowPty']));
     expect(Object.keys(schema.properties.network!.properties!)).toEqual(expect.arrayContaining(['allowedDomains', 'tlsTerminate', 'deniedResolvedAddresses']));
-    expect(JSON.parse(JSON.stringify(schema))).toEqual(schema);
+    expect(JSON.parse(JSON.stringify(doc))).toEqual(doc);
   });
 });

@@ -216,3 +216,14 @@ describe('root discovery counts only real repositories (SPEC §2.4)', () => {
     expect(domains(r.policy)).toEqual(['user.example']);
   });
 });
+
+describe('allow entries that open more than they seem to', () => {
+  it.each([['*.com', 'com'], ['*.io:443', 'io'], ['*.co.uk', 'co.uk'], ['*.com.au', 'com.au']])('%s warns: a public suffix', (entry, suffix) => {
+    const p = buildPolicy({ cwd: '/w', home: '/h', root: '/w' }, [{ scope: 'user', file: '/h/.srt/settings.json', base: '/h', settings: { network: { allowedDomains: [entry] } } }]);
+    expect(p.warnings).toEqual([`/h/.srt/settings.json: network.allowedDomains: "${entry}" allows every host under the public suffix .${suffix}; name the domain (*.example.${suffix})`]);
+  });
+  it('*.example.com does not', () => {
+    const p = buildPolicy({ cwd: '/w', home: '/h', root: '/w' }, [{ scope: 'user', base: '/h', settings: { network: { allowedDomains: ['*.example.com', '*.github.io'] } } }]);
+    expect(p.warnings).toEqual([]);
+  });
+});

@@ -25,6 +25,11 @@ const CASES: Array<[string, string, string, string]> = [
   ['unknown key with suggestion', USER, '{"network": {"allowedDomain": ["a.com"]}}', 'F: network.allowedDomain: unknown key (did you mean allowedDomains?)'],
   ['unknown top-level key with suggestion', USER, '{"netwrk": {}}', 'F: netwrk: unknown key (did you mean network?)'],
   ['unknown key without a close match', USER, '{"zzzzzz": {}}', 'F: zzzzzz: unknown key'],
+  ['a key in the wrong section (top level)', USER, '{"allowedDomains": ["a.com"]}', 'F: allowedDomains: unknown key here; allowedDomains belongs under network (network.allowedDomains)'],
+  ['a key in the wrong section (nested)', USER, '{"filesystem": {"tlsTerminate": {}}}', 'F: filesystem.tlsTerminate: unknown key here; tlsTerminate belongs under network (network.tlsTerminate)'],
+  ['a top-level key inside a section', USER, '{"network": {"allowPty": true}}', 'F: network.allowPty: unknown key here; allowPty belongs at the top level'],
+  ['JSON with a comment', USER, '{\n  // why\n  "allowPty": true\n}', 'F:2:3: invalid JSON: expected a double-quoted property name, found "/" (JSON allows no comments; name the file .yaml to write comments)'],
+  ['YAML in a .json file', USER, 'network:\n  allowedDomains: [a.com]\n', 'F:1:1: invalid JSON: unexpected "n" (this looks like YAML; name the file .yaml)'],
   ['unknown key in a path object', USER, '{"filesystem": {"allowWrite": [{"path": "x", "literl": true}]}}', 'F: filesystem.allowWrite[0].literl: unknown key (did you mean literal?)'],
   ['list given as string', USER, '{"network": {"allowedDomains": "a.com"}}', 'F: network.allowedDomains: expected a list, got a string'],
   ['wrong element type', USER, '{"network": {"allowedDomains": [1]}}', 'F: network.allowedDomains[0]: expected a string, got a number'],
@@ -42,10 +47,10 @@ const CASES: Array<[string, string, string, string]> = [
   ['maskClaims without decode', USER, '{"credentials": {"envVars": [{"name": "X", "mode": "mask", "maskClaims": ["sub"]}]}}', 'F: credentials.envVars[0].maskClaims: requires decode: "jwt"'],
   ['bad CIDR prefix', USER, '{"network": {"deniedResolvedAddresses": ["10.0.0.0/33"]}}', 'F: network.deniedResolvedAddresses[0]: "10.0.0.0/33" is not an IP address or CIDR (e.g. 10.0.0.0/8, fd00::/8)'],
   ['bad CIDR address', USER, '{"network": {"deniedResolvedAddresses": ["10.0.0/8"]}}', 'F: network.deniedResolvedAddresses[0]: "10.0.0/8" is not an IP address or CIDR (e.g. 10.0.0.0/8, fd00::/8)'],
-  ['bad domain entry (URL)', USER, '{"network": {"allowedDomains": ["a.com", "b.com", "http://c.com/x"]}}', 'F: network.allowedDomains[2]: invalid domain entry "http://c.com/x": a domain has no spaces, "@", path or query'],
+  ['bad domain entry (URL)', USER, '{"network": {"allowedDomains": ["a.com", "b.com", "http://c.com/x"]}}', 'F: network.allowedDomains[2]: invalid domain entry "http://c.com/x": a domain has no scheme, spaces, "@", path or query; write "c.com"'],
   ['bad domain port', USER, '{"network": {"deniedDomains": ["a.com:99999"]}}', 'F: network.deniedDomains[0]: invalid domain entry "a.com:99999": invalid port "99999" (1-65535, no leading zero)'],
-  ['bad deniedDomainReasons key', USER, '{"network": {"deniedDomainReasons": {"bad domain": "x"}}}', 'F: network.deniedDomainReasons["bad domain"]: invalid domain entry "bad domain": a domain has no spaces, "@", path or query'],
-  ['bad tlsTerminate.excludeDomains', USER, '{"network": {"tlsTerminate": {"excludeDomains": ["a b"]}}}', 'F: network.tlsTerminate.excludeDomains[0]: invalid domain entry "a b": a domain has no spaces, "@", path or query'],
+  ['bad deniedDomainReasons key', USER, '{"network": {"deniedDomainReasons": {"bad domain": "x"}}}', 'F: network.deniedDomainReasons["bad domain"]: invalid domain entry "bad domain": a domain has no scheme, spaces, "@", path or query'],
+  ['bad tlsTerminate.excludeDomains', USER, '{"network": {"tlsTerminate": {"excludeDomains": ["a b"]}}}', 'F: network.tlsTerminate.excludeDomains[0]: invalid domain entry "a b": a domain has no scheme, spaces, "@", path or query'],
   ['CA cert without key', USER, '{"network": {"tlsTerminate": {"caCertPath": "a.pem"}}}', 'F: network.tlsTerminate.caKeyPath: caCertPath and caKeyPath must be given together (or neither, for an ephemeral CA)'],
   ['path of wrong type', USER, '{"filesystem": {"allowWrite": [5]}}', 'F: filesystem.allowWrite[0]: expected a path string or {"path": ..., "literal": true}, got a number'],
   ['empty path', USER, '{"filesystem": {"allowWrite": [""]}}', 'F: filesystem.allowWrite[0]: must not be empty'],
@@ -119,7 +124,7 @@ describe('malformed settings', () => {
   it('a bad --allow-domain flag names the flag', () => {
     const w = world();
     expect(loadError(w, { flags: { allowDomain: ['a.com', 'bad domain'] } })).toBe(
-      '--allow-domain: invalid domain entry "bad domain": a domain has no spaces, "@", path or query',
+      '--allow-domain: invalid domain entry "bad domain": a domain has no scheme, spaces, "@", path or query',
     );
   });
 
@@ -127,6 +132,6 @@ describe('malformed settings', () => {
     const w = world();
     w.write('etc/srt/managed-settings.json', { network: { allowManagedDomainsOnly: true } });
     const file = w.write('repo/.srt/settings.json', { network: { allowedDomains: ['x y'] } });
-    expect(loadError(w)).toBe(`${file}: network.allowedDomains[0]: invalid domain entry "x y": a domain has no spaces, "@", path or query`);
+    expect(loadError(w)).toBe(`${file}: network.allowedDomains[0]: invalid domain entry "x y": a domain has no scheme, spaces, "@", path or query`);
   });
 });

@@ -1,0 +1,94 @@
+// Everyday use (issue: workflows): the reference tool's spellings, help, honest messages, a
+// read-only working directory, nesting, and what srt says after refusing a connection.
+import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { REPO, SRT_BIN, srt, tempDir } from './helpers.js';
+
+const tmp = tempDir('srt-e2e-workflows-');
+afterAll(() => {
+  chmodSync(join(tmp.path, 'readonly'), 0o755);
+  tmp.cleanup();
+});
+const home = join(tmp.path, 'home');
+const cwd = join(tmp.path, 'work');
+mkdirSync(home);
+mkdirSync(cwd);
+
+describe("the reference tool's muscle memory", () => {
+  it('-s FILE and -d work with a reference-format settings file', async () => {
+    const ref = join(tmp.path, 'ref.json');
+    writeFileSync(ref, JSON.stringify({ network: { allowedDomains: ['github.com'], deniedDomains: [] }, filesystem: { denyRead: ['~/.ssh'], allowWrite: ['.'], denyWrite: [] } }));
+    const r = await srt(['-s', ref, '-d', '--', 'true'], { home, cwd });
+    expect(r.exitCode).toBe(0);
+    expect(r.stderr).toContain(`srt[debug]: settings: cli ${ref}`);
+  });
+
+  it('srt help and srt help SUBCOMMAND print help and exit 0; srt -- help runs a command named help', async () => {
+    const top = await srt(['help'], { home, cwd });
+    expect(top.exitCode).toBe(0);
+    expect(top.stdout).toContain('Usage: srt [options] [--] COMMAND');
+    const sub = await srt(['help', 'trust'], { home, cwd });
+    expect(sub.exitCode).toBe(0);
+    expect(sub.stdout).toContain('Usage: srt trust');
+    expect((await srt(['--', 'help'], { home, cwd })).exitCode).toBe(127);
+  });
+
+  it('a reader that stops early (srt config | head) is no error', async () => {
+    // `true` exits before srt writes: every write of srt meets a closed pipe.
+    const r = await execa('sh', ['-c', `"${process.execPath}" "${SRT_BIN}" config | true; "${process.execPath}" "${SRT_BIN}" help | true`], {
+      reject: false, cwd, env: { HOME: home, PATH: process.env.PATH },
+    });
+    expect(r.stderr).toBe('');
+  });
+});
+
+describe('the README quick start', () => {
+  it('runs srt on a real command without a single warning', async () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const block = /## Quick start[\s\S]*?```sh\n(.*)\n```/.exec(readme)![1]!;
+    const run = block.replace(/^bash scripts\/setup\.sh && /, '');
+    expect(run).not.toBe(block);
+    const r = await execa('bash', ['-c', run], { reject: false, cwd: REPO, env: { HOME: home, PATH: process.env.PATH } });
+    expect(r.stdout).toContain('in the sandbox');
+    expect(r.stdout).toContain('home is read-only');
+    expect(r.stdout).toContain('network only through the proxy');
+    expect(r.stderr).not.toMatch(/warning/);
+  });
+});
+
+describe('honest messages', () => {
+  it('a nested srt says it does not nest (exit 125)', async () => {
+    const r = await srt(['--', process.execPath, SRT_BIN, '--', 'true'], { home, cwd });
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe('srt: already inside an srt sandbox (SRT_SANDBOX=1): srt does not nest; run the command directly, it is sandboxed already');
+  });
+
+  it('after a refusal srt says once how to allow the host', async () => {
+    const r = await srt(['-c', "curl -s -o /dev/null --max-time 10 http://127.0.0.3:9/ ; curl -s -o /dev/null --max-time 10 http://127.0.0.4:9/; true"], { home, cwd });
+    expect(r.stderr).toContain('srt: blocked 127.0.0.3:9 — not in network.allowedDomains');
+    expect(r.stderr.match(/srt: to allow/g)).toHaveLength(1);
+    expect(r.stderr).toContain('srt: to allow 127.0.0.3:9: run with --allow-domain 127.0.0.3:9, or add it to network.allowedDomains in ~/.srt/settings.json');
+  });
+
+  it('strictAllowlist: false on the command line warns that it changes nothing', async () => {
+    const f = join(tmp.path, 'loose.json');
+    writeFileSync(f, JSON.stringify({ network: { strictAllowlist: false } }));
+    const r = await srt(['-s', f, '--', 'true'], { home, cwd });
+    expect(r.stderr).toContain('network.strictAllowlist: false has no effect on the command line');
+  });
+});
+
+describe('a working directory you cannot write', () => {
+  it('runs, read-only inside, and leaves nothing behind', async () => {
+    const ro = join(tmp.path, 'readonly');
+    mkdirSync(ro);
+    writeFileSync(join(ro, 'file'), 'data\n');
+    chmodSync(ro, 0o555);
+    const r = await srt(['-c', 'cat file; if touch new 2>/dev/null; then echo wrote; else echo read-only; fi'], { home, cwd: ro });
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toBe('data\nread-only');
+    expect(readdirSync(ro)).toEqual(['file']);
+  });
+});
