@@ -7,6 +7,7 @@
 // that IPv4 address. IP-literal allow entries are explicit and skip the built-in ranges.
 
 import { lookup } from 'node:dns/promises';
+import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Policy } from '../policy.js';
@@ -116,13 +117,63 @@ export function builtinBlockReason(addr: string): string | null {
   return null;
 }
 
-/** This host's own interface addresses (refreshed on every check: interfaces come and go). */
-export function localAddresses(): string[] {
+/**
+ * The addresses and ranges the kernel's `local` routing table accepts as this host's
+ * (`/proc/net/fib_trie`: every `host LOCAL` entry, with its prefix), e.g. `192.0.2.2` or
+ * `10.5.0.0/16` (an AnyIP route). Unlike getifaddrs as Node reports it, this includes interfaces
+ * that are up without a carrier (docker0 with no container, a bridge without ports).
+ */
+export function parseFibTrieLocal(text: string): string[] {
+  const out = new Set<string>();
+  let ip: string | undefined;
+  for (const line of text.split('\n')) {
+    const leaf = /^[\s|+-]*-- (\d+\.\d+\.\d+\.\d+)\s*$/.exec(line);
+    if (leaf) { ip = leaf[1]; continue; }
+    const entry = /^\s+\/(\d+) host LOCAL\b/.exec(line);
+    if (entry && ip) out.add(entry[1] === '32' ? ip : `${ip}/${entry[1]}`);
+  }
+  return [...out];
+}
+
+/** Every IPv6 address configured on any interface, up or not (`/proc/net/if_inet6`). */
+export function parseIfInet6(text: string): string[] {
   const out: string[] = [];
-  for (const list of Object.values(networkInterfaces())) {
-    for (const a of list ?? []) out.push(a.address.split('%')[0]!);
+  for (const line of text.split('\n')) {
+    const hex = /^([0-9a-f]{32})\s/.exec(line)?.[1];
+    if (hex) out.push(hex.match(/.{4}/g)!.join(':'));
   }
   return out;
+}
+
+function readOr(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return '';
+  }
+}
+
+/**
+ * This host's own addresses (and local ranges): the kernel's view from /proc where there is one,
+ * plus the interfaces Node reports. Read on every check (two small files): interfaces come and go.
+ */
+export function localAddresses(): string[] {
+  const out = new Set<string>([...parseFibTrieLocal(readOr('/proc/net/fib_trie')), ...parseIfInet6(readOr('/proc/net/if_inet6'))]);
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) out.add(a.address.split('%')[0]!);
+  }
+  return [...out];
+}
+
+/** Is `addr` (already reduced to its IPv4 form if it has one) one of `locals` (addresses or CIDRs)? */
+export function isOwnAddress(addr: string, locals: readonly string[]): boolean {
+  const bytes = ipBytes(addr);
+  if (!bytes) return false;
+  return locals.some((own) => {
+    const [a, len] = own.split('%')[0]!.split('/');
+    const net = parseCidr(`${embeddedIpv4(a!) ?? a}${len !== undefined ? `/${len}` : ''}`);
+    return net !== null && inCidr(bytes, net);
+  });
 }
 
 export interface GuardOptions {
@@ -171,10 +222,7 @@ export function addressBlockReason(
   if (exempt) return null;
   const builtin = builtinBlockReason(judged);
   if (builtin) return `${label} is a ${builtin}`;
-  for (const own of (opts.localAddresses ?? localAddresses)()) {
-    const ob = ipBytes(embeddedIpv4(own) ?? own);
-    if (ob && sameBytes(ob, bytes)) return `${label} is an address of this host`;
-  }
+  if (isOwnAddress(judged, (opts.localAddresses ?? localAddresses)())) return `${label} is an address of this host`;
   return null;
 }
 

@@ -20,7 +20,7 @@ import type {
   SourcedDomain,
   TlsTerminate,
 } from '../policy.js';
-import { builtinBlockReason, embeddedIpv4, localAddresses } from '../proxy/address-guard.js';
+import { builtinBlockReason, embeddedIpv4, isOwnAddress, localAddresses } from '../proxy/address-guard.js';
 import { parseDomainEntry, type DomainRule } from '../proxy/domains.js';
 import { SettingsError } from './errors.js';
 import type { FileScope } from './files.js';
@@ -371,8 +371,7 @@ class Builder {
     const judged = (rule.ip === 6 ? embeddedIpv4(rule.host) : null) ?? rule.host;
     const builtin = builtinBlockReason(judged);
     if (builtin) return `a ${builtin}`;
-    const own = (this.ctx.localAddresses ?? localAddresses)().map((a) => embeddedIpv4(a) ?? a);
-    return own.includes(judged) ? 'an address of this host' : null;
+    return isOwnAddress(judged, (this.ctx.localAddresses ?? localAddresses)()) ? 'an address of this host' : null;
   }
 
   private resolvePath(layer: Layer, key: string, entry: PathEntry): { path: string; glob: boolean; original: string } {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import {
   addressBlockReason,
@@ -5,7 +6,11 @@ import {
   guardDestination,
   inCidr,
   ipBytes,
+  isOwnAddress,
+  localAddresses,
   parseCidr,
+  parseFibTrieLocal,
+  parseIfInet6,
 } from '../../src/proxy/address-guard.js';
 import { network } from '../e2e/proxy-fixtures.js';
 
@@ -140,5 +145,51 @@ describe('guardDestination', () => {
     const md = await guardDestination({ host: '169.254.169.254', ip: 4 }, 80, false, { ...base, resolver });
     expect(md.ok).toBe(false);
     expect(resolver).not.toHaveBeenCalled();
+  });
+});
+
+describe("this host's own addresses, as the kernel knows them", () => {
+  // /proc/net/fib_trie with docker0 up but without a carrier (172.17.0.1), an AnyIP range and lo.
+  const FIB = `Main:
+  +-- 0.0.0.0/0 3 0 5
+     |-- 0.0.0.0
+        /0 universe UNICAST
+Local:
+  +-- 0.0.0.0/0 3 0 5
+     +-- 10.5.0.0/16 2 0 2
+     |-- 10.5.0.0
+        /16 host LOCAL
+     +-- 127.0.0.0/8 2 0 2
+        +-- 127.0.0.0/31 1 0 0
+           |-- 127.0.0.0
+              /8 host LOCAL
+           |-- 127.0.0.1
+              /32 host LOCAL
+        |-- 127.255.255.255
+           /32 link BROADCAST
+     +-- 172.17.0.0/16 2 0 2
+        |-- 172.17.0.1
+           /32 host LOCAL
+        |-- 172.17.255.255
+           /32 link BROADCAST
+`;
+  it('parses every host LOCAL entry of the local table, with its prefix, and no broadcast', () => {
+    expect(parseFibTrieLocal(FIB).sort()).toEqual(['10.5.0.0/16', '127.0.0.0/8', '127.0.0.1', '172.17.0.1']);
+  });
+  it('parses every IPv6 address of /proc/net/if_inet6', () => {
+    const text = 'fe8000000000000000fc00fffe000001 04 40 20 80     eth0\n00000000000000000000000000000001 01 80 10 80       lo\n';
+    expect(parseIfInet6(text)).toEqual(['fe80:0000:0000:0000:00fc:00ff:fe00:0001', '0000:0000:0000:0000:0000:0000:0000:0001']);
+  });
+  it('an address inside a local range or equal to a local address is refused, in every spelling', () => {
+    const locals = parseFibTrieLocal(FIB);
+    for (const a of ['172.17.0.1', '10.5.3.4', '::ffff:172.17.0.1']) {
+      expect(addressBlockReason(a, 80, { ...base, localAddresses: () => locals })).toMatch(/is an address of this host/);
+    }
+    expect(addressBlockReason('172.17.0.2', 80, { ...base, localAddresses: () => locals })).toBeNull();
+    expect(isOwnAddress('fe80::fc:ff:fe00:1', ['fe80:0000:0000:0000:00fc:00ff:fe00:0001'])).toBe(true);
+  });
+  it('localAddresses() includes what the kernel says here', () => {
+    const kernel = parseFibTrieLocal(readFileSync('/proc/net/fib_trie', 'utf8'));
+    expect(localAddresses()).toEqual(expect.arrayContaining(kernel));
   });
 });
