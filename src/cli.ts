@@ -138,7 +138,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     if (unlisted) process.stderr.write(`srt: to allow ${unlisted}: run with --allow-domain ${unlisted}, or add it to network.allowedDomains in ~/.srt/settings.json\n`);
     return code;
   } catch (err) {
-    if (err instanceof SandboxError) throw new Fatal([err.message]);
+    if (err instanceof SandboxError) throw new Fatal(err.message.split('\n'));
     throw err;
   } finally {
     stopControl();

@@ -2,7 +2,7 @@
 // gather filesystem facts, build the bwrap argv, create placeholders, run, clean up.
 // Cleanup is synchronous and idempotent so it also runs from signal and exit handlers.
 
-import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
@@ -14,6 +14,7 @@ import { resolveLanding } from './platform/landing.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
+import { removeTree } from './platform/remove.js';
 import { PlaceholderSet, reapStale } from './platform/state.js';
 import { isWithin } from './glob.js';
 import { PACKAGE_ROOT } from './paths.js';
@@ -31,28 +32,6 @@ const MANAGED_DIR = '/etc/srt';
 // Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
 const HTTP_RELAY_PORT = 3128;
 const SOCKS_RELAY_PORT = 1080;
-
-/**
- * Remove a tree the command may have left unwritable (chmod 000 dirs) behind. Never follows a
- * symlink: the command controls everything in it and could point a link anywhere.
- */
-function removeTree(path: string): void {
-  try {
-    rmSync(path, { recursive: true, force: true });
-    return;
-  } catch { /* an unwritable directory inside: open them up and retry */ }
-  const open = (dir: string, depth: number) => {
-    if (depth > 64) return;
-    try {
-      chmodSync(dir, 0o700);
-      for (const entry of readdirSync(dir, { withFileTypes: true })) {
-        if (entry.isDirectory()) open(join(dir, entry.name), depth + 1); // a symlink is not a directory here
-      }
-    } catch { /* best effort */ }
-  };
-  if (lstatSync(path, { throwIfNoEntry: false })?.isDirectory()) open(path, 0);
-  try { rmSync(path, { recursive: true, force: true }); } catch { /* leave it */ }
-}
 
 /** What the sandbox runs or loads of srt itself: the helper, the Node preload and undici. */
 function runtimeFiles(helperPath: string): { path: string; kind: 'file' | 'dir' }[] {
@@ -110,6 +89,7 @@ export class Sandbox {
   private readonly warnings: string[] = [];
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
+  private cleanupReported = false;
   private running = false;
   private ran = false;
   private proxy: ProxyHandle | undefined;
@@ -175,6 +155,13 @@ export class Sandbox {
     const worktree = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? { commonDir: cwdGit.commonDir, gitDir: cwdGit.gitDir } : undefined;
     const landings = new Map<string, Landing>();
     for (const p of literalPaths(policy, allTargets, worktree)) landings.set(p, resolveLanding(p));
+    const symlinks = new Map<string, string>();
+    for (const r of policy.filesystem.allowRead) {
+      if (r.glob) continue;
+      try {
+        if (lstatSync(r.path).isSymbolicLink()) symlinks.set(r.path, readlinkSync(r.path));
+      } catch { /* missing: nothing to recreate */ }
+    }
     const missing = (t: ProtectedTarget) => landings.get(t.path)?.kind === 'missing';
     const targets = allTargets.filter((t) => !(t.ifExists && missing(t)));
     // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
@@ -205,8 +192,10 @@ export class Sandbox {
     try {
       const tmpDir = join(runDir, 'tmp');
       mkdirSync(tmpDir, { mode: 0o700 });
-      const emptyFile = join(runDir, 'empty');
-      writeFileSync(emptyFile, '', { mode: 0o444 });
+      // Bound over denied files: mode 000, so reading one fails with EACCES (Permission denied)
+      // rather than looking like an empty file. uid 0 inside has no capabilities to override it.
+      const deniedFile = join(runDir, 'denied');
+      writeFileSync(deniedFile, '', { mode: 0o000 });
       let seccomp: SeccompLaunch | undefined;
       if (seccompHelper) {
         const filterPath = join(runDir, 'filter.bpf');
@@ -227,7 +216,7 @@ export class Sandbox {
       }
       facts = {
         landings, globMatches: new Map(globs),
-        protectedTargets: targets, runDir, tmpDir, emptyFile, jsonStatusFd: STATUS_FD, readOnlyDirs,
+        protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),
@@ -248,8 +237,11 @@ export class Sandbox {
     return [findOnPath('bash') ? 'bash' : 'sh', '-c', cmd.shell];
   }
 
+  /** The bwrap plan; a SandboxError when srt cannot build a sandbox that keeps every deny. */
   private plan(cmd: CommandSpec): BwrapPlan {
-    return buildBwrapPlan(this.policy, this.facts, this.argvOf(cmd));
+    const plan = buildBwrapPlan(this.policy, this.facts, this.argvOf(cmd));
+    if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
+    return plan;
   }
 
   /** What the command's environment gains (values that are not secrets). */
@@ -430,7 +422,11 @@ export class Sandbox {
 
   private cleanupSync(): void {
     this.placeholders.cleanup();
-    removeTree(this.runDir);
+    const left = removeTree(this.runDir);
+    if (left && !this.cleanupReported) {
+      this.cleanupReported = true;
+      process.stderr.write(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again\n`);
+    }
   }
 
   async dispose(): Promise<void> {

@@ -22,21 +22,22 @@ export function resolveLanding(path: string): Landing {
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
       if (code === 'ENOENT') return { real: join(next, ...pending), kind: 'missing', firstMissing: next };
-      return { real: join(next, ...pending), kind: 'impossible' };
+      if (code === 'ENOTDIR') return { real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: cur };
+      return { real: join(next, ...pending), kind: 'impossible', why: 'unreadable' };
     }
     if (st.isSymbolicLink()) {
-      if (++links > MAX_LINKS) return { real: next, kind: 'impossible' };
+      if (++links > MAX_LINKS) return { real: next, kind: 'impossible', why: 'loop' };
       const target = readlinkSync(next);
       pending = [...target.split('/').filter(Boolean), ...pending];
       if (isAbsolute(target)) cur = '/';
       continue;
     }
-    if (!st.isDirectory() && pending.length > 0) return { real: join(next, ...pending), kind: 'impossible' };
+    if (!st.isDirectory() && pending.length > 0) return { real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: next };
     cur = next;
   }
   try {
     return { real: cur, kind: statSync(cur).isDirectory() ? 'dir' : 'file' };
-  } catch {
-    return { real: cur, kind: 'impossible' };
+  } catch (e) {
+    return { real: cur, kind: 'impossible', why: (e as NodeJS.ErrnoException).code === 'ELOOP' ? 'loop' : 'unreadable' };
   }
 }

@@ -3,9 +3,10 @@
 // next run (`reapStale`). A placeholder is removed only while it is still empty, and never while
 // a live run has it recorded.
 
-import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { ProtectedTarget } from '../profiles/protected.js';
+import { removeTree } from './remove.js';
 
 interface RunState {
   pid: number;
@@ -116,7 +117,7 @@ export function reapStale(home: string): void {
       for (const ph of [...state.placeholders].reverse()) if (!liveHeld.has(ph.path)) removePlaceholder(ph);
       try { unlinkSync(file); } catch { /* another run reaped it */ }
     }
-    for (const name of deadRunDirs) rmSync(join(runRoot, name), { recursive: true, force: true });
+    for (const name of deadRunDirs) removeTree(join(runRoot, name));
   });
 }
 

@@ -23,10 +23,14 @@ export type PathKind = 'file' | 'dir' | 'missing' | 'impossible';
 /** Where a path lands once every symlink is followed (also through a missing tail). */
 export interface Landing {
   real: string;
-  /** `file` covers every non-directory; `impossible`: a parent is not a directory. */
+  /** `file` covers every non-directory; `impossible`: see `why`. */
   kind: PathKind;
   /** For `missing`: the first component of `real` that does not exist. */
   firstMissing?: string;
+  /** For `impossible`: a component is an existing non-directory (`not-dir`, named by `blockedBy`),
+   *  the symlinks loop or nest too deep (`loop`), or a component cannot be looked at (`unreadable`). */
+  why?: 'not-dir' | 'loop' | 'unreadable';
+  blockedBy?: string;
 }
 
 export interface SeccompLaunch {
@@ -45,12 +49,18 @@ export interface BwrapFacts {
    *  dir inside it (`.git/worktrees/<name>`), both writable apart from their protected entries. */
   worktree?: { commonDir: string; gitDir: string };
   runDir: string;
+  /** The directory holding every run's directory (`~/.srt/run`): hidden, but for `runDir`, so
+   *  concurrent runs never see each other's TMPDIR, filter or proxy sockets. */
+  runRoot?: string;
   /** srt's own files the sandbox must read (helper, Node preload and its undici), kept readable
    *  even inside a denyRead region such as `~/` when srt is installed there. */
   runtimeFiles?: { path: string; kind: 'file' | 'dir' }[];
   tmpDir: string;
-  /** An empty read-only file srt owns, bound over denied files. */
-  emptyFile: string;
+  /** A file srt owns that nobody may read (mode 000), bound over denied files: reads fail with EACCES. */
+  deniedFile: string;
+  /** Literal allowRead paths that are symlinks, with their targets: recreated inside when their
+   *  parent is hidden (`denyRead: ["/"]` hides merged-/usr links such as /lib64 → usr/lib64). */
+  symlinks?: ReadonlyMap<string, string>;
   /** Directories srt itself cannot write (a colleague's checkout, /etc): the command cannot
    *  create anything there either, so a missing protected path there needs no placeholder. */
   readOnlyDirs?: ReadonlySet<string>;
@@ -65,11 +75,15 @@ export interface BwrapPlan {
   /** Mount points srt must create on the host before the run (and remove after). */
   placeholders: ProtectedTarget[];
   warnings: string[];
+  /** Why the sandbox must not start (fail closed): a deny entry srt cannot resolve. */
+  errors: string[];
   /** Decisions worth a `--debug` line. */
   notes: string[];
   /** The paths bound read-write (outermost only). */
   writable: string[];
 }
+
+
 
 /** A rule's path with a trailing `/**` dropped; null when glob syntax remains. */
 export function literalOf(rule: Pick<PathRule, 'path' | 'glob'>): string | null {
@@ -133,6 +147,7 @@ interface Access { read: boolean; write: boolean }
 
 export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: string[]): BwrapPlan {
   const warnings: string[] = [];
+  const errors: string[] = [];
   const notes: string[] = [];
   const fsPolicy = policy.filesystem;
   const landing = (p: string): Landing => facts.landings.get(p) ?? { real: p, kind: 'missing', firstMissing: p };
@@ -202,9 +217,22 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const placeholders = new Map<string, ProtectedTarget>();
   const writableByRoots = (p: string) => [...writeRoots.keys()].some((w) => isWithin(p, w));
   const missingDenies: [Landing, 'file' | 'dir'][] = [];
-  const denyLanding = (l: Landing, kind: 'file' | 'dir') => {
+  // A deny entry through a symlink loop would silently deny nothing (the command could replace the
+  // loop and write the path): stop the run instead. One srt cannot look into (EACCES) the command,
+  // as the same user without capabilities, cannot reach either.
+  const unresolvable = (l: Landing, what: string) => {
+    if (l.kind === 'impossible' && l.why === 'loop') {
+      errors.push(`${what}: srt cannot tell where ${l.real} leads (its symlinks loop or nest deeper than 40); fix the path or remove the entry`);
+    } else if (l.kind === 'impossible' && l.why === 'unreadable') {
+      notes.push(`${what}: ${l.real} cannot be looked into by you, nor by the command`);
+    }
+  };
+  const denyLanding = (l: Landing, kind: 'file' | 'dir', what: string) => {
     if (existing(l)) denyWrite.add(l.real);
     else if (l.kind === 'missing' && l.firstMissing) missingDenies.push([l, kind]);
+    // An existing file where a directory of the path would be: keep it, so the path cannot appear.
+    else if (l.why === 'not-dir' && l.blockedBy) denyWrite.add(l.blockedBy);
+    else unresolvable(l, what);
   };
   const placeholderFor = (l: Landing, kind: 'file' | 'dir') => {
     if (!l.firstMissing) return;
@@ -221,21 +249,27 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   };
   for (const r of fsPolicy.denyWrite) {
     const lit = literalOf(r);
-    if (lit !== null) denyLanding(landing(lit), 'file');
-    else for (const m of facts.globMatches.get(r.path) ?? []) denyLanding(m, 'file');
+    const what = `filesystem.denyWrite: ${r.original}`;
+    if (lit !== null) denyLanding(landing(lit), 'file', what);
+    else for (const m of facts.globMatches.get(r.path) ?? []) denyLanding(m, 'file', what);
   }
-  for (const t of facts.protectedTargets) denyLanding(landing(t.path), t.kind);
+  for (const t of facts.protectedTargets) denyLanding(landing(t.path), t.kind, `protected path ${t.path}`);
   for (const [l, kind] of missingDenies) placeholderFor(l, kind);
 
   // --- reads: real path → the trust of the strongest rule naming it
   const denyRead = new Map<string, number>();
   const allowRead = new Map<string, number>();
   const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
-  for (const r of fsPolicy.denyRead) for (const l of expand([r], 'denyRead')) if (existing(l)) rank(denyRead, l.real, trustOf(r));
-  for (const r of credentialDenyRules(policy)) for (const l of expand([r], 'credential deny')) if (existing(l)) rank(denyRead, l.real, CREDENTIAL);
+  for (const r of fsPolicy.denyRead) {
+    for (const l of expand([r], 'denyRead')) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`);
+  }
+  for (const r of credentialDenyRules(policy)) {
+    for (const l of expand([r], 'credential deny')) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`);
+  }
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
   for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
   rank(allowRead, facts.runDir, SRT_OWN);
+  if (facts.runRoot) rank(denyRead, facts.runRoot, SRT_OWN);
   for (const f of facts.runtimeFiles ?? []) rank(allowRead, f.path, SRT_OWN);
   const kindOf = new Map<string, 'file' | 'dir'>();
   const recordKinds = (ls: Landing[]) => { for (const l of ls) if (l.kind === 'file' || l.kind === 'dir') kindOf.set(l.real, l.kind); };
@@ -244,6 +278,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const ph of placeholders.values()) kindOf.set(ph.path, ph.kind);
   kindOf.set(facts.tmpDir, 'dir');
   kindOf.set(facts.runDir, 'dir');
+  if (facts.runRoot) kindOf.set(facts.runRoot, 'dir');
   for (const f of facts.runtimeFiles ?? []) kindOf.set(f.path, f.kind);
 
   // Hidden when some deny covering p is not re-opened by an allow covering p that is at least as
@@ -269,12 +304,13 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     return { read, write };
   };
 
-  // --- nodes, plus rename guards: every directory between a write root and a write-denied path
-  // inside it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot swap the
-  // protected path away (rename of a mount point fails with EBUSY).
+  // --- nodes, plus rename guards: every directory between a write root and a write- or
+  // read-denied path inside it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot
+  // swap the protected path away, nor put other content where a tool expects the hidden file
+  // (rename of a mount point fails with EBUSY).
   const nodes = new Set<string>([...writeRoots.keys(), ...denyWrite, ...denyRead.keys(), ...allowRead.keys()]);
   const mustMount = new Set<string>();
-  for (const d of denyWrite) {
+  for (const d of [...denyWrite, ...denyRead.keys()]) {
     const root = [...writeRoots.keys()].filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
     if (!root) continue;
     for (let a = dirname(d); a !== root && isWithin(a, root); a = dirname(a)) {
@@ -300,6 +336,13 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   } else {
     fsArgs.push('--ro-bind', '/', '/');
   }
+  // denyRead ["/"] with allowRead carve-outs (a read allowlist): the kernel filesystems stay, so
+  // the tmpfs over / goes before /dev, /proc and a read-only /sys are mounted on it.
+  const rootHidden = !fsPolicy.disabled && nodes.has('/') && !accessOf('/').read;
+  if (rootHidden) {
+    maskRead('/');
+    fsArgs.push('--ro-bind', '/sys', '/sys');
+  }
   fsArgs.push('--dev', '/dev');
   if (policy.enableWeakerNestedSandbox) {
     warnings.push('enableWeakerNestedSandbox: reusing the existing /proc instead of a fresh one; the sandbox is weaker (host processes may be visible)');
@@ -319,6 +362,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     fsArgs.push('--bind', facts.tmpDir, facts.tmpDir);
   } else {
     for (const p of sorted) {
+      if (p === '/' && rootHidden) continue;
       const acc = accessOf(p);
       const par = parentAccess(p);
       if (!acc.read) {
@@ -336,8 +380,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       fsArgs.push('--tmpfs', p);
       remountRo.push(p);
     } else {
-      fsArgs.push('--ro-bind', facts.emptyFile, p);
+      fsArgs.push('--ro-bind', facts.deniedFile, p);
     }
+  }
+  for (const [link, target] of facts.symlinks ?? []) {
+    if (!fsPolicy.disabled && !readable(dirname(link)) && readable(landing(link).real)) fsArgs.push('--symlink', target, link);
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
   for (const p of remountRo) fsArgs.push('--remount-ro', p);
@@ -367,5 +414,5 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     ]
     : [];
   const args = [...nsArgs, ...capArgs, ...fsArgs, '--chdir', policy.cwd, ...statusArgs, '--', ...inner, ...command];
-  return { args, placeholders: [...placeholders.values()], warnings, notes, writable };
+  return { args, placeholders: [...placeholders.values()], warnings, errors, notes, writable };
 }

@@ -1,12 +1,30 @@
 // Hardening (issue: address guard, cleanup, other runs' files, …), end to end with the real srt.
 import { execa } from 'execa';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SRT_BIN, tempDir } from './helpers.js';
+import { keyValues, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-hardening-');
-afterAll(() => tmp.cleanup());
+afterAll(async () => {
+  await stopStragglers();
+  tmp.cleanup();
+});
+
+let n = 0;
+function world() {
+  const root = join(tmp.path, `w${n++}`);
+  const home = join(root, 'home');
+  const cwd = join(root, 'work');
+  mkdirSync(home, { recursive: true });
+  mkdirSync(cwd, { recursive: true });
+  return { root, home, cwd };
+}
+const settings = (w: { root: string }, doc: object) => {
+  const f = join(w.root, `s${n++}.json`);
+  writeFileSync(f, JSON.stringify(doc));
+  return f;
+};
 
 describe("the resolved-address guard knows every address of this host", () => {
   it('an allowed name resolving to an interface that is up without a carrier (docker0-like) is refused', async () => {
@@ -40,5 +58,87 @@ describe("the resolved-address guard knows every address of this host", () => {
     expect(r.stdout).toContain('connect=refused');
     expect(r.stdout).toContain('socks=refused');
     expect(r.stderr).toContain('srt: blocked nocarrier.test:8099 — resolves only to blocked addresses: 10.99.0.1 is an address of this host');
+  });
+});
+
+describe('denied paths', () => {
+  it('a denied file reads as Permission denied (exit 1), a denied directory lists nothing; credential deny files too', async () => {
+    const w = world();
+    writeTree(w.home, { 'secret.txt': 'S1\n', 'keys/a': 'S2\n', '.netrc': 'S3\n' });
+    const f = settings(w, { filesystem: { denyRead: ['~/secret.txt', '~/keys'] }, credentials: { files: [{ path: '~/.netrc', mode: 'deny' }] } });
+    const r = await srt(['-s', f, '-c', 'cat ~/secret.txt; echo file=$?; echo dir=$(ls -A ~/keys | wc -l); cat ~/.netrc; echo cred=$?'], { home: w.home, cwd: w.cwd });
+    expect(r.stderr).toContain(`cat: ${join(w.home, 'secret.txt')}: Permission denied`);
+    expect(r.stderr).toContain(`cat: ${join(w.home, '.netrc')}: Permission denied`);
+    expect(keyValues(r.stdout)).toEqual({ file: '1', dir: '0', cred: '1' });
+    expect(r.stdout).not.toMatch(/S[123]/);
+  });
+
+  it('the directories above a read-denied file cannot be renamed to put other content at its path', async () => {
+    const w = world();
+    writeTree(w.cwd, { 'conf/deep/key': 'REAL\n' });
+    const f = settings(w, { filesystem: { denyRead: ['conf/deep/key'] } });
+    const r = await srt(['-s', f, '-c', 'mv conf c2 2>/dev/null; mv conf/deep conf/d2 2>/dev/null; mkdir -p c3/deep && echo FAKE > c3/deep/key && mv -T c3 conf 2>/dev/null; ls conf; true'], { home: w.home, cwd: w.cwd });
+    expect(r.stdout).toBe('deep');
+    expect(readFileSync(join(w.cwd, 'conf/deep/key'), 'utf8')).toBe('REAL\n');
+    expect(existsSync(join(w.cwd, 'c2'))).toBe(false);
+  });
+
+  it('a denyWrite path that runs through a symlink loop stops the run (125); nothing runs', async () => {
+    const w = world();
+    symlinkSync('loop2', join(w.cwd, 'loop1'));
+    symlinkSync('loop1', join(w.cwd, 'loop2'));
+    const f = settings(w, { filesystem: { denyWrite: ['loop1/secret.txt'] } });
+    const r = await srt(['-s', f, '-c', 'touch ran'], { home: w.home, cwd: w.cwd });
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toBe(`srt: filesystem.denyWrite: loop1/secret.txt: srt cannot tell where ${join(w.cwd, 'loop1')} leads (its symlinks loop or nest deeper than 40); fix the path or remove the entry`);
+    expect(existsSync(join(w.cwd, 'ran'))).toBe(false);
+  });
+
+  it('a denyWrite path below an existing file cannot be made by replacing the file with a directory', async () => {
+    const w = world();
+    writeFileSync(join(w.cwd, 'afile'), 'x');
+    const f = settings(w, { filesystem: { denyWrite: ['afile/x'] } });
+    await srt(['-s', f, '-c', 'rm -f afile; mkdir afile; echo pwned > afile/x; true'], { home: w.home, cwd: w.cwd });
+    expect(readFileSync(join(w.cwd, 'afile'), 'utf8')).toBe('x');
+  });
+
+  it('denyRead ["/"] with allowRead carve-outs (a read allowlist) runs: the system, the project, /proc, /dev and /sys, nothing else', async () => {
+    const w = world();
+    writeTree(w.cwd, { 'src.txt': 'project\n' });
+    writeTree(w.home, { 'private.txt': 'P\n' });
+    const f = settings(w, { filesystem: { denyRead: ['/'], allowRead: ['/usr', '/lib', '/lib64', '/bin', '/sbin', '/etc', process.execPath] } });
+    const script = [
+      'echo project=$(cat src.txt)', 'echo write=$(echo x > new && echo ok)', 'echo home=$(cat ~/private.txt 2>/dev/null || echo hidden)',
+      'echo proc=$(test -r /proc/self/status && echo ok)', 'echo dev=$(echo hi > /dev/null && echo ok)', 'echo sys=$(test -d /sys/kernel && echo ok)',
+      `echo node=$("${process.execPath}" -e "console.log(1+1)")`, 'echo etc=$(test -r /etc/passwd && echo ok)',
+    ].join('; ');
+    const r = await srt(['-s', f, '-c', script], { home: w.home, cwd: w.cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(keyValues(r.stdout)).toEqual({ project: 'project', write: 'ok', home: 'hidden', proc: 'ok', dev: 'ok', sys: 'ok', node: '2', etc: 'ok' });
+  });
+});
+
+describe("other runs' files", () => {
+  it("a run sees only its own run directory: not another run's TMPDIR", async () => {
+    const w = world();
+    const a = await startBackground(['-c', 'echo SECRET-OF-A > $TMPDIR/a.txt; echo $TMPDIR; echo ready; sleep 30'], w.home, w.cwd);
+    const aTmp = a.firstLine.trim();
+    expect(existsSync(join(aTmp, 'a.txt'))).toBe(true);
+    const r = await srt(['-c', `cat ${aTmp}/a.txt; ls ~/.srt/run | wc -l; cat ~/.srt/run/*/tmp/a.txt`], { home: w.home, cwd: w.cwd });
+    expect(r.stdout).not.toContain('SECRET-OF-A');
+    expect(r.stdout.trim()).toBe('1');
+    a.child.kill('SIGTERM');
+    await a.exit;
+  });
+});
+
+describe('cleanup the command cannot defeat', () => {
+  it('a TMPDIR tree deeper than PATH_MAX, with a directory left without permissions, is removed', async () => {
+    const w = world();
+    const script = 'cd $TMPDIR && mkdir -p locked/inner && chmod 000 locked && for i in $(seq 500); do mkdir dddddddddd && cd dddddddddd || exit 1; done; pwd | wc -c';
+    const r = await srt(['-c', script], { home: w.home, cwd: w.cwd });
+    expect(Number(r.stdout.trim())).toBeGreaterThan(4096);
+    expect(readdirSync(join(w.home, '.srt', 'run'))).toEqual([]);
+    expect(r.stderr).not.toContain('could not remove');
   });
 });

@@ -29,7 +29,7 @@ function facts(landings: Record<string, Landing>, more: Partial<BwrapFacts> = {}
   return {
     landings: new Map(Object.entries({ '/w': dir('/w'), ...landings })),
     globMatches: new Map(), protectedTargets: [],
-    runDir: '/r', tmpDir: '/r/tmp', emptyFile: '/r/empty', jsonStatusFd: 3,
+    runDir: '/r', tmpDir: '/r/tmp', deniedFile: '/r/denied', jsonStatusFd: 3,
     ...more,
   };
 }
@@ -108,7 +108,7 @@ describe('bwrap argv', () => {
     });
     const { args } = buildBwrapPlan(p, facts({ '/h': dir('/h'), '/etc/shadow': file('/etc/shadow'), '/h/proj': dir('/h/proj'), '/h/proj/keys': dir('/h/proj/keys') }), ['true']);
     expect(mounts(args).slice(4)).toEqual([
-      'tmpfs /h', 'bind /w', 'ro-bind /etc/shadow </r/empty', 'ro-bind /h/proj', 'bind /r/tmp', 'tmpfs /h/proj/keys',
+      'tmpfs /h', 'bind /w', 'ro-bind /etc/shadow </r/denied', 'ro-bind /h/proj', 'bind /r/tmp', 'tmpfs /h/proj/keys',
       'remount-ro /h', 'remount-ro /h/proj/keys',
     ]);
   });
@@ -123,8 +123,8 @@ describe('bwrap argv', () => {
     const p = policy({ denyRead: [rule('/w/**/*.pem')], allowWrite: [rule('/out/**')] });
     const f = facts({ '/out': dir('/out') }, { globMatches: new Map([['/w/**/*.pem', [file('/w/a/k.pem'), file('/w/k2.pem')]]]) });
     const m = mounts(buildBwrapPlan(p, f, ['true']).args);
-    expect(m).toContain('ro-bind /w/a/k.pem </r/empty');
-    expect(m).toContain('ro-bind /w/k2.pem </r/empty');
+    expect(m).toContain('ro-bind /w/a/k.pem </r/denied');
+    expect(m).toContain('ro-bind /w/k2.pem </r/denied');
     expect(m).toContain('bind /out');
   });
 
@@ -269,5 +269,40 @@ describe('settings that do nothing on Linux are said at start', () => {
       'network.allowUnixSockets only has an effect on macOS; ignored on Linux (Linux has no per-path rule: see network.allowAllUnixSockets)',
     ]));
     expect(buildBwrapPlan(policy(), facts({}), ['true']).warnings).toEqual([]);
+  });
+});
+
+describe('deny entries that are hard to resolve, and a hidden root', () => {
+  it('a denyWrite through a symlink loop is an error; below an existing file the file itself is kept', () => {
+    const loop: Landing = { real: '/w/loop', kind: 'impossible', why: 'loop' };
+    const plan = buildBwrapPlan(policy({ denyWrite: [rule('/w/loop/x')] }), facts({ '/w/loop/x': loop }), ['true']);
+    expect(plan.errors).toEqual(['filesystem.denyWrite: /w/loop/x: srt cannot tell where /w/loop leads (its symlinks loop or nest deeper than 40); fix the path or remove the entry']);
+    const notDir: Landing = { real: '/w/f/x', kind: 'impossible', why: 'not-dir', blockedBy: '/w/f' };
+    const p2 = buildBwrapPlan(policy({ denyWrite: [rule('/w/f/x')] }), facts({ '/w/f/x': notDir, '/w/f': file('/w/f') }), ['true']);
+    expect(p2.errors).toEqual([]);
+    expect(mounts(p2.args)).toContain('ro-bind /w/f');
+  });
+
+  it('directories between a write root and a read-denied path are pinned (rename guards)', () => {
+    const m = mounts(buildBwrapPlan(policy({ denyRead: [rule('/w/a/b/key')] }), facts({ '/w/a/b/key': file('/w/a/b/key') }), ['true']).args);
+    expect(m).toEqual(expect.arrayContaining(['bind /w/a', 'bind /w/a/b', 'ro-bind /w/a/b/key </r/denied']));
+  });
+
+  it('denyRead ["/"]: the tmpfs over / comes before /dev, /proc and a read-only /sys; hidden merged-/usr links are recreated', () => {
+    const plan = buildBwrapPlan(
+      policy({ denyRead: [rule('/')], allowRead: [rule('/usr'), rule('/lib64')] }),
+      facts({ '/': dir('/'), '/usr': dir('/usr'), '/lib64': dir('/usr/lib64') }, { symlinks: new Map([['/lib64', 'usr/lib64']]) }),
+      ['true'],
+    );
+    const m = mounts(plan.args);
+    expect(m.slice(0, 6)).toEqual(['ro-bind /', 'tmpfs /', 'ro-bind /sys', 'dev /dev', 'proc /proc', 'ro-bind /proc/sys']);
+    expect(m).toContain('ro-bind /usr');
+    expect(m.at(-1)).toBe('remount-ro /');
+    expect(plan.args.join(' ')).toContain('--symlink usr/lib64 /lib64');
+  });
+
+  it("every run's directory is hidden but this run's own", () => {
+    const m = mounts(buildBwrapPlan(policy(), facts({ '/h/.srt/run': dir('/h/.srt/run') }, { runDir: '/h/.srt/run/1-a', runRoot: '/h/.srt/run', tmpDir: '/h/.srt/run/1-a/tmp' }), ['true']).args);
+    expect(m).toEqual(expect.arrayContaining(['tmpfs /h/.srt/run', 'ro-bind /h/.srt/run/1-a', 'bind /h/.srt/run/1-a/tmp']));
   });
 });
