@@ -137,7 +137,7 @@ export class Sandbox {
       bwrap = findBubblewrap();
       const scanning = Promise.all([
         scanProtected(policy.cwd, policy.mandatoryDenySearchDepth),
-        Promise.all(globRules(policy).map(async (r) => [r.path, await expandGlob(r.path)] as const)),
+        Promise.resolve(globRules(policy).map((r) => [r.path, expandGlob(r.path)] as const)),
       ]);
       // Compile the proxy while ripgrep runs on the other core; a failure surfaces in run().
       if (seccompHelper) loadProxyModule().catch(() => {});
@@ -215,7 +215,9 @@ export class Sandbox {
         warnings.push('without the seccomp helper the command gets no network at all (the helper starts the proxy relays)');
       }
       facts = {
-        landings, globMatches: new Map(globs),
+        landings,
+        globMatches: new Map(globs.map(([path, g]) => [path, g.matches])),
+        globUndecodable: new Map(globs.filter(([, g]) => g.undecodable.length).map(([path, g]) => [path, g.undecodable])),
         protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),

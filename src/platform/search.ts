@@ -3,8 +3,8 @@
 
 import { execFile } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, relative, resolve } from 'node:path';
-import { globBase, globToRegExp } from '../glob.js';
+import { dirname, join, resolve } from 'node:path';
+import { globToRegExp, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
@@ -77,36 +77,73 @@ export async function scanProtected(cwd: string, depth: number): Promise<Protect
   return { found, gitFiles };
 }
 
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+const MAX_GLOB_ENTRIES = 2_000_000;
+
 /**
- * Existing paths matching an absolute glob, as landings. rg lists files only, so a directory
- * matches through a file inside it (an empty directory matching a glob is not found).
+ * Existing paths matching an absolute glob, as landings: files, directories (an empty one too)
+ * and symlinks (a link whose name matches is covered where it leads). Walked directory by
+ * directory with names kept as bytes: a name that is not valid UTF-8 cannot be handed to
+ * bubblewrap, so the directories holding such a name that could match are returned apart
+ * (`undecodable`): a deny rule covers them whole, an allow rule never opens them. Bounded in
+ * time and entries (fail closed).
  */
-export async function expandGlob(glob: string): Promise<Landing[]> {
-  const base = globBase(glob);
-  try {
-    if (!statSync(base).isDirectory()) return [];
-  } catch {
-    return [];
-  }
-  // ripgrep's globs also know `{a,b}` and `\` escapes, which srt's do not: escape them so rg
-  // lists a superset and globToRegExp alone decides what matches.
-  const rel = relative(base, glob).replace(/[{}\\]/g, '\\$&');
-  const { files, timedOut } = await rg(['--files', '--hidden', '--no-ignore', '--no-config', '--no-messages', '--no-follow',
-    '-g', `/${rel}`, '-g', `/${rel}/**`], base);
-  // Fail closed: a partly expanded deny glob would leave some matches uncovered.
-  if (timedOut) throw new SearchError(`expanding ${glob} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; use a narrower glob`);
-  const re = globToRegExp(glob);
+export function expandGlob(glob: string): { matches: Landing[]; undecodable: Landing[] } {
+  const segs = glob.split('/').filter(Boolean);
+  const first = segs.findIndex(isGlob);
+  const base = '/' + segs.slice(0, first < 0 ? segs.length : first).join('/');
+  const patterns = segs.map((s) => (s === '**' ? null : globToRegExp(s)));
+  const deadline = Date.now() + SEARCH_TIMEOUT_MS;
+  const matched = new Set<string>();
+  const undecodable = new Set<string>();
   const seen = new Set<string>();
-  const matches: Landing[] = [];
-  for (const f of files) {
-    const abs = join(base, f);
-    // The shallowest prefix that matches is the entry (a directory hides everything below it).
-    let hit: string | null = null;
-    for (let p = abs; p.length > base.length; p = dirname(p)) if (re.test(p)) hit = p;
-    if (hit && !seen.has(hit)) {
-      seen.add(hit);
-      matches.push(resolveLanding(hit));
+  let entries = 0;
+
+  const visit = (dir: string, i: number): void => {
+    const key = `${i}\0${dir}`;
+    if (seen.has(key) || matched.has(dir)) return;
+    seen.add(key);
+    if (Date.now() > deadline || entries > MAX_GLOB_ENTRIES) {
+      throw new SearchError(`expanding ${glob} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; use a narrower glob`);
     }
+    let list;
+    try {
+      list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
+    } catch {
+      return; // unreadable to srt, so to the command (same user, no capabilities) too
+    }
+    entries += list.length;
+    const last = i === segs.length - 1;
+    const pattern = patterns[i];
+    if (pattern === null && !last) visit(dir, i + 1); // `**` matching no directory
+    for (const entry of list) {
+      let name: string;
+      try {
+        name = STRICT_UTF8.decode(entry.name);
+      } catch {
+        // It could match here, or (a directory) lead to a match below.
+        const could = pattern === null || pattern.test(entry.name.toString('utf8'));
+        if (could && (last || entry.isDirectory())) undecodable.add(dir);
+        continue;
+      }
+      const path = join(dir, name);
+      const isDir = entry.isDirectory(); // a symlink is not descended into, but may match
+      if (pattern === null) {
+        if (last) matched.add(path);
+        else if (isDir) visit(path, i);
+      } else if (pattern.test(name)) {
+        if (last) matched.add(path);
+        else if (isDir) visit(path, i + 1);
+      }
+    }
+  };
+  if (first >= 0) {
+    try {
+      if (statSync(base).isDirectory()) visit(base, first);
+    } catch { /* no base: nothing matches */ }
   }
-  return matches;
+  // The shallowest match wins: a matched directory hides everything below it.
+  const all = [...matched].sort();
+  const shallow = all.filter((p) => !all.some((q) => q !== p && p.startsWith(q + '/')));
+  return { matches: shallow.map(resolveLanding), undecodable: [...undecodable].map(resolveLanding) };
 }

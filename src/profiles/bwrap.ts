@@ -44,6 +44,9 @@ export interface BwrapFacts {
   landings: ReadonlyMap<string, Landing>;
   /** Existing matches of every glob from `globRules()`, keyed by the rule's path, as landings. */
   globMatches: ReadonlyMap<string, Landing[]>;
+  /** Per glob, directories holding a name that is not valid UTF-8 (which bwrap cannot be given)
+   *  that may match it: deny rules cover such a directory whole, allow rules never open it. */
+  globUndecodable?: ReadonlyMap<string, Landing[]>;
   protectedTargets: ProtectedTarget[];
   /** When cwd is a linked worktree: the main repository's .git dir and the worktree's own git
    *  dir inside it (`.git/worktrees/<name>`), both writable apart from their protected entries. */
@@ -153,7 +156,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const landing = (p: string): Landing => facts.landings.get(p) ?? { real: p, kind: 'missing', firstMissing: p };
 
   const existing = (l: Landing) => l.kind === 'file' || l.kind === 'dir';
-  const expand = (rules: PathRule[], what: string): Landing[] => {
+  /** The landings a rule covers now; for a deny rule also the directories whose names bwrap cannot be given. */
+  const expand = (rules: PathRule[], what: string, deny = false): Landing[] => {
     const out: Landing[] = [];
     for (const r of rules) {
       const lit = literalOf(r);
@@ -162,6 +166,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
         const matches = facts.globMatches.get(r.path) ?? [];
         notes.push(`${what} ${r.original}: ${matches.length} match(es) at wrap time`);
         out.push(...matches);
+        const whole = facts.globUndecodable?.get(r.path) ?? [];
+        if (deny) {
+          for (const d of whole) warnings.push(`${what}: ${r.original}: ${d.real} holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered`);
+          out.push(...whole);
+        }
       }
     }
     return out;
@@ -250,8 +259,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const r of fsPolicy.denyWrite) {
     const lit = literalOf(r);
     const what = `filesystem.denyWrite: ${r.original}`;
-    if (lit !== null) denyLanding(landing(lit), 'file', what);
-    else for (const m of facts.globMatches.get(r.path) ?? []) denyLanding(m, 'file', what);
+    for (const m of expand([r], what, true)) denyLanding(m, 'file', what);
+    if (lit === null) warnings.push(`${what}: a glob covers only the paths that match when the run starts; a new file matching it can be created (name the files, or their directory)`);
   }
   for (const t of facts.protectedTargets) denyLanding(landing(t.path), t.kind, `protected path ${t.path}`);
   for (const [l, kind] of missingDenies) placeholderFor(l, kind);
@@ -261,10 +270,10 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const allowRead = new Map<string, number>();
   const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
   for (const r of fsPolicy.denyRead) {
-    for (const l of expand([r], 'denyRead')) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`);
+    for (const l of expand([r], 'filesystem.denyRead', true)) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`);
   }
   for (const r of credentialDenyRules(policy)) {
-    for (const l of expand([r], 'credential deny')) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`);
+    for (const l of expand([r], 'credentials.files', true)) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`);
   }
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
   for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
@@ -275,6 +284,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const recordKinds = (ls: Landing[]) => { for (const l of ls) if (l.kind === 'file' || l.kind === 'dir') kindOf.set(l.real, l.kind); };
   recordKinds([...facts.landings.values()]);
   for (const ms of facts.globMatches.values()) recordKinds(ms);
+  for (const ms of facts.globUndecodable?.values() ?? []) recordKinds(ms);
   for (const ph of placeholders.values()) kindOf.set(ph.path, ph.kind);
   kindOf.set(facts.tmpDir, 'dir');
   kindOf.set(facts.runDir, 'dir');
@@ -357,7 +367,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   if (fsPolicy.disabled) {
     // Only credential denies survive; the filesystem is otherwise the host's.
-    const creds = new Set(credentialDenyRules(policy).flatMap((r) => expand([r], 'credential deny')).filter(existing).map((l) => l.real));
+    const creds = new Set(credentialDenyRules(policy).flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
     for (const p of [...creds].sort()) maskRead(p);
     fsArgs.push('--bind', facts.tmpDir, facts.tmpDir);
   } else {

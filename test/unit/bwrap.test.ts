@@ -306,3 +306,17 @@ describe('deny entries that are hard to resolve, and a hidden root', () => {
     expect(m).toEqual(expect.arrayContaining(['tmpfs /h/.srt/run', 'ro-bind /h/.srt/run/1-a', 'bind /h/.srt/run/1-a/tmp']));
   });
 });
+
+describe('deny globs with names bwrap cannot be given', () => {
+  it('a deny glob covers the whole directory holding an undecodable name; an allow glob never opens it', () => {
+    const p = policy({ denyRead: [rule('/h/*.pem')], allowRead: [rule('/w/*.key')] });
+    const plan = buildBwrapPlan(p, facts({ '/h': dir('/h') }, {
+      globMatches: new Map([['/h/*.pem', [file('/h/a.pem')]], ['/w/*.key', []]]),
+      globUndecodable: new Map([['/h/*.pem', [dir('/h/odd')]], ['/w/*.key', [dir('/w/odd')]]]),
+    }), ['true']);
+    const m = mounts(plan.args);
+    expect(m).toEqual(expect.arrayContaining(['ro-bind /h/a.pem </r/denied', 'tmpfs /h/odd']));
+    expect(m).not.toContain('ro-bind /w/odd');
+    expect(plan.warnings).toEqual(['filesystem.denyRead: /h/*.pem: /h/odd holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered']);
+  });
+});
