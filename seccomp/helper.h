@@ -39,8 +39,10 @@ void start_relays(struct relay *relays, int n);
 void read_filter(const char *path, struct sock_fprog *prog);
 void install_filter(const struct sock_fprog *prog);
 
-// landlock.c: the command may write only beneath these n absolute paths (and a few devices).
+// landlock.c: the command may write only beneath these n absolute paths (and a few devices);
+// socket files only after landlock_allow_socket_files().
 void restrict_writes(const char *const *writable, int nwritable);
+void landlock_allow_socket_files(void);
 
 // init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out.
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable, int nwritable,

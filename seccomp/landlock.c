@@ -82,6 +82,10 @@ static void allow_path(int ruleset, const char *path, uint64_t handled, int must
   close(fd);
 }
 
+static int socket_files = 0;
+
+void landlock_allow_socket_files(void) { socket_files = 1; }
+
 // Runs in the command process, after init mounted /proc: the paths are the sandbox's.
 void restrict_writes(const char *const *writable, int nwritable) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
@@ -92,9 +96,12 @@ void restrict_writes(const char *const *writable, int nwritable) {
   struct ll_ruleset_attr attr = {handled};
   int ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);
   if (ruleset < 0) die_errno("landlock_create_ruleset");
-  for (int i = 0; i < nwritable; i++) allow_path(ruleset, writable[i], handled, 1);
+  // Without socket access a socket inode has no use (connect() is refused), only a leftover in
+  // the work tree: bind() of a socketpair's socket to a path is refused too.
+  uint64_t granted = socket_files ? handled : handled & ~LL_MAKE_SOCK;
+  for (int i = 0; i < nwritable; i++) allow_path(ruleset, writable[i], granted, 1);
   for (size_t i = 0; i < sizeof always_writable / sizeof always_writable[0]; i++)
-    allow_path(ruleset, always_writable[i], handled, 0);
+    allow_path(ruleset, always_writable[i], granted, 0);
   // Stdio open for writing may be a host file or terminal: reopening it (/dev/stdout,
   // /proc/self/fd/2) gives nothing the descriptor does not. Pipes and sockets are outside
   // Landlock's reach anyway (EBADFD).

@@ -1,6 +1,6 @@
 // srt-seccomp: the first process inside srt's bubblewrap sandbox.
 //
-//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--no-landlock] --filter FILE
+//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--socket-files] [--no-landlock] --filter FILE
 //               -- CMD ARGS...
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
@@ -54,7 +54,7 @@ void die(const char *fmt, ...) {
 
 static void usage(void) {
   die("seccomp helper: usage: srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... "
-      "[--no-landlock] --filter FILE -- CMD ARGS...");
+      "[--socket-files] [--no-landlock] --filter FILE -- CMD ARGS...");
 }
 
 static void block_signals(sigset_t *set) {
@@ -130,6 +130,10 @@ int main(int argc, char **argv) {
     if (strcmp(argv[i], "--") == 0) break;
     if (strcmp(argv[i], "--no-landlock") == 0) {
       landlock = 0;
+      continue;
+    }
+    if (strcmp(argv[i], "--socket-files") == 0) {
+      landlock_allow_socket_files();
       continue;
     }
     if (i + 1 >= argc) usage();

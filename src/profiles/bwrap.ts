@@ -414,7 +414,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // for nested sandboxes: Landlock refuses mount(2) to everything below it.
   const landlockArgs = fsPolicy.disabled || policy.allowNestedUserNamespaces
     ? ['--no-landlock']
-    : writable.flatMap((w) => ['--writable', w]);
+    : [...writable.flatMap((w) => ['--writable', w]), ...(policy.network.allowAllUnixSockets ? ['--socket-files'] : [])];
   const inner = facts.seccomp
     ? [
       facts.seccomp.helperPath,

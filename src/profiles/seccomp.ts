@@ -22,6 +22,11 @@
 //   so this is defence in depth behind the kernel's own checks).
 // - ioctl(TIOCSTI / TIOCLINUX) → EPERM: pushing keystrokes into the user's terminal
 //   (bwrap --new-session already detaches the terminal; this holds even if that changes).
+// - setuid/setgid bits → EPERM: chmod/fchmod/fchmodat/fchmodat2 with S_ISUID or S_ISGID in the
+//   mode, and open/openat/creat (with O_CREAT or O_TMPFILE), mkdir/mkdirat and mknod/mknodat
+//   asking for them. For a root caller uid 0 maps to host root, so a setuid copy of a shell left
+//   in the work tree would be a root shell for every local user. openat2 → ENOSYS: its mode sits
+//   in a struct seccomp cannot read, and libc falls back to openat.
 // `allowUnixSockets` adds AF_UNIX to the allowed families and lifts the socketpair type check;
 // `allowNamespaces` drops the namespace and mount rules.
 
@@ -45,7 +50,8 @@ type SyscallName =
   | 'mount' | 'umount2' | 'pivot_root'
   | 'open_tree' | 'move_mount' | 'fsopen' | 'fsconfig' | 'fsmount' | 'fspick'
   | 'mount_setattr' | 'open_tree_attr'
-  | 'io_uring_setup' | 'io_uring_enter' | 'io_uring_register';
+  | 'io_uring_setup' | 'io_uring_enter' | 'io_uring_register'
+  | 'chmod' | 'fchmod' | 'fchmodat' | 'fchmodat2' | 'open' | 'openat' | 'openat2' | 'creat' | 'mkdir' | 'mkdirat' | 'mknod' | 'mknodat';
 
 // Checked against asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64). Syscalls added
 // since 5.x (424 and up) share one number on every architecture.
@@ -56,6 +62,8 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433,
     clone3: 435, mount_setattr: 442, open_tree_attr: 467,
+    chmod: 90, fchmod: 91, fchmodat: 268, fchmodat2: 452, open: 2, openat: 257, openat2: 437, creat: 85,
+    mkdir: 83, mkdirat: 258, mknod: 133, mknodat: 259,
   },
   aarch64: {
     socket: 198, socketpair: 199, keyctl: 219, add_key: 217, request_key: 218, ioctl: 29, clone: 220, unshare: 97, setns: 268,
@@ -63,8 +71,19 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433,
     clone3: 435, mount_setattr: 442, open_tree_attr: 467,
+    // aarch64 has only the *at forms; -1 marks a syscall that does not exist there.
+    chmod: -1, fchmod: 52, fchmodat: 53, fchmodat2: 452, open: -1, openat: 56, openat2: 437, creat: -1,
+    mkdir: -1, mkdirat: 34, mknod: -1, mknodat: 33,
   },
 };
+
+/** Syscalls whose mode argument (index) may carry S_ISUID/S_ISGID, and the flags argument that
+ *  makes it count (open*: only with O_CREAT/O_TMPFILE). */
+const MODE_ARGS: Array<{ name: SyscallName; mode: number; flags?: number }> = [
+  { name: 'chmod', mode: 1 }, { name: 'fchmod', mode: 1 }, { name: 'fchmodat', mode: 2 }, { name: 'fchmodat2', mode: 2 },
+  { name: 'creat', mode: 1 }, { name: 'open', mode: 2, flags: 1 }, { name: 'openat', mode: 3, flags: 2 },
+  { name: 'mkdir', mode: 1 }, { name: 'mkdirat', mode: 2 }, { name: 'mknod', mode: 1 }, { name: 'mknodat', mode: 2 },
+];
 
 export const AF_UNIX = 1;
 export const AF_INET = 2;
@@ -80,6 +99,11 @@ export const TIOCLINUX = 0x541c;
 // signal in its low byte, so CLONE_NEWTIME (0x80) only means "new time namespace" for unshare().
 export const CLONE_NAMESPACE_FLAGS = 0x7e020000;
 export const CLONE_NEWTIME = 0x80;
+export const S_ISUID = 0o4000;
+export const S_ISGID = 0o2000;
+// x86_64 and aarch64 share these values: O_CREAT 0100, O_TMPFILE (__O_TMPFILE | O_DIRECTORY) 020200000.
+export const O_CREAT = 0o100;
+export const O_TMPFILE_BIT = 0o20000000;
 
 // <linux/seccomp.h>
 export const SECCOMP_RET_KILL_PROCESS = 0x80000000;
@@ -138,6 +162,9 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   jeq(nr.socket, 'socket');
   if (!opts.allowUnixSockets) jeq(nr.socketpair, 'socketpair');
   jeq(nr.ioctl, 'ioctl');
+  jeq(nr.openat2, 'enosys');
+  const modeCalls = MODE_ARGS.filter((m) => nr[m.name] >= 0);
+  for (const m of modeCalls) jeq(nr[m.name], `mode:${m.name}`);
   ret(SECCOMP_RET_ALLOW);
 
   // Argument checks read only the low 32 bits: the kernel takes these arguments as int /
@@ -169,6 +196,17 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   jeq(TIOCSTI, 'eperm');
   jeq(TIOCLINUX, 'eperm');
   ret(SECCOMP_RET_ALLOW);
+  // The kernel reads modes as umode_t and open flags as int: the low 32 bits are the value.
+  for (const m of modeCalls) {
+    label(`mode:${m.name}`);
+    if (m.flags !== undefined) {
+      ld(argLow(m.flags));
+      items.push({ code: BPF_JSET_K, k: O_CREAT | O_TMPFILE_BIT, jf: 'allow' });
+    }
+    ld(argLow(m.mode));
+    jset(S_ISUID | S_ISGID, 'eperm');
+    ret(SECCOMP_RET_ALLOW);
+  }
 
   label('allow');
   ret(SECCOMP_RET_ALLOW);

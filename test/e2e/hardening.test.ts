@@ -3,7 +3,7 @@ import { execa } from 'execa';
 import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { keyValues, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { attempt, keyValues, results, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-hardening-');
 afterAll(async () => {
@@ -115,6 +115,41 @@ describe('denied paths', () => {
     const r = await srt(['-s', f, '-c', script], { home: w.home, cwd: w.cwd });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(keyValues(r.stdout)).toEqual({ project: 'project', write: 'ok', home: 'hidden', proc: 'ok', dev: 'ok', sys: 'ok', node: '2', etc: 'ok' });
+  });
+});
+
+describe('setuid and setgid files', () => {
+  it('cannot be made inside, by any syscall that sets a mode; ordinary modes still work', async () => {
+    const w = world();
+    const r = await srt(['-c', [
+      'cp /bin/sh ./sh',
+      attempt('chmod', 'chmod u+s sh'),
+      attempt('chmod_g', 'chmod g+s sh'),
+      attempt('chmod_octal', 'chmod 4755 sh'),
+      attempt('install', 'install -m 4755 /bin/sh ./sh2'),
+      attempt('mkdir', 'mkdir -m 2755 sgid'),
+      attempt('python_open', `python3 -c "import os; os.close(os.open('py', os.O_CREAT | os.O_WRONLY, 0o4755))"`),
+      attempt('python_mknod', `python3 -c "import os, stat; os.mknod('fifo', stat.S_IFIFO | 0o6644)"`),
+      attempt('plain', 'chmod 755 sh && chmod +x sh && mkdir -m 755 d && touch f && chmod 600 f'),
+    ].join('\n')], { home: w.home, cwd: w.cwd });
+    expect(results(r.stdout)).toEqual({ chmod: 'no', chmod_g: 'no', chmod_octal: 'no', install: 'no', mkdir: 'no', python_open: 'no', python_mknod: 'no', plain: 'yes' });
+    // The host afterwards: nothing setuid or setgid in the work tree.
+    const found = await execa('find', [w.cwd, '-perm', '/6000'], { reject: false });
+    expect(found.stdout).toBe('');
+  });
+});
+
+describe('socket files', () => {
+  it('a socketpair socket cannot be bound to a path in the work tree (no leftover socket inode)', async () => {
+    const w = world();
+    const py = `python3 -c "import socket; a, b = socket.socketpair(); a.bind('sock')"`;
+    const r = await srt(['-c', attempt('bind', py)], { home: w.home, cwd: w.cwd });
+    expect(results(r.stdout)).toEqual({ bind: 'no' });
+    expect(existsSync(join(w.cwd, 'sock'))).toBe(false);
+    // allowAllUnixSockets brings socket files back.
+    const f = settings(w, { network: { allowAllUnixSockets: true } });
+    const ok = await srt(['-s', f, '-c', attempt('bind', py)], { home: w.home, cwd: w.cwd });
+    expect(results(ok.stdout)).toEqual({ bind: 'yes' });
   });
 });
 

@@ -183,6 +183,26 @@ describe.each(ARCHES)('seccomp filter (%s)', (arch) => {
     }
   });
 
+  it('refuses setuid/setgid modes in chmod-like calls and creations, allows ordinary modes', () => {
+    const suid = 0o4755n, sgid = 0o2755n, plain = 0o755n;
+    const O_CREAT = 0o100n, O_TMPFILE = 0o20200000n, O_WRONLY = 1n;
+    for (const [name, modeArg] of [['fchmod', 1], ['fchmodat', 2], ['fchmodat2', 2], ['mkdirat', 2], ['mknodat', 2], ['chmod', 1], ['mkdir', 1], ['mknod', 1], ['creat', 1]] as const) {
+      if (nr[name] < 0) continue;
+      const args = (mode: bigint) => Array.from({ length: 4 }, (_, i) => (i === modeArg ? mode : 0n));
+      expect(call(nr[name], args(suid)), name).toBe(EPERM);
+      expect(call(nr[name], args(sgid)), name).toBe(EPERM);
+      expect(call(nr[name], args(plain)), name).toBe(ALLOW);
+      expect(call(nr[name], args((1n << 32n) | plain)), name).toBe(ALLOW); // umode_t: the low bits count
+    }
+    // openat: the mode counts only when a file is created.
+    expect(call(nr.openat, [0n, 0n, O_CREAT | O_WRONLY, suid])).toBe(EPERM);
+    expect(call(nr.openat, [0n, 0n, O_TMPFILE | O_WRONLY, sgid])).toBe(EPERM);
+    expect(call(nr.openat, [0n, 0n, O_CREAT | O_WRONLY, 0o644n])).toBe(ALLOW);
+    expect(call(nr.openat, [0n, 0n, 0n, suid])).toBe(ALLOW); // no O_CREAT: the mode argument is garbage, ignored
+    if (nr.open >= 0) expect(call(nr.open, [0n, O_CREAT, suid])).toBe(EPERM);
+    expect(call(nr.openat2, [0n, 0n, 0n, 24n])).toBe(ENOSYS);
+  });
+
   it('allowUnixSockets drops only the socket rule', () => {
     const p = buildSeccompFilter({ arch, allowUnixSockets: true, allowNamespaces: false });
     expect(run(p, nr.socket, native, [AF_UNIX, 1n])).toBe(ALLOW);
