@@ -13,7 +13,7 @@ import { attempt, processesWith, results, srt, SRT_BIN, startBackground, stopStr
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const HELPER = join(dirname(SRT_BIN), '..', 'seccomp', 'build', 'srt-seccomp');
-const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p));
+const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bwrap';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(async () => {
@@ -389,7 +389,7 @@ describe('escapes that are refused (regressions)', () => {
     expect(readdirSync(join(home, '.srt/state'))).toEqual([]);
   });
 
-  it.skipIf(!BWRAP)('a missing or foreign seccomp helper stops the run with 125 and nothing runs', async () => {
+  it('a missing or foreign seccomp helper stops the run with 125 and nothing runs', async () => {
     const { base, home, cwd } = scratch();
     const marker = join(cwd, 'marker');
     const fake = join(base, 'fake-helper');

@@ -141,16 +141,12 @@ describe('HTTP proxy: hostile input', () => {
     s.on('error', () => undefined);
     let got = '';
     s.on('data', (c) => (got += c.toString()));
-    const closed = new Promise<number>((resolve) => {
-      const t0 = Date.now();
-      s.on('close', () => resolve(Date.now() - t0));
-    });
+    const closed = new Promise<void>((resolve) => s.on('close', () => resolve()));
     s.write(`GET http://127.0.0.1:${A}/ HTTP/1.1\r\nX-Slow: `);
     const drip = setInterval(() => s.writable && s.write('a'), 100);
     await ok();
-    const ms = await closed;
+    await closed; // a proxy that never cuts it off fails by the test's timeout
     clearInterval(drip);
-    expect(ms).toBeLessThan(5000);
     expect(got).toMatch(/^HTTP\/1\.1 408 request head not received in time/);
   });
 
@@ -297,8 +293,6 @@ describe('SOCKS5', () => {
     const s = connect(proxy.socksPort!, '127.0.0.1');
     s.on('error', () => undefined);
     s.write(Buffer.from([5]));
-    const t0 = Date.now();
-    await new Promise((r) => s.on('close', r));
-    expect(Date.now() - t0).toBeLessThan(5000);
+    await new Promise((r) => s.on('close', r)); // never closed: fails by the test's timeout
   });
 });
