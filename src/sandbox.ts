@@ -2,7 +2,7 @@
 // gather filesystem facts, build the bwrap argv, create placeholders, run, clean up.
 // Cleanup is synchronous and idempotent so it also runs from signal and exit handlers.
 
-import { lstatSync, mkdirSync, mkdtempSync, readlinkSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
@@ -32,6 +32,28 @@ const MANAGED_DIR = '/etc/srt';
 // Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
 const HTTP_RELAY_PORT = 3128;
 const SOCKS_RELAY_PORT = 1080;
+
+/** Files with several hard links in protected directories (two levels down, bounded): another
+ *  name of such a file, elsewhere in a writable place, would change it. */
+function hardLinksBelow(dirs: string[]): Array<{ path: string; nlink: number }> {
+  const out: Array<{ path: string; nlink: number }> = [];
+  let budget = 2000;
+  const walk = (dir: string, depth: number) => {
+    let entries;
+    try { entries = readdirSync(dir, { withFileTypes: true }); } catch { return; }
+    for (const e of entries) {
+      if (--budget < 0) return;
+      const path = join(dir, e.name);
+      if (e.isDirectory() && depth < 2) walk(path, depth + 1);
+      else if (e.isFile()) {
+        const nlink = lstatSync(path, { throwIfNoEntry: false })?.nlink ?? 1;
+        if (nlink > 1) out.push({ path, nlink });
+      }
+    }
+  };
+  for (const d of dirs) walk(d, 1);
+  return out;
+}
 
 /** What the sandbox runs or loads of srt itself: the helper, the Node preload and undici. */
 function runtimeFiles(helperPath: string): { path: string; kind: 'file' | 'dir' }[] {
@@ -164,6 +186,7 @@ export class Sandbox {
     }
     const missing = (t: ProtectedTarget) => landings.get(t.path)?.kind === 'missing';
     const targets = allTargets.filter((t) => !(t.ifExists && missing(t)));
+    const hardLinked = hardLinksBelow(targets.map((t) => landings.get(t.path)).filter((l) => l?.kind === 'dir').map((l) => l!.real));
     // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
     const readOnlyDirs = new Set<string>();
     try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
@@ -218,7 +241,7 @@ export class Sandbox {
         landings,
         globMatches: new Map(globs.map(([path, g]) => [path, g.matches])),
         globUndecodable: new Map(globs.filter(([, g]) => g.undecodable.length).map(([path, g]) => [path, g.undecodable])),
-        protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks,
+        protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks, hardLinked,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),

@@ -36,7 +36,8 @@ export function resolveLanding(path: string): Landing {
     cur = next;
   }
   try {
-    return { real: cur, kind: statSync(cur).isDirectory() ? 'dir' : 'file' };
+    const st = statSync(cur);
+    return st.isDirectory() ? { real: cur, kind: 'dir' } : { real: cur, kind: 'file', nlink: st.nlink };
   } catch (e) {
     return { real: cur, kind: 'impossible', why: (e as NodeJS.ErrnoException).code === 'ELOOP' ? 'loop' : 'unreadable' };
   }

@@ -31,6 +31,8 @@ export interface Landing {
    *  the symlinks loop or nest too deep (`loop`), or a component cannot be looked at (`unreadable`). */
   why?: 'not-dir' | 'loop' | 'unreadable';
   blockedBy?: string;
+  /** For `file`: its number of hard links. */
+  nlink?: number;
 }
 
 export interface SeccompLaunch {
@@ -61,6 +63,8 @@ export interface BwrapFacts {
   tmpDir: string;
   /** A file srt owns that nobody may read (mode 000), bound over denied files: reads fail with EACCES. */
   deniedFile: string;
+  /** Files inside protected directories (`.git/hooks/pre-commit`) with more than one hard link. */
+  hardLinked?: ReadonlyArray<{ path: string; nlink: number }>;
   /** Literal allowRead paths that are symlinks, with their targets: recreated inside when their
    *  parent is hidden (`denyRead: ["/"]` hides merged-/usr links such as /lib64 → usr/lib64). */
   symlinks?: ReadonlyMap<string, string>;
@@ -262,7 +266,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     for (const m of expand([r], what, true)) denyLanding(m, 'file', what);
     if (lit === null) warnings.push(`${what}: a glob covers only the paths that match when the run starts; a new file matching it can be created (name the files, or their directory)`);
   }
-  for (const t of facts.protectedTargets) denyLanding(landing(t.path), t.kind, `protected path ${t.path}`);
+  for (const t of facts.protectedTargets) {
+    const l = landing(t.path);
+    denyLanding(l, t.kind, `protected path ${t.path}`);
+    // Read-only here, but its other names may be writable: writing one changes this file too.
+    if (l.kind === 'file' && (l.nlink ?? 1) > 1) hardLinkWarning(l.real, l.nlink!);
+  }
+  for (const h of facts.hardLinked ?? []) hardLinkWarning(h.path, h.nlink);
+  function hardLinkWarning(path: string, nlink: number) {
+    warnings.push(`protected file ${path} has ${nlink} hard links: writing another of its names changes it; remove the other links (find / -xdev -samefile ${path})`);
+  }
   for (const [l, kind] of missingDenies) placeholderFor(l, kind);
 
   // --- reads: real path → the trust of the strongest rule naming it

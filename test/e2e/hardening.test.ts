@@ -139,6 +139,19 @@ describe('setuid and setgid files', () => {
   });
 });
 
+describe('hard links', () => {
+  it('a protected file with another name elsewhere is reported at start', async () => {
+    const w = world();
+    await execa('git', ['init', '-q', w.cwd]);
+    writeTree(w.cwd, { 'scripts/hook': '#!/bin/sh\n', '.bashrc': '# rc\n' });
+    await execa('ln', ['-f', join(w.cwd, 'scripts/hook'), join(w.cwd, '.git/hooks/pre-commit')]);
+    await execa('ln', [join(w.cwd, '.bashrc'), join(w.cwd, 'scripts/rc')]);
+    const r = await srt(['--', 'true'], { home: w.home, cwd: w.cwd });
+    expect(r.stderr).toContain(`srt: warning: protected file ${join(w.cwd, '.git/hooks/pre-commit')} has 2 hard links`);
+    expect(r.stderr).toContain(`srt: warning: protected file ${join(w.cwd, '.bashrc')} has 2 hard links`);
+  });
+});
+
 describe('socket files', () => {
   it('a socketpair socket cannot be bound to a path in the work tree (no leftover socket inode)', async () => {
     const w = world();
