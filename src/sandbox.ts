@@ -151,9 +151,6 @@ export class Sandbox {
       throw new SandboxError(`${helper.error}; srt will not run a command without its seccomp filter`);
     }
 
-    // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's.
-    try { reapStale(policy.home); } catch { /* the lock is busy: they stay for the next run */ }
-
     let scanned, globs, bwrap: string;
     try {
       bwrap = findBubblewrap();
@@ -350,6 +347,10 @@ export class Sandbox {
       process.stderr.write(`srt: ${argv[0]}: ${missing.message}\n`);
       return missing.status;
     }
+
+    // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
+    // real run clears them: a dry run (or srt doctor) changes nothing.
+    try { reapStale(this.policy.home); } catch { /* the lock is busy: they stay for the next run */ }
 
     // Placeholders other runs recorded that this run binds read-only must survive this run too.
     const kinds = new Map<string, 'file' | 'dir'>();

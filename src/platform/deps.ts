@@ -29,7 +29,7 @@ export function findSystemTool(name: string): string | null {
   return findOnPath(name, SYSTEM_DIRS.join(delimiter));
 }
 
-function sysctl(name: string): string | null {
+export function sysctl(name: string): string | null {
   try {
     return readFileSync(`/proc/sys/${name.replace(/\./g, '/')}`, 'utf8').trim();
   } catch {
@@ -37,7 +37,7 @@ function sysctl(name: string): string | null {
   }
 }
 
-function hasCapSetfcap(): boolean {
+export function hasCapSetfcap(): boolean {
   try {
     const m = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'));
     return m ? (BigInt('0x' + m[1]) & (1n << 31n)) !== 0n : false;

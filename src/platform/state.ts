@@ -84,6 +84,17 @@ function withLock<T>(home: string, fn: () => T): T {
   }
 }
 
+/** Is the placeholder still one srt made: an empty file or an empty directory, not a link? */
+function isPlaceholder(ph: ProtectedTarget): boolean {
+  try {
+    const st = lstatSync(ph.path);
+    if (ph.kind === 'dir') return st.isDirectory() && readdirSync(ph.path).length === 0;
+    return st.isFile() && st.size === 0;
+  } catch {
+    return false;
+  }
+}
+
 /** Remove a placeholder only while it still is one: an empty file or directory, not a link. */
 function removePlaceholder(ph: ProtectedTarget): void {
   try {
@@ -95,6 +106,30 @@ function removePlaceholder(ph: ProtectedTarget): void {
 
 function pidAlive(pid: number): boolean {
   return processStartTime(pid) !== null;
+}
+
+/** What runs killed with SIGKILL left behind (read only; `reapStale` removes it). */
+export interface StaleState {
+  /** Placeholders of dead runs that are still srt's (empty) and that no live run holds. */
+  placeholders: ProtectedTarget[];
+  /** Run directories under `~/.srt/run` whose owner is gone. */
+  runDirs: string[];
+  /** State files of dead runs. */
+  stateFiles: string[];
+}
+
+export function findStale(home: string): StaleState {
+  const runRoot = join(home, '.srt', 'run');
+  const states = readStates(home);
+  const liveHeld = new Set<string>();
+  for (const { state } of states) if (isLive(state)) for (const ph of state.placeholders) liveHeld.add(ph.path);
+  const dead = states.filter(({ state }) => !isLive(state));
+  const placeholders = dead.flatMap(({ state }) => state.placeholders).filter((ph) => !liveHeld.has(ph.path) && isPlaceholder(ph));
+  let runDirs: string[] = [];
+  try {
+    runDirs = readdirSync(runRoot).filter((n) => /^\d+-/.test(n) && !pidAlive(Number(n.split('-')[0]))).map((n) => join(runRoot, n));
+  } catch { /* no run dir yet */ }
+  return { placeholders: [...new Map(placeholders.map((p) => [p.path, p])).values()], runDirs, stateFiles: dead.map((d) => d.file) };
 }
 
 /**

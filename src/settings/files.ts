@@ -125,21 +125,32 @@ export interface DiscoverOptions {
 
 /** Every settings file that applies, in scope order managed, cli, local, project, user; within a
  *  scope in load order (a later file wins for scalars). */
-export function discoverSettingsFiles(opts: DiscoverOptions): SettingsFile[] {
+export function discoverSettingsFiles(opts: DiscoverOptions, onError?: (err: SettingsError) => void): SettingsFile[] {
   const found: SettingsFile[] = [];
-  const add = (scope: FileScope, jsonPath: string, base: string): void => {
-    const path = findAtLocation(jsonPath);
-    if (path) found.push({ scope, path, base });
+  // Without onError the first problem stops discovery; with it (srt doctor) every location is looked at.
+  const attempt = (fn: () => void): void => {
+    try {
+      fn();
+    } catch (err) {
+      if (!onError || !(err instanceof SettingsError)) throw err;
+      onError(err);
+    }
   };
+  const add = (scope: FileScope, jsonPath: string, base: string, outsideRoot = false): void => attempt(() => {
+    const path = findAtLocation(jsonPath);
+    if (path) found.push({ scope, path, base, ...(outsideRoot ? { outsideRoot: true as const } : {}) });
+  });
 
   for (const location of opts.managedPaths ?? defaultManagedPaths()) {
     if (location.endsWith('.json')) add('managed', location, opts.cwd);
-    else for (const path of dropInFiles(location)) found.push({ scope: 'managed', path, base: opts.cwd });
+    else attempt(() => { for (const path of dropInFiles(location)) found.push({ scope: 'managed', path, base: opts.cwd }); });
   }
   for (const file of opts.settingsFiles ?? []) {
-    const path = resolve(opts.cwd, file);
-    if (!existsOrDangling(path)) throw new SettingsError(`${path}: no such settings file (given with --settings)`);
-    found.push({ scope: 'cli', path, base: opts.cwd });
+    attempt(() => {
+      const path = resolve(opts.cwd, file);
+      if (!existsOrDangling(path)) throw new SettingsError(`${path}: no such settings file (given with --settings)`);
+      found.push({ scope: 'cli', path, base: opts.cwd });
+    });
   }
   // A home directory that is itself a repository (dotfiles) has the user file there, not a project file.
   if (opts.root !== opts.home) {
@@ -151,10 +162,8 @@ export function discoverSettingsFiles(opts: DiscoverOptions): SettingsFile[] {
   // home directory's `.srt/settings.json` is the user file, not a project file.
   for (let dir = opts.cwd; ; dir = dirname(dir)) {
     if (dir !== opts.root && dir !== opts.home) {
-      for (const [scope, name] of [['local', 'settings.local.json'], ['project', 'settings.json']] as const) {
-        const path = findAtLocation(join(dir, '.srt', name));
-        if (path) found.push({ scope, path, base: dir, outsideRoot: true });
-      }
+      add('local', join(dir, '.srt', 'settings.local.json'), dir, true);
+      add('project', join(dir, '.srt', 'settings.json'), dir, true);
     }
     if (dirname(dir) === dir) break;
   }

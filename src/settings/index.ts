@@ -72,6 +72,56 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   return { files, policy, sources, withControl };
 }
 
+/** One settings file as `srt doctor` sees it: its problems, and whether its allow entries apply. */
+export interface FileInspection extends SettingsFile {
+  errors: string[];
+  approval?: NonNullable<SettingsLayer['approval']>;
+}
+
+export interface SettingsInspection {
+  files: FileInspection[];
+  /** Problems of a location rather than a file (two spellings at one place, an unreadable directory). */
+  errors: string[];
+  /** The merged settings, when every file loads. */
+  report?: SettingsReport;
+}
+
+/** Every settings file judged on its own, without stopping at the first problem (srt doctor). */
+export function inspectSettings(opts: LoadOptions): SettingsInspection {
+  const ctx = context(opts);
+  const errors: string[] = [];
+  const discover = { ...ctx, settingsFiles: opts.settingsFiles ?? [] } as Parameters<typeof discoverSettingsFiles>[0];
+  if (opts.managedPaths) discover.managedPaths = opts.managedPaths;
+  const found = discoverSettingsFiles(discover, (e) => errors.push(...e.lines));
+  const approvals = opts.approvals ?? recordedApprovals(ctx.home);
+  const files = found.map((f): FileInspection => {
+    const out: FileInspection = { ...f, errors: [] };
+    try {
+      const { settings, sha256 } = readSettingsFile(f.path);
+      const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings };
+      if (f.scope === 'project' || f.scope === 'local') {
+        layer.approval = f.outsideRoot ? 'outside-root' : approvals.isApproved({ path: f.path, sha256 }) ? 'approved' : 'unapproved';
+        out.approval = layer.approval;
+      }
+      buildPolicyWithSources(ctx, [layer]); // the file's own entries: domains, paths, CIDRs
+    } catch (err) {
+      if (!(err instanceof SettingsError)) throw err;
+      out.errors = err.lines;
+    }
+    return out;
+  });
+  const inspection: SettingsInspection = { files, errors };
+  if (errors.length === 0 && files.every((f) => f.errors.length === 0)) {
+    try {
+      inspection.report = loadSettingsReport(opts);
+    } catch (err) {
+      if (!(err instanceof SettingsError)) throw err;
+      errors.push(...err.lines);
+    }
+  }
+  return inspection;
+}
+
 /** Discover, read, validate, trust-filter and merge every settings scope. Throws SettingsError. */
 export function loadPolicy(opts: LoadOptions): Policy {
   return loadSettingsReport(opts).policy;

@@ -1,0 +1,265 @@
+// `srt doctor` (SPEC §8): every check as data, `ok | warn | error` with a one-line fix. Library
+// code: nothing here prints or exits; the CLI renders the report. Only `fix` changes anything
+// (it removes what killed runs left behind, never a live run's files).
+
+import { execFile } from 'node:child_process';
+import { release } from 'node:os';
+import { dirname } from 'node:path';
+import { isWithin } from './glob.js';
+import type { Policy } from './policy.js';
+import { literalOf } from './profiles/bwrap.js';
+import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
+import { resolveLanding } from './platform/landing.js';
+import { findSeccompHelper } from './platform/seccomp-helper.js';
+import { findStale, reapStale } from './platform/state.js';
+import { PACKAGE_ROOT } from './paths.js';
+import { normalizeHost, parseDomainEntry, ruleMatches } from './proxy/domains.js';
+import { inspectSettings, type LoadOptions } from './settings/index.js';
+import { describeSource } from './settings/report.js';
+
+export type CheckStatus = 'ok' | 'warn' | 'error';
+
+export interface Check {
+  /** Stable identifier, e.g. `bubblewrap`, `settings.files`. */
+  id: string;
+  title: string;
+  status: CheckStatus;
+  /** One line: what was found. */
+  detail: string;
+  /** One line: what to do (warn and error only). */
+  fix?: string;
+  /** Up to 3 examples (files, paths, entries); `more` counts the rest. */
+  items?: string[];
+  more?: number;
+}
+
+export interface DoctorReport {
+  version: 1;
+  checks: Check[];
+  summary: Record<CheckStatus, number>;
+}
+
+export interface DoctorOptions {
+  load: LoadOptions;
+  /** Remove what killed runs left behind (placeholders, run directories, state files). */
+  fix?: boolean;
+}
+
+const MAX_ITEMS = 3;
+
+function listed(all: string[]): Pick<Check, 'items' | 'more'> {
+  const out: Pick<Check, 'items' | 'more'> = { items: all.slice(0, MAX_ITEMS) };
+  if (all.length > MAX_ITEMS) out.more = all.length - MAX_ITEMS;
+  return out;
+}
+
+function run(file: string, args: string[]): Promise<{ ok: boolean; out: string }> {
+  return new Promise((resolve) => {
+    execFile(file, args, { timeout: 10_000 }, (err, stdout, stderr) => resolve({ ok: !err, out: `${stdout}${stderr}`.trim() }));
+  });
+}
+
+async function dependencyChecks(): Promise<Check[]> {
+  const checks: Check[] = [];
+  const linux = process.platform === 'linux';
+  checks.push({
+    id: 'platform', title: 'platform',
+    status: linux ? 'ok' : 'error',
+    detail: `${process.platform} ${process.arch}, kernel ${release()}`,
+    ...(linux ? {} : { fix: `this build sandboxes on Linux only (macOS support: see the README)` }),
+  });
+  if (!linux) return checks;
+
+  const bwrap = findSystemTool('bwrap');
+  if (!bwrap) {
+    checks.push({ id: 'bubblewrap', title: 'bubblewrap', status: 'error', detail: 'not found in /usr/local/bin, /usr/bin, /bin or sbin', fix: 'apt-get install bubblewrap (Fedora: dnf install bubblewrap)' });
+  } else {
+    const v = await run(bwrap, ['--version']);
+    const m = /(\d+)\.(\d+)(?:\.(\d+))?/.exec(v.out);
+    const old = m !== null && (Number(m[1]) === 0 && Number(m[2]) < 5);
+    checks.push({
+      id: 'bubblewrap', title: 'bubblewrap',
+      status: !v.ok || !m ? 'error' : old ? 'warn' : 'ok',
+      detail: `${bwrap} ${m ? m[0] : `(version unknown: ${v.out || 'no output'})`}`,
+      ...(!v.ok || !m ? { fix: 'reinstall bubblewrap' } : old ? { fix: 'bubblewrap 0.5 or newer is recommended' } : {}),
+    });
+  }
+
+  const socat = findSystemTool('socat');
+  checks.push(socat
+    ? { id: 'socat', title: 'socat', status: 'ok', detail: socat }
+    : { id: 'socat', title: 'socat', status: 'error', detail: 'not found in the system directories', fix: 'apt-get install socat (the network relays inside the sandbox use it)' });
+
+  const rg = findSystemTool('rg');
+  const rgVersion = rg ? /ripgrep (\S+)/.exec((await run(rg, ['--version'])).out)?.[1] : undefined;
+  checks.push(rg
+    ? { id: 'ripgrep', title: 'ripgrep', status: 'ok', detail: `${rg} ${rgVersion ?? ''}`.trim() }
+    : { id: 'ripgrep', title: 'ripgrep', status: 'error', detail: 'not found in the system directories', fix: 'apt-get install ripgrep (srt finds protected paths with it)' });
+
+  const helper = findSeccompHelper();
+  if ('error' in helper) {
+    checks.push({ id: 'seccomp-helper', title: 'seccomp helper', status: 'error', detail: helper.error, fix: 'npm run build (needs gcc and the C library headers)' });
+  } else {
+    const v = await run(helper.path, ['--version']);
+    checks.push(v.ok && /^srt-seccomp \d+/.test(v.out)
+      ? { id: 'seccomp-helper', title: 'seccomp helper', status: 'ok', detail: `${helper.path} (${helper.arch}), runs` }
+      : { id: 'seccomp-helper', title: 'seccomp helper', status: 'error', detail: `${helper.path} does not run: ${v.out || 'no output'}`, fix: 'rebuild it: npm run build' });
+  }
+
+  if (bwrap) {
+    const why = await diagnoseBubblewrap(bwrap, { weakerNested: false });
+    checks.push(why === null
+      ? { id: 'user-namespaces', title: 'user namespaces', status: 'ok', detail: 'a test sandbox started' }
+      : { id: 'user-namespaces', title: 'user namespaces', status: 'error', detail: why.split('; ')[0]!, fix: why.split('; ').slice(1).join('; ') || 'see the message above' });
+  }
+
+  const restricted = sysctl('kernel.apparmor_restrict_unprivileged_userns') === '1';
+  const isRoot = process.geteuid?.() === 0;
+  checks.push({
+    id: 'apparmor', title: 'AppArmor',
+    status: 'ok',
+    detail: !restricted ? 'no restriction on unprivileged user namespaces'
+      : isRoot ? 'unprivileged user namespaces are restricted (not an issue for root)'
+        : 'unprivileged user namespaces are restricted; the test sandbox above tells whether bwrap is allowed',
+  });
+  if (isRoot) {
+    const cap = hasCapSetfcap();
+    checks.push(cap
+      ? { id: 'root', title: 'root', status: 'ok', detail: 'running as root with CAP_SETFCAP (uid 0 is mapped into the sandbox with no capabilities)' }
+      : { id: 'root', title: 'root', status: 'error', detail: 'running as root without CAP_SETFCAP: bubblewrap cannot map uid 0', fix: 'run srt as an unprivileged user, or give the container CAP_SETFCAP' });
+  }
+  return checks;
+}
+
+/** Paths the sandboxed command may write under this policy (cwd and allowWrite, as they land). */
+function writableRoots(policy: Policy): string[] {
+  const roots = [policy.cwd];
+  for (const r of policy.filesystem.allowWrite) {
+    const lit = literalOf(r);
+    if (lit === null) continue;
+    const l = resolveLanding(lit);
+    if (l.kind === 'dir' || l.kind === 'file') roots.push(l.real);
+  }
+  return roots;
+}
+
+function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy } {
+  const inspection = inspectSettings(load);
+  const checks: Check[] = [];
+  const broken = inspection.files.filter((f) => f.errors.length > 0);
+  const problems = [...inspection.errors, ...broken.flatMap((f) => f.errors)];
+  checks.push({
+    id: 'settings.files', title: 'settings files',
+    status: problems.length ? 'error' : 'ok',
+    detail: problems.length
+      ? `${problems.length} problem${problems.length === 1 ? '' : 's'} in ${broken.length + (inspection.errors.length ? 1 : 0)} place(s); srt refuses to run until they are fixed`
+      : inspection.files.length === 0 ? 'no settings files: the built-in defaults apply'
+        : `${inspection.files.length} file${inspection.files.length === 1 ? '' : 's'} found, all valid`,
+    ...(problems.length ? { fix: 'fix each line below (srt config shows the same)', ...listed(problems) } : listed(inspection.files.map((f) => `${f.scope} ${f.path}`))),
+  });
+  const report = inspection.report;
+  if (!report) return { checks };
+  const p = report.policy;
+
+  const unapproved = inspection.files.filter((f) => f.approval === 'unapproved' && p.ignored.some((i) => i.source.file === f.path && i.reason.startsWith('not approved')));
+  checks.push(unapproved.length
+    ? { id: 'settings.approval', title: 'repository settings', status: 'warn', detail: `${unapproved.length} file(s) whose allow entries are held back until you approve them`, fix: `review, then: srt trust ${unapproved[0]!.path}`, ...listed(unapproved.map((f) => f.path)) }
+    : { id: 'settings.approval', title: 'repository settings', status: 'ok', detail: 'nothing held back for approval' });
+
+  const ignored = p.ignored.filter((i) => !i.reason.startsWith('not approved'));
+  checks.push(ignored.length
+    ? { id: 'settings.ignored', title: 'ignored settings', status: 'warn', detail: `${ignored.length} entr${ignored.length === 1 ? 'y is' : 'ies are'} ignored by the trust rules`, fix: 'remove them, or move them to a scope allowed to set them (srt config lists why)', ...listed(ignored.map((i) => `${i.key}${i.value !== undefined ? ` ${i.value}` : ''} (${describeSource(i.source, p)}): ${i.reason}`)) }
+    : { id: 'settings.ignored', title: 'ignored settings', status: 'ok', detail: 'no entry ignored' });
+
+  // Spellings that parse, but not as their author probably meant.
+  const unreliable: string[] = [];
+  for (const f of inspection.files) {
+    for (const d of [...p.network.allowedDomains, ...p.network.deniedDomains]) {
+      if (d.source.file !== f.path) continue;
+      const list = p.network.allowedDomains.includes(d) ? 'allow' : 'deny';
+      const parsed = parseDomainEntry(d.rule.raw, list);
+      if (parsed.ok && parsed.warning) unreliable.push(`${d.rule.raw} (${describeSource(d.source, p)}): ${parsed.warning}`);
+    }
+  }
+  checks.push(unreliable.length
+    ? { id: 'domains.spelling', title: 'domain spellings', status: 'warn', detail: `${unreliable.length} network domain entr${unreliable.length === 1 ? 'y has' : 'ies have'} unreliable spellings`, fix: 'bracket IPv6 addresses ([::1]:8080); avoid * in allow lists', ...listed([...new Set(unreliable)]) }
+    : { id: 'domains.spelling', title: 'domain spellings', status: 'ok', detail: 'every domain entry is unambiguous' });
+
+  const never: string[] = [];
+  const creds = [...p.credentials.envVars.map((e) => ({ what: `$${e.name}`, hosts: e.injectHosts })), ...p.credentials.files.map((f) => ({ what: f.path, hosts: f.injectHosts }))];
+  for (const c of creds) {
+    for (const h of c.hosts ?? []) {
+      const n = normalizeHost(h);
+      const why = h.startsWith('[') ? 'is bracketed' : h.includes('%') ? 'has a zone id' : n === null && /:\d+$/.test(h) ? 'has a port' : n === null ? 'is not a host name'
+        : n.host !== h ? `is not in canonical form (${n.host})`
+          : !p.network.allowedDomains.some((d) => ruleMatches(d.rule, n.host, d.rule.port ?? 443)) ? 'is not covered by network.allowedDomains' : null;
+      if (why) never.push(`${c.what}: injectHosts "${h}" ${why}`);
+    }
+  }
+  checks.push(never.length
+    ? { id: 'credentials.injectHosts', title: 'credential injectHosts', status: 'warn', detail: `${never.length} injectHosts entr${never.length === 1 ? 'y' : 'ies'} can never match a destination`, fix: 'write plain host names (api.github.com) that network.allowedDomains allows', ...listed(never) }
+    : { id: 'credentials.injectHosts', title: 'credential injectHosts', status: 'ok', detail: creds.some((c) => c.hosts) ? 'every injectHosts entry can match' : 'no injectHosts entries' });
+
+  const credWarnings = p.warnings.filter((w) => w.startsWith('credentials:'));
+  checks.push(credWarnings.length
+    ? { id: 'credentials.masking', title: 'credential masking', status: 'warn', detail: `${credWarnings.length} problem(s) with masked credentials`, fix: 'see each line', ...listed(credWarnings) }
+    : { id: 'credentials.masking', title: 'credential masking', status: 'ok', detail: 'no problem found' });
+
+  // srt, or the node that runs it, inside a path the sandbox may write: the command could
+  // replace it and run outside any sandbox next time.
+  const roots = writableRoots(p);
+  const nodeOnPath = findOnPath('node');
+  const mine = [
+    { what: 'srt', path: PACKAGE_ROOT },
+    { what: 'the node running srt', path: process.execPath },
+    ...(nodeOnPath ? [{ what: '`node` on PATH', path: resolveLanding(nodeOnPath).real }] : []),
+  ];
+  const exposed = mine.filter((m) => roots.some((r) => isWithin(m.path, r)));
+  checks.push(exposed.length
+    ? { id: 'srt.location', title: 'srt location', status: 'warn', detail: `${exposed.map((e) => e.what).join(', ')} inside a path this policy lets the command write`, fix: 'install srt and node outside the project (e.g. npm install -g), or run from elsewhere', ...listed(exposed.map((e) => e.path)) }
+    : { id: 'srt.location', title: 'srt location', status: 'ok', detail: `srt (${PACKAGE_ROOT}) and node (${dirname(process.execPath)}) are outside every writable path` });
+  return { checks, policy: p };
+}
+
+function staleCheck(home: string, fix: boolean): Check {
+  const before = findStale(home);
+  const items = [...before.placeholders.map((p) => p.path), ...before.runDirs];
+  if (items.length === 0) return { id: 'stale', title: 'left by killed runs', status: 'ok', detail: 'nothing left behind by a killed run' };
+  if (fix) {
+    reapStale(home);
+    const after = findStale(home);
+    const left = [...after.placeholders.map((p) => p.path), ...after.runDirs];
+    return left.length
+      ? { id: 'stale', title: 'left by killed runs', status: 'warn', detail: `removed ${items.length - left.length}, ${left.length} could not be removed`, fix: 'remove them by hand', ...listed(left) }
+      : { id: 'stale', title: 'left by killed runs', status: 'ok', detail: `removed ${before.placeholders.length} placeholder(s) and ${before.runDirs.length} run director${before.runDirs.length === 1 ? 'y' : 'ies'} left by killed runs` };
+  }
+  return {
+    id: 'stale', title: 'left by killed runs', status: 'warn',
+    detail: `${before.placeholders.length} stale sandbox mask file(s) and ${before.runDirs.length} run director${before.runDirs.length === 1 ? 'y' : 'ies'} left by a killed session`,
+    fix: 'srt doctor --fix removes them (never a live run\'s)',
+    ...listed(items),
+  };
+}
+
+export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
+  const checks = await dependencyChecks();
+  checks.push(...settingsChecks(opts.load).checks);
+  checks.push(staleCheck(opts.load.home, opts.fix === true));
+  const summary: Record<CheckStatus, number> = { ok: 0, warn: 0, error: 0 };
+  for (const c of checks) summary[c.status]++;
+  return { version: 1, checks, summary };
+}
+
+/** The human form: a line per check (with its fix and examples), then a summary line. */
+export function doctorText(report: DoctorReport): string {
+  const lines: string[] = [];
+  for (const c of report.checks) {
+    lines.push(`${c.status.padEnd(5)} ${c.title}: ${c.detail}`);
+    for (const item of c.items ?? []) lines.push(`        ${item}`);
+    if (c.more) lines.push(`        … and ${c.more} more`);
+    if (c.fix && c.status !== 'ok') lines.push(`      fix: ${c.fix}`);
+  }
+  const { ok, warn, error } = report.summary;
+  lines.push('', `srt doctor: ${ok} ok, ${warn} warning${warn === 1 ? '' : 's'}, ${error} error${error === 1 ? '' : 's'}`);
+  return lines.join('\n') + '\n';
+}

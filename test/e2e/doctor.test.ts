@@ -1,0 +1,186 @@
+// `srt doctor` end to end: every check on a healthy machine, each dependency check flipping to
+// error when the dependency is hidden (an outer mount or user namespace the test makes), the
+// settings checks on a crafted tree, and stale state found, fixed and never a live run's.
+import { Ajv2020 } from 'ajv/dist/2020.js';
+import { execa } from 'execa';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SECCOMP_HELPER_PATH } from '../../src/paths.js';
+import { SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+
+const tmp = tempDir('srt-e2e-doctor-');
+afterAll(async () => {
+  await stopStragglers();
+  tmp.cleanup();
+});
+let n = 0;
+function world() {
+  const root = join(tmp.path, `w${n++}`);
+  const home = join(root, 'home');
+  const cwd = join(root, 'work');
+  mkdirSync(home, { recursive: true });
+  mkdirSync(cwd, { recursive: true });
+  return { root, home, cwd };
+}
+
+/** The documented shape of `srt doctor --json` (README "srt doctor"). */
+const REPORT_SCHEMA = {
+  type: 'object', additionalProperties: false, required: ['version', 'checks', 'summary'],
+  properties: {
+    version: { const: 1 },
+    checks: {
+      type: 'array',
+      items: {
+        type: 'object', additionalProperties: false, required: ['id', 'title', 'status', 'detail'],
+        properties: {
+          id: { type: 'string', pattern: '^[a-z][a-zA-Z.-]*$' }, title: { type: 'string' }, detail: { type: 'string' },
+          status: { enum: ['ok', 'warn', 'error'] }, fix: { type: 'string' },
+          items: { type: 'array', items: { type: 'string' }, maxItems: 3 }, more: { type: 'integer', minimum: 1 },
+        },
+      },
+    },
+    summary: { type: 'object', additionalProperties: false, required: ['ok', 'warn', 'error'], properties: { ok: { type: 'integer' }, warn: { type: 'integer' }, error: { type: 'integer' } } },
+  },
+};
+const validate = new Ajv2020({ strict: true }).compile(REPORT_SCHEMA);
+
+interface Report { checks: Array<{ id: string; status: string; detail: string; fix?: string; items?: string[]; more?: number }>; summary: Record<string, number> }
+const byId = (r: Report) => Object.fromEntries(r.checks.map((c) => [c.id, c]));
+
+async function doctor(w: { home: string; cwd: string }, args: string[] = [], wrap: string[] = []) {
+  const r = await execa(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), SRT_BIN, 'doctor', '--json', ...args], {
+    reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8' }, timeout: 60_000,
+  });
+  const report = JSON.parse(r.stdout) as Report;
+  expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
+  return { exitCode: r.exitCode, report, checks: byId(report) };
+}
+
+describe('srt doctor on this machine', () => {
+  it('runs every check, exit 0, a valid versioned JSON report; the text form has a line per check and a summary', async () => {
+    const w = world();
+    const { exitCode, report, checks } = await doctor(w);
+    expect(exitCode).toBe(0);
+    for (const id of ['platform', 'bubblewrap', 'socat', 'ripgrep', 'seccomp-helper', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
+      'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'srt.location', 'stale']) {
+      expect(checks[id], id).toBeDefined();
+    }
+    expect(report.summary.error).toBe(0);
+    const text = await srt(['doctor'], { home: w.home, cwd: w.cwd });
+    expect(text.exitCode).toBe(0);
+    expect(text.stdout).toMatch(/^ok {4}bubblewrap: \/\S+bwrap \d+\.\d+/m);
+    expect(text.stdout).toMatch(/^srt doctor: \d+ ok, \d+ warnings?, 0 errors$/m);
+  });
+});
+
+describe('each dependency check flips to error when the dependency is hidden', () => {
+  const hide = (path: string) => ['bwrap', '--dev-bind', '/', '/', '--ro-bind', '/dev/null', path, '--'];
+  it.each([
+    ['bubblewrap', ['/usr/bin/bwrap'], /not found/],
+    ['ripgrep', ['/usr/bin/rg'], /not found/],
+    ['socat', ['/usr/bin/socat'], /not found/],
+    ['seccomp-helper', [SECCOMP_HELPER_PATH], /seccomp helper/],
+  ])('%s', async (id, paths, detail) => {
+    const w = world();
+    const { exitCode, checks } = await doctor(w, [], paths.flatMap(hide).slice(0, -1).concat('--'));
+    expect(exitCode).toBe(1);
+    expect(checks[id]!.status).toBe('error');
+    expect(checks[id]!.detail).toMatch(detail);
+    expect(checks[id]!.fix).toBeTruthy();
+  });
+
+  it('user namespaces disabled (in a user namespace the test makes)', async () => {
+    const w = world();
+    const r = await execa('unshare', ['-Ur', 'sh', '-c', `echo 0 > /proc/sys/user/max_user_namespaces && exec "${process.execPath}" "${SRT_BIN}" doctor --json`], {
+      reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: process.env.PATH, HOME: w.home },
+    });
+    expect(r.exitCode).toBe(1);
+    const c = byId(JSON.parse(r.stdout) as Report)['user-namespaces']!;
+    expect(c.status).toBe('error');
+    expect(c.detail).toContain('user namespaces are disabled (user.max_user_namespaces=0)');
+    expect(c.fix).toContain('sysctl -w user.max_user_namespaces=');
+  });
+});
+
+describe('settings checks on a crafted tree', () => {
+  it('reports every problem of every file, not just the first, and each warning once', async () => {
+    const w = world();
+    await execa('git', ['init', '-q', w.cwd]);
+    writeTree(w.cwd, { '.srt/settings.json': JSON.stringify({ network: { allowedDomains: ['api.example'] }, allowNestedUserNamespaces: true }) });
+    writeTree(w.home, {
+      '.srt/settings.json': JSON.stringify({
+        network: { allowedDomains: ['fe80::1:8080', 'api.github.com'] },
+        credentials: { envVars: [
+          { name: 'GH_TOKEN', mode: 'mask', injectHosts: ['api.github.com:443', 'nothere.example'] },
+          { name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' },
+        ] },
+      }),
+    });
+    const { checks } = await doctor(w);
+    expect(checks['settings.files']!.status).toBe('ok');
+    expect(checks['settings.approval']).toMatchObject({ status: 'warn', items: [join(w.cwd, '.srt/settings.json')] });
+    expect(checks['settings.approval']!.fix).toContain('srt trust');
+    expect(checks['settings.ignored']!.status).toBe('warn');
+    expect(checks['settings.ignored']!.items![0]).toContain('allowNestedUserNamespaces');
+    expect(checks['domains.spelling']!.items![0]).toContain('fe80::1:8080');
+    expect(checks['credentials.injectHosts']!.items).toEqual([
+      '$GH_TOKEN: injectHosts "api.github.com:443" has a port',
+      '$GH_TOKEN: injectHosts "nothere.example" is not covered by network.allowedDomains',
+    ]);
+    expect(checks['credentials.masking']!.status).toBe('warn');
+
+    // Broken files: all of them reported, the run would refuse (exit 1).
+    writeTree(w.home, { '.srt/settings.json': '{"network": {"allowedDomain": []}}', '.srt-settings.json': '{ nope' });
+    const bad = await doctor(w);
+    expect(bad.exitCode).toBe(1);
+    const items = bad.checks['settings.files']!.items!.join('\n');
+    expect(items).toContain('network.allowedDomain: unknown key');
+    expect(items).toContain('.srt-settings.json:1:3: invalid JSON');
+  });
+});
+
+describe('what killed runs leave behind', () => {
+  it('is reported and removed by --fix, while a live run keeps its own; --dry-run changes nothing', async () => {
+    const w = world();
+    // A live run in another directory, which must keep everything (it started first: a run
+    // starting later would clear the dead run's leftovers itself).
+    const other = join(w.root, 'other');
+    mkdirSync(other);
+    const live = await startBackground(['-c', 'echo started; echo ready; sleep 60'], w.home, other);
+    const liveFiles = readdirSync(other);
+    // A run killed with SIGKILL while its placeholders exist (a directory outside a repository:
+    // the placeholders include .git, .bashrc, …).
+    const dead = await startBackground(['-c', 'echo started; echo ready; sleep 60'], w.home, w.cwd);
+    dead.child.kill('SIGKILL');
+    await dead.exit;
+    const placeholders = readdirSync(w.cwd);
+    expect(placeholders.length).toBeGreaterThan(0);
+    const liveRuns = readdirSync(join(w.home, '.srt', 'run')).filter((d) => d.startsWith(`${live.child.pid}-`));
+    expect(liveRuns).toHaveLength(1);
+
+    const stateDir = join(w.home, '.srt', 'state');
+    const snapshot = () => readdirSync(stateDir).sort().map((f) => `${f}:${readFileSync(join(stateDir, f), 'utf8')}`);
+    const before = snapshot();
+    await srt(['--dry-run', '--', 'true'], { home: w.home, cwd: w.cwd });
+    expect(snapshot()).toEqual(before);
+
+    const found = await doctor(w);
+    expect(found.checks.stale!.status).toBe('warn');
+    expect(found.checks.stale!.detail).toMatch(/stale sandbox mask file/);
+    expect(found.checks.stale!.items!.length).toBe(3);
+    expect(found.checks.stale!.more).toBeGreaterThan(0);
+    expect(readdirSync(w.cwd)).toEqual(placeholders); // reporting changes nothing
+
+    const fixed = await doctor(w, ['--fix']);
+    expect(fixed.checks.stale!.status).toBe('ok');
+    expect(readdirSync(w.cwd)).toEqual([]);
+    expect(readdirSync(other)).toEqual(liveFiles);
+    expect(existsSync(join(w.home, '.srt', 'run', liveRuns[0]!))).toBe(true);
+    expect(statSync(join(w.home, '.srt', 'run', liveRuns[0]!)).isDirectory()).toBe(true);
+    live.child.kill('SIGTERM');
+    await live.exit;
+    expect((await doctor(w)).checks.stale!.status).toBe('ok');
+    writeFileSync(join(w.cwd, 'x'), ''); // the work tree is usable again
+  });
+});
