@@ -2,7 +2,7 @@
 // (fixtures/pty-host.py), with keystrokes typed into it and its screen output read back.
 // Job control is exercised from a real interactive bash around srt, as a user would.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processesWith, REPO, SRT_BIN, tempDir } from './helpers.js';
@@ -193,6 +193,33 @@ describe('an interactive command on its own terminal', () => {
     await s.waitFor('line-040', from); // redrawn for 41 rows
     s.type('q');
     expect(await s.exitCode()).toBe(0);
+  });
+});
+
+describe('the user\'s terminal stays outside', () => {
+  it('no process of the sandbox (bwrap, helper, relay, init, the command) holds a descriptor of the user\'s terminal', async () => {
+    const dir = scratch();
+    const marker = `7${process.pid}${Date.now() % 100000}`;
+    const s = new Pty(['sh', '-c', `stat -L -c 'outer=%d:%i' /proc/self/fd/0; ${SRT} -- sh -c 'echo inside-ready; exec sleep ${marker}'`], dir);
+    const outer = /outer=(\d+:\d+)/.exec(await s.waitFor(/outer=\d+:\d+/))![1];
+    await s.waitFor('inside-ready');
+    await until(() => processesWith(marker).some((p) => p.includes(`sleep\0${marker}`)), 'sleep to run');
+    const sandbox = processesWith(marker).filter((p) => !p.includes(SRT_BIN) && !p.includes('pty-host.py')).map((p) => Number(p.split(':')[0]));
+    expect(sandbox.length).toBeGreaterThanOrEqual(5); // bwrap, outer helper, relay, init, sleep
+    const held: string[] = [];
+    for (const pid of sandbox) {
+      let fds: string[] = [];
+      try { fds = readdirSync(`/proc/${pid}/fd`); } catch { continue; }
+      for (const fd of fds) {
+        try {
+          const st = statSync(`/proc/${pid}/fd/${fd}`);
+          if (`${st.dev}:${st.ino}` === outer) held.push(`${pid}/fd/${fd}`);
+        } catch { /* closed meanwhile */ }
+      }
+    }
+    expect(held).toEqual([]);
+    s.type('\x03');
+    expect(await s.exitCode()).toBe(130);
   });
 });
 
