@@ -12,8 +12,7 @@
 //     fresh /proc there (so the command cannot see socat or this process), re-binds the
 //     dangerous /proc entries read-only, drops every capability and forks the command, which
 //     sets no_new_privs, restricts writes with Landlock (below), installs the seccomp filter
-//     from FILE and execs CMD;
-//  With --pty, the command gets its own terminal, relayed to srt over CHANNELFD (pty.c).
+//     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c);
 //  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
 //     left in the sandbox, socat included.
