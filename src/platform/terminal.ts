@@ -31,6 +31,7 @@ export const PARENT_STAT_FD = 5;
 const FRAME_HEADER = 5;
 const FRAME_MAX = 65536;
 const STTY = ['/usr/bin/stty', '/bin/stty'];
+const STDIN_TERMINAL = '/proc/self/fd/0';
 
 /**
  * Which of srt's stdio the command gets on its pty, as the helper's `--pty` spelling (`012`, `02`,
@@ -39,7 +40,16 @@ const STTY = ['/usr/bin/stty', '/bin/stty'];
  */
 export function terminalStdio(): string | undefined {
   if (!isatty(0)) return undefined;
-  return [0, 1, 2].filter((fd) => fd === 0 || isatty(fd)).join('');
+  const stdio = [0, 1, 2].filter((fd) => fd === 0 || isatty(fd)).join('');
+  // Only stdin is a terminal: the pty's echo goes to it through a second, write-only descriptor.
+  if (stdio === '0') {
+    try {
+      closeSync(openSync(STDIN_TERMINAL, constants.O_WRONLY | constants.O_NOCTTY));
+    } catch {
+      return undefined;
+    }
+  }
+  return stdio;
 }
 
 function frame(type: string, payload: Uint8Array = Buffer.alloc(0)): Buffer {
@@ -90,6 +100,8 @@ export class Terminal {
       if (!this.send('D', chunk.subarray(off, off + FRAME_MAX))) this.stopReading();
     }
   };
+  /** The terminal hung up (EIO): srt gets SIGHUP too and passes it on; nothing more to read. */
+  private readonly onInputError = () => this.stopReading();
   private readonly onTstp = () => { this.send('F'); this.suspend('SIGTSTP'); };
   private readonly onCont = () => this.continued();
   private readonly onWinch = () => this.sendSize();
@@ -100,7 +112,7 @@ export class Terminal {
     else if (stdio.includes('2')) this.output = process.stderr as WriteStream;
     else {
       // Only stdin is a terminal: echo and the command's terminal output still belong on it.
-      this.ownOutputFd = openSync('/proc/self/fd/0', constants.O_WRONLY | constants.O_NOCTTY);
+      this.ownOutputFd = openSync(STDIN_TERMINAL, constants.O_WRONLY | constants.O_NOCTTY);
       this.output = new WriteStream(this.ownOutputFd);
     }
   }
@@ -222,6 +234,7 @@ export class Terminal {
     if (this.reading || this.closed) return;
     this.reading = true;
     this.input.on('data', this.onInput);
+    this.input.on('error', this.onInputError);
     this.input.resume();
   }
 
@@ -229,6 +242,7 @@ export class Terminal {
     if (!this.reading) return;
     this.reading = false;
     this.input.off('data', this.onInput);
+    this.input.off('error', this.onInputError);
     this.input.pause();
   }
 

@@ -381,5 +381,13 @@ describe('without a terminal on stdin', () => {
     await s.waitFor('rc=0');
     expect(readFileSync(join(dir.cwd, 'out.txt'), 'utf8')).toBe('/dev/pts/0\nstdout-not-a-tty\n');
     await s.exitCode();
+    // stdout and stderr both redirected: what is typed is still echoed on the user's terminal.
+    const both = new Pty(['sh', '-c', `${SRT} -- sh -c 'read x; echo got=$x' > both.txt 2>&1; echo rc=$?`], dir);
+    await sleep(1_000);
+    both.type('typed-in\r');
+    const out = await both.waitFor('rc=0');
+    expect(out).toContain('typed-in');
+    expect(readFileSync(join(dir.cwd, 'both.txt'), 'utf8')).toBe('got=typed-in\n');
+    await both.exitCode();
   });
 });
