@@ -35,6 +35,7 @@
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <termios.h>
+#include <time.h>
 #include <unistd.h>
 
 #ifndef TIOCGPTPEER
@@ -174,6 +175,7 @@ struct relay_state {
   int stopped_sig; // a stop to announce once the output before it is out
   int master_open, report_open, watch;
   int in_blocked; // the 'D' frame at the start of `in` waits for the master (POLLOUT)
+  long next_watch; // when to look at srt's state next (ms, monotonic)
   unsigned char in[FRAME_HEADER + FRAME_MAX]; // from srt
   size_t in_len, in_done;                     // in_done: bytes of the current 'D' frame written
   unsigned char out[FRAME_HEADER + FRAME_MAX + 2 * FRAME_HEADER + 1]; // to srt
@@ -283,6 +285,26 @@ static int parent_stopped(struct relay_state *r) {
   return paren && paren[1] == ' ' && (paren[2] == 'T' || paren[2] == 't');
 }
 
+static long now_ms(void) {
+  struct timespec t;
+  if (clock_gettime(CLOCK_MONOTONIC, &t) != 0) die_errno("clock_gettime");
+  return t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+// Every WATCH_MS while the sandbox runs: freeze it if srt is stopped. Returns poll's timeout.
+static int watch_parent(struct relay_state *r) {
+  if (!r->watch || r->frozen) return -1;
+  long now = now_ms();
+  if (now >= r->next_watch) {
+    r->next_watch = now + WATCH_MS;
+    if (parent_stopped(r)) {
+      request(r, 1);
+      return -1;
+    }
+  }
+  return (int)(r->next_watch - now);
+}
+
 static int relay_loop(struct pty *p) {
   static struct relay_state r;
   r.p = p;
@@ -308,10 +330,9 @@ static int relay_loop(struct pty *p) {
          (r.out_off < r.out_len ? 0 : POLLIN) | (pending_in ? POLLOUT : 0), 0},
         {r.report_open ? p->report[0] : -1, POLLIN, 0},
     };
-    int n = poll(fds, 3, r.watch && !r.frozen ? WATCH_MS : -1);
+    int n = poll(fds, 3, watch_parent(&r));
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) die_errno("poll");
-    if (r.watch && !r.frozen && parent_stopped(&r)) request(&r, 1);
     if (fds[2].revents) handle_reports(&r);
     if (fds[0].revents & POLLOUT) {
       ssize_t w = write(p->channel, r.out + r.out_off, r.out_len - r.out_off);
@@ -395,8 +416,9 @@ int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set
       die_errno("sigwaitinfo");
     }
     if (sig == PTY_SIG_FREEZE || sig == PTY_SIG_THAW) {
-      // Only from outside this namespace (the relay): si_pid is 0 for such senders.
-      if (info.si_pid != 0) continue;
+      // Only kill() from outside this namespace (the relay): si_pid is 0 for such senders, and
+      // sigqueue(), which lets the sender choose si_pid, cannot claim SI_USER.
+      if (info.si_code != SI_USER || info.si_pid != 0) continue;
       if (sig == PTY_SIG_FREEZE && !frozen) {
         frozen = 1;
         pid_t fg = tcgetpgrp(p->slave);
