@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(bubblewrap socat ripgrep curl git python3 python3-pip gcc libc6-dev iproute2 procps util-linux openssh-client openssl ca-certificates)
+packages=(bubblewrap socat ripgrep curl git python3 python3-pip gcc libc6-dev iproute2 procps util-linux less openssh-client openssl ca-certificates)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

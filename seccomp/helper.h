@@ -1,6 +1,6 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
 // mechanism: main.c (arguments, signals), caps.c, relays.c, init.c (nested PID/mount namespace,
-// the command), landlock.c, filter.c.
+// the command), pty.c (the command's terminal), landlock.c, filter.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -35,6 +35,31 @@ struct relay {
 void parse_relay(const char *spec, struct relay *r);
 void start_relays(struct relay *relays, int n);
 
+// pty.c: the command's own terminal, relayed to srt over a socket (see pty.c).
+#define PTY_SIG_FREEZE (SIGRTMIN)
+#define PTY_SIG_THAW (SIGRTMIN + 1)
+struct pty {
+  int channel;     // stream socket to srt
+  int parent_stat; // srt's /proc/PID/stat
+  int stdio;       // bit N: the command's fd N is the terminal
+  int master, slave;
+  int report[2];   // init → relay
+  pid_t relay;
+};
+void parse_pty(const char *spec, struct pty *p);
+// Outer helper, in this order: create the pty (adds the freeze/thaw signals to `set`), fork the
+// relay (before the nested PID namespace), then after forking init hand over and close its ends;
+// at the end wait until the relay has delivered the last output.
+void pty_create(struct pty *p, sigset_t *set);
+void pty_start_relay(struct pty *p);
+void pty_started(struct pty *p, pid_t init);
+void pty_finish(struct pty *p, const sigset_t *set);
+// init: session leader with the pty as controlling terminal; the command: foreground group,
+// stdio on the pty.
+void pty_init_session(struct pty *p);
+void pty_attach_command(const struct pty *p);
+int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set);
+
 // filter.c
 void read_filter(const char *path, struct sock_fprog *prog);
 void install_filter(const struct sock_fprog *prog);
@@ -44,8 +69,9 @@ void install_filter(const struct sock_fprog *prog);
 void restrict_writes(const char *const *writable, int nwritable);
 void landlock_allow_socket_files(void);
 
-// init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out.
+// init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out, pty NULL leaves
+// the command on the helper's own stdio.
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable, int nwritable,
-             const sigset_t *set);
+             struct pty *pty, const sigset_t *set);
 
 #endif

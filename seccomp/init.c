@@ -29,9 +29,10 @@ static void proc_read_only(const char *path) {
 
 // writable: NULL to leave Landlock out.
 static void exec_command(char **cmd, const struct sock_fprog *prog,
-                         const char *const *writable, int nwritable) {
+                         const char *const *writable, int nwritable, const struct pty *pty) {
   // Its own process group, so init can signal the command and everything it starts at once.
   if (setpgid(0, 0) != 0) die_errno("setpgid");
+  if (pty) pty_attach_command(pty);
   unblock_signals();
   // bwrap already sets no_new_privs; set it again: Landlock and seccomp without CAP_SYS_ADMIN
   // require it, and it keeps execve from granting capabilities (setuid files, file caps, uid 0).
@@ -53,7 +54,7 @@ static void exec_command(char **cmd, const struct sock_fprog *prog,
 
 // PID 1 of the nested PID namespace.
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
-                    int nwritable, const sigset_t *set) {
+                    int nwritable, struct pty *pty, const sigset_t *set) {
   if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
   // Private: nothing mounted here propagates back to bwrap's mount namespace.
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
@@ -70,10 +71,11 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   // open its /proc/1/{mem,environ,fd}.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) die_errno("PR_SET_DUMPABLE");
   drop_capabilities();
+  if (pty) pty_init_session(pty);
   pid_t pid = fork();
   if (pid < 0) die_errno("fork");
-  if (pid == 0) exec_command(cmd, prog, writable, nwritable);
+  if (pid == 0) exec_command(cmd, prog, writable, nwritable, pty);
   // Also here, so a signal forwarded before the child ran setpgid still reaches the group.
   if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH) die_errno("setpgid");
-  return forward_until_exit(pid, 1, set);
+  return pty ? pty_forward_until_exit(pty, pid, set) : forward_until_exit(pid, 1, set);
 }

@@ -1,7 +1,7 @@
 // srt-seccomp: the first process inside srt's bubblewrap sandbox.
 //
-//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--socket-files] [--no-landlock] --filter FILE
-//               -- CMD ARGS...
+//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--socket-files] [--no-landlock]
+//               [--pty CHANNELFD:STATFD:STDIO] --filter FILE -- CMD ARGS...
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP): its capabilities count only in
@@ -12,7 +12,7 @@
 //     fresh /proc there (so the command cannot see socat or this process), re-binds the
 //     dangerous /proc entries read-only, drops every capability and forks the command, which
 //     sets no_new_privs, restricts writes with Landlock (below), installs the seccomp filter
-//     from FILE and execs CMD;
+//     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c);
 //  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
 //     left in the sandbox, socat included.
@@ -54,7 +54,7 @@ void die(const char *fmt, ...) {
 
 static void usage(void) {
   die("seccomp helper: usage: srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... "
-      "[--socket-files] [--no-landlock] --filter FILE -- CMD ARGS...");
+      "[--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] --filter FILE -- CMD ARGS...");
 }
 
 static void block_signals(sigset_t *set) {
@@ -107,6 +107,19 @@ int forward_until_exit(pid_t child, int to_group, const sigset_t *set) {
   }
 }
 
+// Whatever srt's caller left open without close-on-exec (a pipe, a log file, a control fd)
+// would otherwise be readable or writable from inside: nothing past stderr goes in but the
+// descriptors named on the command line (`keep`, ascending).
+static void close_inherited_fds(const int *keep, int nkeep) {
+  unsigned from = 3;
+  for (int k = 0; k < nkeep; k++) {
+    if ((unsigned)keep[k] > from && syscall(SYS_close_range, from, (unsigned)keep[k] - 1, 0U) != 0)
+      die_errno("close_range");
+    from = (unsigned)keep[k] + 1;
+  }
+  if (syscall(SYS_close_range, from, ~0U, 0U) != 0) die_errno("close_range");
+}
+
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
     printf("srt-seccomp 1\n");
@@ -115,11 +128,10 @@ int main(int argc, char **argv) {
   sigset_t set;
   block_signals(&set); // first: a signal arriving during setup is queued, then forwarded
   drop_bounding_set();
-  // Whatever srt's caller left open without close-on-exec (a pipe, a log file, a control fd)
-  // would otherwise be readable or writable from inside: nothing past stderr goes in.
-  if (syscall(SYS_close_range, 3U, ~0U, 0U) != 0) die_errno("close_range");
 
   struct relay relays[MAX_RELAYS];
+  struct pty pty;
+  int use_pty = 0;
   int nrelays = 0;
   const char *filter_path = NULL;
   const char **writable = calloc(argc, sizeof *writable);
@@ -147,6 +159,9 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--writable") == 0) {
       if (argv[i + 1][0] != '/') die("seccomp helper: --writable %s: not absolute", argv[i + 1]);
       writable[nwritable++] = argv[++i];
+    } else if (strcmp(argv[i], "--pty") == 0 && !use_pty) {
+      parse_pty(argv[++i], &pty);
+      use_pty = 1;
     } else if (strcmp(argv[i], "--filter") == 0 && !filter_path) {
       filter_path = argv[++i];
     } else {
@@ -157,12 +172,24 @@ int main(int argc, char **argv) {
   if (!landlock && nwritable > 0)
     die("seccomp helper: --writable and --no-landlock exclude each other");
   char **cmd = argv + i + 1;
+  if (use_pty) {
+    int lo = pty.channel < pty.parent_stat ? pty.channel : pty.parent_stat;
+    int keep[2] = {lo, pty.channel + pty.parent_stat - lo};
+    close_inherited_fds(keep, 2);
+  } else {
+    close_inherited_fds(NULL, 0);
+  }
 
   struct sock_fprog prog;
   read_filter(filter_path, &prog);
 
   if (nrelays > 0) {
     start_relays(relays, nrelays);
+  }
+
+  if (use_pty) {
+    pty_create(&pty, &set);
+    pty_start_relay(&pty); // outside the nested PID namespace, so the command cannot see it
   }
 
   // CLONE_NEWPID applies to the next child, which becomes PID 1 of the nested namespace.
@@ -172,7 +199,11 @@ int main(int argc, char **argv) {
         strerror(errno));
   pid_t init = fork();
   if (init < 0) die_errno("fork");
-  if (init == 0) _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, &set));
+  if (init == 0)
+    _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, use_pty ? &pty : NULL, &set));
+  if (use_pty) pty_started(&pty, init);
   drop_capabilities();
-  return forward_until_exit(init, 0, &set);
+  int status = forward_until_exit(init, 0, &set);
+  if (use_pty) pty_finish(&pty, &set);
+  return status;
 }

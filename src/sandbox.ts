@@ -12,6 +12,7 @@ import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
+import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
 import { expandGlob, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper } from './platform/seccomp-helper.js';
 import { removeTree } from './platform/remove.js';
@@ -224,12 +225,15 @@ export class Sandbox {
           allowUnixSockets: policy.network.allowAllUnixSockets,
           allowNamespaces: policy.allowNestedUserNamespaces,
         }), { mode: 0o400 });
+        // A terminal on stdin: the command gets its own pty inside, never the user's terminal.
+        const stdio = terminalStdio();
         seccomp = {
           helperPath: seccompHelper.path, filterPath,
           relays: [
             { port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
             { port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
           ],
+          ...(stdio ? { terminal: { channelFd: TERMINAL_CHANNEL_FD, parentStatFd: PARENT_STAT_FD, stdio } } : {}),
         };
       } else {
         warnings.push('without the seccomp helper the command gets no network at all (the helper starts the proxy relays)');
@@ -377,10 +381,14 @@ export class Sandbox {
     }
 
     this.running = true;
+    const stdio = this.facts.seccomp?.terminal?.stdio;
+    let terminal: Terminal | undefined;
     try {
+      terminal = stdio ? new Terminal(stdio) : undefined;
       const res = await launch({
         bwrap: this.bwrap, args: plan.args, env, cwd: this.policy.cwd,
         viaHelper: this.facts.seccomp !== undefined,
+        ...(terminal ? { terminal } : {}),
       });
       this.running = false; // from here on a signal ends srt itself (cleanup runs in its handler)
       if (!res.started) {
@@ -392,6 +400,7 @@ export class Sandbox {
       return res.status;
     } finally {
       this.running = false;
+      terminal?.close();
       await this.proxy?.close();
       this.removeCreatedRedirects();
       this.cleanupSync();

@@ -1,9 +1,11 @@
-// Spawn bubblewrap with the caller's stdio (a TTY stays a TTY), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT
-// to the command, and turn bwrap's JSON status into the command's exit status.
+// Spawn bubblewrap with the caller's stdio (or, when stdin is a terminal, the command's own pty
+// relayed by terminal.ts), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the command, and turn bwrap's
+// JSON status into the command's exit status.
 
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import type { Terminal } from './terminal.js';
 
 export const STATUS_FD = 3;
 /** Every signal a terminal or a supervisor sends to end srt (Ctrl-C, Ctrl-\, hang-up, kill):
@@ -26,6 +28,8 @@ export interface LaunchOptions {
   cwd: string;
   /** The sandbox's first process is the seccomp helper (else bwrap's own init). */
   viaHelper: boolean;
+  /** The command runs on its own pty, relayed to the user's terminal (the helper has `--pty`). */
+  terminal?: Terminal;
 }
 
 function childrenOf(pid: number): number[] {
@@ -45,27 +49,44 @@ function signalTargets(sandboxPid: number, viaHelper: boolean): number[] {
   return viaHelper ? [sandboxPid] : childrenOf(sandboxPid);
 }
 
-export function launch(opts: LaunchOptions): Promise<LaunchResult> {
+export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
+  const { terminal } = opts;
+  let received: NodeJS.Signals | undefined;
+  const pending: NodeJS.Signals[] = [];
+  let deliver = (sig: NodeJS.Signals) => { pending.push(sig); };
+  const signalled = new AbortController();
+  const onSignal = (sig: NodeJS.Signals) => { received ??= sig; deliver(sig); signalled.abort(); };
+  for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
+  const detach = () => { for (const s of FORWARDED_SIGNALS) process.off(s, onSignal); };
+  try {
+    // Waits while srt is in the background; a signal meanwhile ends srt before anything started.
+    if (terminal && !(await terminal.prepare(signalled.signal))) {
+      detach();
+      terminal.close();
+      return { started: false, status: signalExit(received!), signal: received };
+    }
+  } catch (err) {
+    detach();
+    terminal?.close();
+    throw err;
+  }
   return new Promise((resolve, reject) => {
     const child = spawn(opts.bwrap, opts.args, {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: ['inherit', 'inherit', 'inherit', 'pipe'],
+      stdio: terminal ? terminal.spawnStdio() : ['inherit', 'inherit', 'inherit', 'pipe'],
     });
+    terminal?.attach(child);
     let statusText = '';
     let sandboxPid: number | null = null;
-    let received: NodeJS.Signals | undefined;
-    const pending: NodeJS.Signals[] = [];
 
-    const deliver = (sig: NodeJS.Signals) => {
+    deliver = (sig: NodeJS.Signals) => {
       if (sandboxPid === null) { pending.push(sig); return; }
       for (const pid of signalTargets(sandboxPid, opts.viaHelper)) {
         try { process.kill(pid, sig); } catch { /* already gone */ }
       }
     };
-    const onSignal = (sig: NodeJS.Signals) => { received ??= sig; deliver(sig); };
-    for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
-    const detach = () => { for (const s of FORWARDED_SIGNALS) process.off(s, onSignal); };
+    const finish = () => { detach(); terminal?.close(); };
 
     const status = child.stdio[STATUS_FD] as import('node:stream').Readable;
     status.setEncoding('utf8');
@@ -78,9 +99,9 @@ export function launch(opts: LaunchOptions): Promise<LaunchResult> {
       }
     });
 
-    child.on('error', (err) => { detach(); reject(err); });
+    child.on('error', (err) => { finish(); reject(err); });
     child.on('close', (code, sig) => {
-      detach();
+      finish();
       const m = /"exit-code":\s*(\d+)/.exec(statusText);
       if (m) return resolve({ started: true, status: Number(m[1]), signal: received });
       if (sig) return resolve({ started: true, status: signalExit(sig), signal: received });

@@ -39,6 +39,8 @@ export interface SeccompLaunch {
   helperPath: string;
   filterPath: string;
   relays: { port: number; socketPath: string }[];
+  /** The command's own pty, relayed over `channelFd`; `stdio`: which of its fds 0-2 are on it. */
+  terminal?: { channelFd: number; parentStatFd: number; stdio: string };
 }
 
 export interface BwrapFacts {
@@ -428,11 +430,13 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const landlockArgs = fsPolicy.disabled || policy.allowNestedUserNamespaces
     ? ['--no-landlock']
     : [...writable.flatMap((w) => ['--writable', w]), ...(policy.network.allowAllUnixSockets ? ['--socket-files'] : [])];
+  const term = facts.seccomp?.terminal;
   const inner = facts.seccomp
     ? [
       facts.seccomp.helperPath,
       ...facts.seccomp.relays.flatMap((r) => ['--relay', `${r.port}:${r.socketPath}`]),
       ...landlockArgs,
+      ...(term ? ['--pty', `${term.channelFd}:${term.parentStatFd}:${term.stdio}`] : []),
       '--filter', facts.seccomp.filterPath, '--',
     ]
     : [];

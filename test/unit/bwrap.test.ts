@@ -65,6 +65,14 @@ describe('bwrap argv', () => {
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
   });
 
+  it('a terminal on stdin: the helper gets --pty with the channel, srt\'s stat descriptor and the stdio on the pty; bwrap keeps --new-session', () => {
+    const terminal = { channelFd: 4, parentStatFd: 5, stdio: '02' };
+    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], terminal } }), ['bash']);
+    expect(args.slice(args.indexOf('/h/srt-seccomp'))).toEqual(['/h/srt-seccomp', '--writable', '/w', '--writable', '/r/tmp',
+      '--pty', '4:5:02', '--filter', '/r/f.bpf', '--', 'bash']);
+    expect(args).toContain('--new-session');
+  });
+
   const seccomp = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [] } };
   const helperArgs = (args: string[]) => args.slice(args.indexOf('/h/srt-seccomp') + 1, args.lastIndexOf('--filter'));
 
