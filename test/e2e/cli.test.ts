@@ -20,8 +20,8 @@ describe('srt command line', () => {
     expect(r.stdout).toContain('srt -- config');
     expect(r.stdout).toMatch(/config \[options\]\s+print the merged effective settings/);
     expect(r.stdout).toMatch(/proxy \[options\]\s+run only the filtering proxy/);
-    // Nothing is advertised that does not work yet.
-    expect(r.stdout).not.toMatch(/doctor/);
+    expect(r.stdout).toMatch(/doctor \[options\]\s+diagnose dependencies/);
+    expect(r.stdout).toMatch(/trust \[options\] \[file\]\s+approve the exact content/);
   });
 
   it('usage errors exit 125 with an srt: message', async () => {
