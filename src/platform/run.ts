@@ -2,9 +2,10 @@
 // relayed by terminal.ts), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the command, and turn bwrap's
 // JSON status into the command's exit status.
 
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, type StdioOptions } from 'node:child_process';
+import { closeSync, constants as fsConstants, openSync, readFileSync } from 'node:fs';
 import { constants } from 'node:os';
+import { isatty } from 'node:tty';
 import type { Terminal } from './terminal.js';
 
 export const STATUS_FD = 3;
@@ -49,6 +50,27 @@ function signalTargets(sandboxPid: number, viaHelper: boolean): number[] {
   return viaHelper ? [sandboxPid] : childrenOf(sandboxPid);
 }
 
+/**
+ * stdio for a run without a pty. A terminal on stdout or stderr goes in write-only (a new open
+ * of the same device): the descriptor the shell gave is usually open for reading too, and the
+ * command — in its own session, so never stopped by SIGTTIN — could read keystrokes meant for
+ * the shell through it, even from the background (`srt … < /dev/null &`).
+ */
+function plainStdio(): { stdio: StdioOptions; opened: number[] } {
+  const opened: number[] = [];
+  const out = [1, 2].map((fd) => {
+    if (!isatty(fd)) return 'inherit' as const;
+    try {
+      const w = openSync(`/proc/self/fd/${fd}`, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
+      opened.push(w);
+      return w;
+    } catch {
+      return 'ignore' as const; // cannot be made write-only: the command gets no terminal rather than a readable one
+    }
+  });
+  return { stdio: ['inherit', out[0]!, out[1]!, 'pipe'], opened };
+}
+
 export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const { terminal } = opts;
   let received: NodeJS.Signals | undefined;
@@ -71,11 +93,13 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     throw err;
   }
   return new Promise((resolve, reject) => {
+    const plain = terminal ? undefined : plainStdio();
     const child = spawn(opts.bwrap, opts.args, {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: terminal ? terminal.spawnStdio() : ['inherit', 'inherit', 'inherit', 'pipe'],
+      stdio: terminal ? terminal.spawnStdio() : plain!.stdio,
     });
+    for (const fd of plain?.opened ?? []) closeSync(fd);
     terminal?.attach(child);
     let statusText = '';
     let sandboxPid: number | null = null;

@@ -375,6 +375,21 @@ describe('without a terminal on stdin', () => {
     await s.exitCode();
   });
 
+  it('a terminal on stdout/stderr reaches the command write-only: keystrokes cannot be read through it', async () => {
+    const dir = scratch();
+    // Reading fd 1 or 2 (a terminal a shell usually opened read-write) must fail; writing works.
+    const py = "import os, sys\nfor fd in (1, 2):\n  try:\n    os.read(fd, 1); print('read', fd)\n  except OSError as e:\n    print('refused', fd, e.errno)\nprint('written')";
+    const s = new Pty(['sh', '-c', `${SRT} -- python3 -c "${py.replace(/"/g, '\\"')}" < /dev/null; echo rc=$?`], dir);
+    await sleep(500);
+    s.type('secret-keystrokes\r');
+    const out = await s.waitFor(/rc=\d+/);
+    expect(out).toContain('refused 1 9'); // EBADF: not open for reading
+    expect(out).toContain('refused 2 9');
+    expect(out).toContain('written');
+    expect(out).not.toMatch(/read [12]/);
+    await s.exitCode();
+  });
+
   it('stdin a terminal, stdout a file: the command reads the pty and writes the file directly', async () => {
     const dir = scratch();
     const s = new Pty(['sh', '-c', `${SRT} -- sh -c 'tty; test -t 1 || echo stdout-not-a-tty' > out.txt; echo rc=$?`], dir);
