@@ -138,7 +138,7 @@ export function startBackground(args: string[], home: string, cwd: string): Prom
 export async function srtManaged(
   managedDir: string | null,
   args: string[],
-  opts: { home: string; cwd: string; scratch: string; hosts?: string },
+  opts: { home: string; cwd: string; scratch: string; hosts?: string; env?: Record<string, string> },
 ): Promise<SrtResult> {
   const base = mkdtempSync(join(opts.scratch, 'etc-'));
   const fakeEtc = join(base, 'etc');
@@ -158,6 +158,6 @@ export async function srtManaged(
   return await execa(
     'bwrap',
     ['--dev-bind', '/', '/', '--bind', '/etc', realEtc, '--bind', fakeEtc, '/etc', '--chdir', opts.cwd, '--', process.execPath, SRT_BIN, ...args],
-    { reject: false, stdin: 'ignore', timeout: 60_000, extendEnv: false, env: { PATH: process.env.PATH, LANG: 'C.UTF-8', HOME: opts.home } },
+    { reject: false, stdin: 'ignore', timeout: 60_000, extendEnv: false, env: { PATH: process.env.PATH, LANG: 'C.UTF-8', HOME: opts.home, ...opts.env } },
   ) as unknown as SrtResult;
 }
