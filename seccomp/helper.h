@@ -1,6 +1,6 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
-// mechanism: main.c (arguments, signals), caps.c, relays.c, init.c (nested PID/mount namespace,
-// the command), pty.c (the command's terminal), landlock.c, filter.c.
+// mechanism: main.c (arguments, signals), caps.c, relays.c, connect.c, init.c (nested PID/mount
+// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -9,7 +9,9 @@
 #include <linux/filter.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/types.h>
+#include <sys/un.h>
 
 #define EXIT_SETUP 125
 
@@ -25,15 +27,36 @@ void drop_capabilities(void);
 void unblock_signals(void);
 int status_code(int status);
 int forward_until_exit(pid_t child, int to_group, const sigset_t *set);
+// Close every descriptor from 3 up but `keep` (ascending: sort_fds).
+void close_inherited_fds(const int *keep, int nkeep);
+void sort_fds(int *fds, int n);
 
-// relays.c
-struct relay {
-  unsigned port;
-  const char *socket_path;
-  pid_t pid;
+// relays.c: listeners bound before the command starts, one splice(2) relay process for all.
+enum relay_kind {
+  RELAY_TO_UNIX,    // --relay: a listener inside → a Unix socket of srt's proxy outside
+  RELAY_TO_SANDBOX, // --expose: a listener on the host → the sandbox's loopback
 };
+struct relay {
+  enum relay_kind kind;
+  int listen_fd;
+  unsigned port;                  // the listener's (RELAY_TO_UNIX) or the sandbox port (TO_SANDBOX)
+  struct sockaddr_storage listen; // RELAY_TO_UNIX: where to listen
+  socklen_t listen_len;
+  struct sockaddr_un target;      // RELAY_TO_UNIX: where to connect
+  char label[80];                 // for messages
+};
+extern pid_t relay_pid; // the relay process, once started
+// `127.0.0.1:PORT` or `[::1]:PORT` at the start of spec → address; returns the rest, NULL if invalid.
+const char *parse_addr_port(const char *spec, struct sockaddr_storage *ss, socklen_t *len,
+                            unsigned *port);
 void parse_relay(const char *spec, struct relay *r);
+void parse_expose(const char *spec, struct relay *r);
 void start_relays(struct relay *relays, int n);
+// `--host-listen FD:ADDR:PORT... -- PROGRAM ARGS`: outside the sandbox, bind, then exec PROGRAM.
+__attribute__((noreturn)) int host_listen_exec(int argc, char **argv);
+
+// connect.c: `--connect PROXYADDR:PORT HOST PORT`, an HTTP CONNECT client for ssh's ProxyCommand.
+int proxy_connect(int argc, char **argv);
 
 // pty.c: the command's own terminal, relayed to srt over a socket (see pty.c).
 #define PTY_SIG_FREEZE (SIGRTMIN)

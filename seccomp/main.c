@@ -1,21 +1,24 @@
 // srt-seccomp: the first process inside srt's bubblewrap sandbox.
 //
-//   srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... [--socket-files] [--no-landlock]
-//               [--pty CHANNELFD:STATFD:STDIO] --filter FILE -- CMD ARGS...
+//   srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
+//               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] --filter FILE
+//               -- CMD ARGS...
+//   srt-seccomp --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
+//   srt-seccomp --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
-// --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP): its capabilities count only in
-// bwrap's user namespace. It
-//  1. starts one socat per relay (capabilities dropped), listening on 127.0.0.1:PORT and
-//     relaying to the Unix socket SOCKETPATH (the proxy outside), and waits until each listens;
+// --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP, plus CAP_NET_BIND_SERVICE when a
+// relay listens below port 1024): its capabilities count only in bwrap's user namespace. It
+//  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),
+//     which passes each connection on to srt's proxy (--relay) or into the sandbox (--expose);
 //  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, mounts a
-//     fresh /proc there (so the command cannot see socat or this process), re-binds the
+//     fresh /proc there (so the command cannot see the relay or this process), re-binds the
 //     dangerous /proc entries read-only, drops every capability and forks the command, which
 //     sets no_new_privs, restricts writes with Landlock (below), installs the seccomp filter
 //     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c);
 //  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
-//     left in the sandbox, socat included.
+//     left in the sandbox, the relay included.
 // Its own failures exit 125 with a `srt: ` message; exec failures 127 (not found) / 126.
 //
 // This file: arguments, signal plumbing and the outer process; each mechanism has its own file
@@ -31,7 +34,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#define MAX_RELAYS 16
+#define MAX_RELAYS 256
 
 // Signals passed on to the command. SIGCHLD is handled here; SIGKILL/SIGSTOP cannot be caught.
 static const int forwarded_signals[] = {
@@ -53,8 +56,9 @@ void die(const char *fmt, ...) {
 }
 
 static void usage(void) {
-  die("seccomp helper: usage: srt-seccomp [--relay PORT:SOCKETPATH]... [--writable PATH]... "
-      "[--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] --filter FILE -- CMD ARGS...");
+  die("seccomp helper: usage: srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
+      "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
+      "--filter FILE -- CMD ARGS...");
 }
 
 static void block_signals(sigset_t *set) {
@@ -103,14 +107,28 @@ int forward_until_exit(pid_t child, int to_group, const sigset_t *set) {
       if (pid < 0 && errno != ECHILD) die_errno("waitpid");
       if (pid <= 0) break;
       if (pid == child) return status_code(status);
+      if (pid == relay_pid) {
+        fprintf(stderr, "srt: the network relay exited (status %d); new connections from the "
+                        "sandbox fail\n", status_code(status));
+        relay_pid = 0;
+      }
     }
   }
+}
+
+void sort_fds(int *fds, int n) {
+  for (int i = 1; i < n; i++)
+    for (int k = i; k > 0 && fds[k - 1] > fds[k]; k--) {
+      int t = fds[k];
+      fds[k] = fds[k - 1];
+      fds[k - 1] = t;
+    }
 }
 
 // Whatever srt's caller left open without close-on-exec (a pipe, a log file, a control fd)
 // would otherwise be readable or writable from inside: nothing past stderr goes in but the
 // descriptors named on the command line (`keep`, ascending).
-static void close_inherited_fds(const int *keep, int nkeep) {
+void close_inherited_fds(const int *keep, int nkeep) {
   unsigned from = 3;
   for (int k = 0; k < nkeep; k++) {
     if ((unsigned)keep[k] > from && syscall(SYS_close_range, from, (unsigned)keep[k] - 1, 0U) != 0)
@@ -122,9 +140,11 @@ static void close_inherited_fds(const int *keep, int nkeep) {
 
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-    printf("srt-seccomp 1\n");
+    printf("srt-seccomp 2\n");
     return 0;
   }
+  if (argc > 1 && strcmp(argv[1], "--connect") == 0) return proxy_connect(argc - 2, argv + 2);
+  if (argc > 1 && strcmp(argv[1], "--host-listen") == 0) host_listen_exec(argc - 1, argv + 1);
   sigset_t set;
   block_signals(&set); // first: a signal arriving during setup is queued, then forwarded
   drop_bounding_set();
@@ -149,12 +169,17 @@ int main(int argc, char **argv) {
       continue;
     }
     if (i + 1 >= argc) usage();
-    if (strcmp(argv[i], "--relay") == 0) {
+    if (strcmp(argv[i], "--relay") == 0 || strcmp(argv[i], "--expose") == 0) {
       if (nrelays == MAX_RELAYS) die("seccomp helper: more than %d relays", MAX_RELAYS);
-      parse_relay(argv[++i], &relays[nrelays]);
-      for (int r = 0; r < nrelays; r++)
-        if (relays[r].port == relays[nrelays].port)
-          die("seccomp helper: --relay: port %u given twice", relays[r].port);
+      struct relay *r = &relays[nrelays];
+      if (argv[i][2] == 'r') parse_relay(argv[++i], r);
+      else parse_expose(argv[++i], r);
+      for (int k = 0; k < nrelays; k++) {
+        if (strcmp(relays[k].label, r->label) == 0)
+          die("seccomp helper: %s: %s given twice", argv[i - 1], r->label);
+        if (r->kind == RELAY_TO_SANDBOX && relays[k].listen_fd == r->listen_fd)
+          die("seccomp helper: --expose: descriptor %d given twice", r->listen_fd);
+      }
       nrelays++;
     } else if (strcmp(argv[i], "--writable") == 0) {
       if (argv[i + 1][0] != '/') die("seccomp helper: --writable %s: not absolute", argv[i + 1]);
@@ -172,20 +197,23 @@ int main(int argc, char **argv) {
   if (!landlock && nwritable > 0)
     die("seccomp helper: --writable and --no-landlock exclude each other");
   char **cmd = argv + i + 1;
-  if (use_pty) {
-    int lo = pty.channel < pty.parent_stat ? pty.channel : pty.parent_stat;
-    int keep[2] = {lo, pty.channel + pty.parent_stat - lo};
-    close_inherited_fds(keep, 2);
-  } else {
-    close_inherited_fds(NULL, 0);
-  }
+  // Kept: the pty's two descriptors and the exposed ports' listeners, ascending.
+  int *keep = calloc((size_t)nrelays + 2, sizeof *keep);
+  if (!keep) die_errno("calloc");
+  int nkeep = 0;
+  if (use_pty) keep[nkeep++] = pty.channel, keep[nkeep++] = pty.parent_stat;
+  for (int r = 0; r < nrelays; r++)
+    if (relays[r].kind == RELAY_TO_SANDBOX) keep[nkeep++] = relays[r].listen_fd;
+  sort_fds(keep, nkeep);
+  for (int k = 1; k < nkeep; k++)
+    if (keep[k] == keep[k - 1]) die("seccomp helper: descriptor %d given twice", keep[k]);
+  close_inherited_fds(keep, nkeep);
+  free(keep);
 
   struct sock_fprog prog;
   read_filter(filter_path, &prog);
 
-  if (nrelays > 0) {
-    start_relays(relays, nrelays);
-  }
+  if (nrelays > 0) start_relays(relays, nrelays);
 
   if (use_pty) {
     pty_create(&pty, &set);

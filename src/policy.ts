@@ -72,6 +72,15 @@ export interface AwsPair {
 
 export type SigV4Handling = 'deny' | 'passthrough';
 
+/** `network.exposePorts`: the host's hostAddress:hostPort reaches the sandbox's 127.0.0.1:sandboxPort. */
+export interface ExposedPort {
+  /** A loopback address of the host (127.0.0.1 unless the entry names another). */
+  hostAddress: string;
+  hostPort: number;
+  sandboxPort: number;
+  source: Source;
+}
+
 export interface TlsTerminate {
   caCertPath?: string;
   caKeyPath?: string;
@@ -116,6 +125,8 @@ export interface Policy {
     httpProxyPort?: number;
     socksProxyPort?: number;
     tlsTerminate?: TlsTerminate;
+    /** Host loopback ports relayed into the sandbox while the run lasts (user/cli/managed only). */
+    exposePorts: ExposedPort[];
   };
 
   filesystem: {

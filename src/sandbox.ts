@@ -6,7 +6,7 @@ import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathS
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type Landing, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
@@ -22,7 +22,8 @@ import { PACKAGE_ROOT } from './paths.js';
 import { describeSource } from './settings/report.js';
 import { shellQuote } from './shell.js';
 import { NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
-import type { ProxyHandle } from './proxy/server.js';
+import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
+import type { ForwardListen, ProxyHandle } from './proxy/server.js';
 
 export type CommandSpec = { argv: string[] } | { shell: string };
 
@@ -30,9 +31,8 @@ export type CommandSpec = { argv: string[] } | { shell: string };
 export class SandboxError extends Error {}
 
 const MANAGED_DIR = '/etc/srt';
-// Inside the sandbox, socat listens on these loopback ports and relays to the proxy's sockets.
-const HTTP_RELAY_PORT = 3128;
-const SOCKS_RELAY_PORT = 1080;
+// The helper takes at most 256 listeners (relays.c); the HTTP and SOCKS relays are two of them.
+const MAX_LISTENERS = 256;
 
 /** Files with several hard links in protected directories (two levels down, bounded): another
  *  name of such a file, elsewhere in a writable place, would change it. */
@@ -102,6 +102,30 @@ function maskWarnings(policy: Policy): string[] {
   return [`credential masking is not available in this version: ${masked.join(', ')} ${masked.length === 1 ? 'is' : 'are'} withheld from the command, as with mode "deny"`];
 }
 
+/**
+ * The relay listeners of a run: inside, the HTTP and SOCKS proxies and every forwarded host
+ * loopback port (one proxy socket per forward, shared by its 127.0.0.1 and ::1 listeners); on the
+ * host, every exposed port, on descriptors from 6 up (0-2 stdio, 3 bwrap's status, 4-5 the pty's).
+ */
+function relayPlan(policy: Policy, runDir: string): { relays: RelayListen[]; exposes: HostListen[]; forwards: ForwardListen[] } {
+  const relays: RelayListen[] = [
+    { address: '127.0.0.1', port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
+    { address: '127.0.0.1', port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
+  ];
+  const forwards: ForwardListen[] = forwardedPorts(policy.network).map((f, i) => {
+    const socketPath = join(runDir, `fwd-${i}.sock`);
+    for (const address of f.listen) relays.push({ address, port: f.port, socketPath });
+    return { socketPath, host: f.host, port: f.port };
+  });
+  const exposes: HostListen[] = policy.network.exposePorts.map((e, i) => ({
+    fd: PARENT_STAT_FD + 1 + i, hostAddress: e.hostAddress, hostPort: e.hostPort, sandboxPort: e.sandboxPort,
+  }));
+  if (relays.length + exposes.length > MAX_LISTENERS) {
+    throw new SandboxError(`too many local services: ${relays.length - 2} forwarded and ${exposes.length} exposed port listeners; srt supports ${MAX_LISTENERS - 2} in all`);
+  }
+  return { relays, exposes, forwards };
+}
+
 let proxyModuleLoad: Promise<typeof import('./proxy/server.js')> | undefined;
 /** The proxy is loaded only for runs that need it, so startup does not pay for it otherwise. */
 function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
@@ -132,6 +156,8 @@ export class Sandbox {
     private readonly facts: BwrapFacts,
     /** Protected paths that did not exist and could not be masked: removed if the run creates them. */
     private readonly watched: string[],
+    /** The proxy sockets of the forwarded host loopback ports. */
+    private readonly forwards: ForwardListen[],
   ) {
     this.placeholders = new PlaceholderSet(policy.home);
   }
@@ -210,6 +236,7 @@ export class Sandbox {
       throw new SandboxError(`cannot create the run directory under ${runRoot}: ${(e as Error).message}`);
     }
     let facts: BwrapFacts;
+    let forwards: ForwardListen[] = [];
     try {
       const tmpDir = join(runDir, 'tmp');
       mkdirSync(tmpDir, { mode: 0o700 });
@@ -217,6 +244,7 @@ export class Sandbox {
       // rather than looking like an empty file. uid 0 inside has no capabilities to override it.
       const deniedFile = join(runDir, 'denied');
       writeFileSync(deniedFile, '', { mode: 0o000 });
+      const { relays, exposes, forwards: planned } = relayPlan(policy, runDir);
       let seccomp: SeccompLaunch | undefined;
       if (seccompHelper) {
         const filterPath = join(runDir, 'filter.bpf');
@@ -228,15 +256,12 @@ export class Sandbox {
         // A terminal on stdin: the command gets its own pty inside, never the user's terminal.
         const stdio = terminalStdio();
         seccomp = {
-          helperPath: seccompHelper.path, filterPath,
-          relays: [
-            { port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
-            { port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
-          ],
+          helperPath: seccompHelper.path, filterPath, relays, exposes,
           ...(stdio ? { terminal: { channelFd: TERMINAL_CHANNEL_FD, parentStatFd: PARENT_STAT_FD, stdio } } : {}),
         };
+        forwards = planned;
       } else {
-        warnings.push('without the seccomp helper the command gets no network at all (the helper starts the proxy relays)');
+        warnings.push('without the seccomp helper the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
       }
       facts = {
         landings,
@@ -251,7 +276,7 @@ export class Sandbox {
       removeTree(runDir);
       throw e;
     }
-    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched);
+    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards);
     sb.warnings.push(...warnings);
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
@@ -273,10 +298,13 @@ export class Sandbox {
   /** What the command's environment gains (values that are not secrets). */
   private envChanges(): Record<string, string> {
     const env: Record<string, string> = { TMPDIR: this.facts.tmpDir, SRT_SANDBOX: '1' };
-    if (!this.facts.seccomp?.relays.length) return env;
+    const seccomp = this.facts.seccomp;
+    if (!seccomp) return env;
     return {
       ...env,
-      ...sandboxProxyEnv({ httpPort: HTTP_RELAY_PORT, socksPort: SOCKS_RELAY_PORT, nodePreloadPath: NODE_PRELOAD_PATH, baseEnv: process.env }),
+      ...sandboxProxyEnv({
+        httpPort: HTTP_RELAY_PORT, socksPort: SOCKS_RELAY_PORT, nodePreloadPath: NODE_PRELOAD_PATH, helperPath: seccomp.helperPath, baseEnv: process.env,
+      }),
     };
   }
 
@@ -288,7 +316,7 @@ export class Sandbox {
     const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
-      listen: { http: { socketPath: relays[0]!.socketPath }, socks: { socketPath: relays[1]!.socketPath } },
+      listen: { http: { socketPath: relays[0]!.socketPath }, socks: { socketPath: relays[1]!.socketPath }, forwards: this.forwards },
       ...(log ? { log } : {}),
     });
   }
@@ -307,15 +335,27 @@ export class Sandbox {
       if (a.startsWith('--')) groups.push([a]); else groups[groups.length - 1]!.push(a);
     }
     groups.push(plan.args.slice(sep));
-    const lines = ['# bubblewrap command', groups.map((g) => g.map(shellQuote).join(' ')).join(' \\\n  ')];
-    const relays = this.facts.seccomp?.relays ?? [];
+    const launcher = this.facts.seccomp && plan.hostListen.length ? [[this.facts.seccomp.helperPath, ...plan.hostListen, '--']] : [];
+    const lines = [
+      launcher.length ? '# bubblewrap command (started by the seccomp helper, which first binds the exposed host ports)' : '# bubblewrap command',
+      [...launcher, ...groups].map((g) => g.map(shellQuote).join(' ')).join(' \\\n  '),
+    ];
+    const seccomp = this.facts.seccomp;
     lines.push('', '# network');
-    if (relays.length === 0) lines.push('none: the sandbox has no network interface but loopback');
-    for (const r of relays) {
-      const own = r.port === HTTP_RELAY_PORT ? this.policy.network.httpProxyPort : this.policy.network.socksProxyPort;
-      const kind = r.port === HTTP_RELAY_PORT ? 'HTTP' : 'SOCKS5';
-      const target = own === undefined ? `srt's filtering ${kind} proxy` : `your own ${kind} proxy on 127.0.0.1:${own}`;
-      lines.push(`127.0.0.1:${r.port} inside → ${r.socketPath} → ${target}`);
+    if (!seccomp) lines.push('none: the sandbox has no network interface but loopback');
+    else {
+      for (const [port, own, kind] of [
+        [HTTP_RELAY_PORT, this.policy.network.httpProxyPort, 'HTTP'],
+        [SOCKS_RELAY_PORT, this.policy.network.socksProxyPort, 'SOCKS5'],
+      ] as const) {
+        const socketPath = seccomp.relays.find((r) => r.port === port)!.socketPath;
+        const target = own === undefined ? `srt's filtering ${kind} proxy` : `your own ${kind} proxy on 127.0.0.1:${own}`;
+        lines.push(`sandbox 127.0.0.1:${port} → ${socketPath} → ${target}`);
+      }
+      for (const f of forwardedPorts(this.policy.network)) {
+        lines.push(`${describeForward(f)}, each connection decided by srt's proxy (network.allowedDomains "${f.rule}")`);
+      }
+      for (const e of this.policy.network.exposePorts) lines.push(`${describeExpose(e)} (network.exposePorts; [::1] when 127.0.0.1 refuses)`);
     }
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
@@ -385,14 +425,21 @@ export class Sandbox {
     let terminal: Terminal | undefined;
     try {
       terminal = stdio ? new Terminal(stdio) : undefined;
+      // With exposed ports the helper starts first, outside: it binds them, then execs bwrap.
+      const helper = this.facts.seccomp;
       const res = await launch({
-        bwrap: this.bwrap, args: plan.args, env, cwd: this.policy.cwd,
+        ...(helper && plan.hostListen.length
+          ? { bwrap: helper.helperPath, args: [...plan.hostListen, '--', this.bwrap, ...plan.args] }
+          : { bwrap: this.bwrap, args: plan.args }),
+        env, cwd: this.policy.cwd,
         viaHelper: this.facts.seccomp !== undefined,
         ...(terminal ? { terminal } : {}),
       });
       this.running = false; // from here on a signal ends srt itself (cleanup runs in its handler)
       if (!res.started) {
         if (res.signal) return signalExit(res.signal);
+        // The helper's own failure before bwrap ran (an exposed port is taken): it said why.
+        if (res.status === 125) return 125;
         const why = await diagnoseBubblewrap(this.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });
         process.stderr.write(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run\n`);
         return 125;

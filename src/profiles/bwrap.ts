@@ -35,13 +35,33 @@ export interface Landing {
   nlink?: number;
 }
 
+/** A listener inside the sandbox (a loopback address) whose connections go to a Unix socket of the proxy. */
+export interface RelayListen {
+  address: string;
+  port: number;
+  socketPath: string;
+}
+
+/** A listener on the host's loopback, relayed into the sandbox's 127.0.0.1:sandboxPort
+ *  (`network.exposePorts`). The helper's `--host-listen` binds it on descriptor `fd`
+ *  before bwrap starts; bwrap hands the descriptor on. */
+export interface HostListen {
+  fd: number;
+  hostAddress: string;
+  hostPort: number;
+  sandboxPort: number;
+}
+
 export interface SeccompLaunch {
   helperPath: string;
   filterPath: string;
-  relays: { port: number; socketPath: string }[];
+  relays: RelayListen[];
+  exposes: HostListen[];
   /** The command's own pty, relayed over `channelFd`; `stdio`: which of its fds 0-2 are on it. */
   terminal?: { channelFd: number; parentStatFd: number; stdio: string };
 }
+
+const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
 
 export interface BwrapFacts {
   /** Landing of every path from `literalPaths()` (keys as returned there). */
@@ -90,6 +110,9 @@ export interface BwrapPlan {
   notes: string[];
   /** The paths bound read-write (outermost only). */
   writable: string[];
+  /** Arguments of the helper's `--host-listen` launcher, which binds the exposed host ports and
+   *  then runs `-- bwrap ARGS`; empty when nothing is exposed (bwrap is run directly). */
+  hostListen: string[];
 }
 
 
@@ -420,8 +443,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   ];
   // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc) and CAP_SETPCAP
   // (clearing the bounding set) in bwrap's user namespace only, and drops both before exec.
+  // ... and CAP_NET_BIND_SERVICE to bind a forwarded port below 1024 inside (the relay drops it).
+  const lowPort = facts.seccomp?.relays.some((r) => r.port < 1024) ?? false;
   const capArgs = facts.seccomp
-    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP']
+    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP',
+      ...(lowPort ? ['--cap-add', 'CAP_NET_BIND_SERVICE'] : [])]
     : ['--cap-drop', 'ALL'];
   const statusArgs = facts.jsonStatusFd !== undefined ? ['--json-status-fd', String(facts.jsonStatusFd)] : [];
   // Landlock in the helper denies writes outside the read-write binds (a read-only bind still lets
@@ -434,12 +460,14 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const inner = facts.seccomp
     ? [
       facts.seccomp.helperPath,
-      ...facts.seccomp.relays.flatMap((r) => ['--relay', `${r.port}:${r.socketPath}`]),
+      ...facts.seccomp.relays.flatMap((r) => ['--relay', `${bracketed(r.address)}:${r.port}:${r.socketPath}`]),
+      ...facts.seccomp.exposes.flatMap((e) => ['--expose', `${e.fd}:${e.sandboxPort}`]),
       ...landlockArgs,
       ...(term ? ['--pty', `${term.channelFd}:${term.parentStatFd}:${term.stdio}`] : []),
       '--filter', facts.seccomp.filterPath, '--',
     ]
     : [];
   const args = [...nsArgs, ...capArgs, ...fsArgs, '--chdir', policy.cwd, ...statusArgs, '--', ...inner, ...command];
-  return { args, placeholders: [...placeholders.values()], warnings, errors, notes, writable };
+  const hostListen = (facts.seccomp?.exposes ?? []).flatMap((e) => ['--host-listen', `${e.fd}:${bracketed(e.hostAddress)}:${e.hostPort}`]);
+  return { args, placeholders: [...placeholders.values()], warnings, errors, notes, writable, hostListen };
 }

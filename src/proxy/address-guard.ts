@@ -4,13 +4,15 @@
 // deniedResolvedAddresses CIDR is dropped, and the caller dials only what is left — by address,
 // so nothing is ever resolved a second time (no DNS-rebinding window). IPv6 forms that carry an
 // IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged as
-// that IPv4 address. IP-literal allow entries are explicit and skip the built-in ranges.
+// that IPv4 address. IP-literal allow entries are explicit and skip the built-in ranges, and so
+// does `localhost`, which is never resolved: it means the host's 127.0.0.1 and ::1.
 
 import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Policy } from '../policy.js';
+import { namedLoopback } from './domains.js';
 
 export type Resolver = (host: string) => Promise<string[]>;
 
@@ -115,6 +117,11 @@ export function builtinBlockReason(addr: string): string | null {
   builtinNets ??= BUILTIN.map(([c, why]) => ({ net: parseCidr(c)!, why }));
   for (const { net, why } of builtinNets) if (inCidr(b, net)) return why;
   return null;
+}
+
+/** Is `addr` (an IP address, any IPv6 form of an IPv4 one included) on the loopback? */
+export function isLoopbackAddress(addr: string): boolean {
+  return builtinBlockReason(embeddedIpv4(addr) ?? addr) === 'loopback address';
 }
 
 /**
@@ -234,19 +241,27 @@ export type GuardResult = { ok: true; addresses: string[] } | { ok: false; reaso
 
 /**
  * Resolve `host` once and keep the addresses that may be dialed, in resolver order.
- * `ipLiteralAllowed`: the host is an IP literal matched by an IP-literal allow entry — exempt from
- * the built-in ranges (an allowed `127.0.0.1:3000` works) but not from the user's deny lists.
- * Any other IP literal is judged like a resolved address (an allow `*` does not open loopback).
+ * `explicit`: an allow entry names this destination exactly — an IP literal, or `localhost`
+ * (dialed at 127.0.0.1 then ::1, never resolved) — so the built-in ranges do not apply (an
+ * allowed `127.0.0.1:3000` or `localhost:5432` works), the user's deny lists still do. Any other
+ * IP literal is judged like a resolved address (an allow `*` does not open loopback).
  */
 export async function guardDestination(
   host: { host: string; ip?: 4 | 6 },
   port: number,
-  ipLiteralAllowed: boolean,
+  explicit: boolean,
   opts: GuardOptions,
 ): Promise<GuardResult> {
-  if (host.ip !== undefined) {
-    const why = addressBlockReason(host.host, port, opts, ipLiteralAllowed);
-    return why ? { ok: false, reason: `blocked address: ${why}` } : { ok: true, addresses: [host.host] };
+  const literal = host.ip !== undefined ? [host.host] : explicit ? namedLoopback(host.host) : undefined;
+  if (literal) {
+    const passed: string[] = [];
+    const refused: string[] = [];
+    for (const addr of literal) {
+      const why = addressBlockReason(addr, port, opts, explicit);
+      if (why) refused.push(why);
+      else passed.push(addr);
+    }
+    return passed.length > 0 ? { ok: true, addresses: passed } : { ok: false, reason: `blocked address: ${refused.join('; ')}` };
   }
   let resolved: string[];
   try {

@@ -7,7 +7,7 @@
 
 import type { Policy } from '../policy.js';
 import type { DomainRule, NormalizedHost } from './domains.js';
-import { normalizeHost, ruleMatches } from './domains.js';
+import { namedLoopback, normalizeHost, ruleMatches } from './domains.js';
 import { embeddedIpv4 } from './address-guard.js';
 
 export type Decision =
@@ -18,8 +18,9 @@ export type Decision =
       port: number;
       /** The allow entry that matched. */
       rule: DomainRule;
-      /** An IP-literal allow entry names this IP destination: exempt from the built-in address ranges. */
-      ipLiteralAllowed: boolean;
+      /** The allow entry names this destination exactly — an IP literal, or `localhost` (the host's
+       *  loopback): exempt from the address guard's built-in ranges, never from the deny lists. */
+      explicit: boolean;
     }
   | { allow: false; host: string; port: number; reason: string };
 
@@ -36,9 +37,10 @@ export function decide(network: Policy['network'], rawHost: string, port: number
   const host = normalizeHost(rawHost);
   if (!host) return { allow: false, host: rawHost, port, reason: 'invalid destination host' };
 
-  // An IPv6 literal that carries an IPv4 address (NAT64, 6to4, compatible) is also judged as it.
+  // An IPv6 literal that carries an IPv4 address (NAT64, 6to4, compatible) is also judged as it,
+  // and `localhost` as every address it stands for.
   const v4 = host.ip === 6 ? embeddedIpv4(host.host) : null;
-  const denyNames = v4 ? [host.host, v4] : [host.host];
+  const denyNames = [host.host, ...(v4 ? [v4] : []), ...(namedLoopback(host.host) ?? [])];
   for (const { rule } of network.deniedDomains) {
     if (denyNames.some((h) => ruleMatches(rule, h, port))) {
       const custom = network.deniedDomainReasons[rule.text];
@@ -49,9 +51,7 @@ export function decide(network: Policy['network'], rawHost: string, port: number
     }
   }
 
-  const allowList = network.allowManagedDomainsOnly
-    ? network.allowedDomains.filter((d) => d.source.scope === 'managed')
-    : network.allowedDomains;
+  const allowList = effectiveAllowList(network);
   const matches = allowList.filter((d) => ruleMatches(d.rule, host.host, port)).map((d) => d.rule);
   if (matches.length === 0) {
     const reason = network.allowManagedDomainsOnly
@@ -59,6 +59,12 @@ export function decide(network: Policy['network'], rawHost: string, port: number
       : 'not in network.allowedDomains';
     return { allow: false, host: host.host, port, reason };
   }
-  const literal = host.ip !== undefined ? matches.find((r) => r.kind === 'host' && r.ip !== undefined) : undefined;
-  return { allow: true, host, port, rule: literal ?? matches[0]!, ipLiteralAllowed: literal !== undefined };
+  // An allow `*` or `*.example` never opens the host's loopback; naming it does.
+  const explicit = matches.find((r) => r.kind === 'host' && (r.ip !== undefined || namedLoopback(r.host) !== undefined));
+  return { allow: true, host, port, rule: explicit ?? matches[0]!, explicit: explicit !== undefined };
+}
+
+/** The allow entries that count: only managed ones under allowManagedDomainsOnly. */
+export function effectiveAllowList(network: Policy['network']): Policy['network']['allowedDomains'] {
+  return network.allowManagedDomainsOnly ? network.allowedDomains.filter((d) => d.source.scope === 'managed') : network.allowedDomains;
 }

@@ -186,14 +186,24 @@ export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDom
   };
 }
 
-/** Does `rule` cover destination `host` (already normalised) on `port`? */
+/**
+ * `localhost` names the host's loopback (SPEC §6): the addresses it stands for, never resolved.
+ * Undefined for every other host.
+ */
+export function namedLoopback(host: string): readonly string[] | undefined {
+  return host === 'localhost' ? LOCALHOST_ADDRESSES : undefined;
+}
+const LOCALHOST_ADDRESSES: readonly string[] = ['127.0.0.1', '::1'];
+
+/** Does `rule` cover destination `host` (already normalised) on `port`? A `localhost` rule also
+ *  covers the addresses it stands for (`127.0.0.1`, `::1`). */
 export function ruleMatches(rule: DomainRule, host: string, port: number): boolean {
   if (rule.port !== undefined && rule.port !== port) return false;
   switch (rule.kind) {
     case 'any':
       return true;
     case 'host':
-      return rule.host === host;
+      return rule.host === host || (namedLoopback(rule.host)?.includes(host) ?? false);
     case 'wildcard':
       return host.endsWith(`.${rule.host}`) && !IPV4.test(host) && !host.includes(':');
   }

@@ -1,6 +1,9 @@
 // The environment a sandboxed command needs to reach the network through srt's relays
-// (SPEC §4): inside the sandbox socat listens on 127.0.0.1:<httpPort> (HTTP proxy) and
-// 127.0.0.1:<socksPort> (SOCKS5) and relays to the proxy's Unix sockets outside.
+// (SPEC §4): inside the sandbox the seccomp helper's relay listens on 127.0.0.1:<httpPort> (HTTP
+// proxy) and 127.0.0.1:<socksPort> (SOCKS5) and passes connections to the proxy's Unix sockets
+// outside.
+
+import { shellQuote } from '../shell.js';
 
 export { NODE_PRELOAD_PATH } from '../paths.js';
 
@@ -9,6 +12,8 @@ export interface SandboxProxyEnvOptions {
   socksPort: number;
   /** Absolute path of node-preload.cjs (NODE_PRELOAD_PATH); must be readable inside the sandbox. */
   nodePreloadPath: string;
+  /** The seccomp helper (readable inside): its `--connect` mode is ssh's ProxyCommand. */
+  helperPath: string;
   /** The command's environment before srt's additions: NODE_OPTIONS and GIT_CONFIG_* are extended, not replaced. */
   baseEnv?: Record<string, string | undefined>;
 }
@@ -21,7 +26,7 @@ function nodeOptionArg(value: string): string {
 /**
  * Variables to set for the sandboxed command (merge over its environment). Every common
  * client is pointed at the relays: curl/wget/pip/npm/git/python (HTTP(S)_PROXY, ALL_PROXY),
- * ssh via git (GIT_SSH_COMMAND with an HTTP CONNECT ProxyCommand through socat), gRPC, rsync,
+ * ssh via git (GIT_SSH_COMMAND with the helper's HTTP CONNECT client as ProxyCommand), gRPC, rsync,
  * docker, gcloud, git's own http.proxy (overrides a user ~/.gitconfig proxy), and Node
  * (preload for fetch and http/https; NODE_USE_ENV_PROXY for Node versions that support it).
  */
@@ -39,7 +44,7 @@ export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, st
     https_proxy: http,
     all_proxy: socks,
     no_proxy: noProxy,
-    GIT_SSH_COMMAND: `ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=${opts.httpPort}'`,
+    GIT_SSH_COMMAND: `ssh -o ${shellQuote(`ProxyCommand=${shellQuote(opts.helperPath)} --connect 127.0.0.1:${opts.httpPort} %h %p`)}`,
     GRPC_PROXY: http,
     grpc_proxy: http,
     RSYNC_PROXY: `127.0.0.1:${opts.httpPort}`,

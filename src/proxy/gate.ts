@@ -5,8 +5,9 @@
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { Policy } from '../policy.js';
 import type { NormalizedHost } from './domains.js';
-import { addressBlockReason, guardDestination, type Resolver } from './address-guard.js';
+import { addressBlockReason, guardDestination, isLoopbackAddress, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
+import { namedLoopback } from './domains.js';
 import { bypassesUpstream, connectThrough, type UpstreamProxies } from './upstream.js';
 
 export interface Violation {
@@ -20,7 +21,8 @@ export function formatViolation(v: Violation): string {
   return `srt: blocked ${displayHostPort(v.host, v.port)} — ${v.reason}`;
 }
 
-export type Via = 'http' | 'connect' | 'socks' | 'upgrade';
+/** How a connection reached the gate; `forward`: a forwarded host loopback port (local-services.ts). */
+export type Via = 'http' | 'connect' | 'socks' | 'upgrade' | 'forward';
 
 export interface Target {
   host: NormalizedHost;
@@ -77,7 +79,9 @@ export class Gate {
     const guardOpts = { network, resolver: this.opts.resolver, testOnlyExemptAddresses: this.opts.testOnlyExemptAddresses };
 
     const up = this.opts.upstream;
-    const upstream = up && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
+    // The host's loopback is never sent to a corporate proxy: there it would be the proxy's own.
+    const loopback = namedLoopback(d.host.host) !== undefined || (d.host.ip !== undefined && isLoopbackAddress(d.host.host));
+    const upstream = up && !loopback && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
     if (upstream && d.host.ip === undefined) {
       // The corporate proxy resolves the name, so srt cannot pin the address it dials: refuse a
       // name if ANY address it resolves to here is forbidden (fail closed). A name that does not
@@ -94,7 +98,7 @@ export class Gate {
       return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
     }
 
-    const g = await guardDestination(d.host, port, d.ipLiteralAllowed, guardOpts);
+    const g = await guardDestination(d.host, port, d.explicit, guardOpts);
     if (!g.ok) return this.refuse(d.host.host, port, g.reason, via);
     this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}`);
     const target: Target = { host: d.host, port, addresses: g.addresses, display };

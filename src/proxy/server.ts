@@ -5,8 +5,9 @@
 //   const proxy = await startProxy({ network: policy.network,
 //     listen: { http: { socketPath: `${dir}/http.sock` }, socks: { socketPath: `${dir}/socks.sock` } },
 //     log: debug ? (l) => console.error(`srt[debug]: ${l}`) : undefined });
-//   // bind `dir` into the sandbox; srt-seccomp --relay 3128:<http.sock> --relay 1080:<socks.sock>
-//   // env: sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: NODE_PRELOAD_PATH })
+//   // bind `dir` into the sandbox; srt-seccomp --relay 127.0.0.1:3128:<http.sock>
+//   //   --relay 127.0.0.1:1080:<socks.sock> (and one per forwarded port: listen.forwards)
+//   // env: sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath, helperPath })
 //   ... run ...; proxy.violations().map(formatViolation) → stderr; await proxy.close();
 // When the policy sets network.httpProxyPort / socksProxyPort (the user's own proxy), that
 // listener is a plain relay to 127.0.0.1:<port> instead of srt's filter, so the sandbox side is
@@ -17,6 +18,7 @@ import { createServer, connect as netConnect, type Server, type AddressInfo } fr
 import type { Policy } from '../policy.js';
 import { systemResolver, type Resolver } from './address-guard.js';
 import { Gate, formatViolation, type Violation } from './gate.js';
+import { createForwardServer } from './forward.js';
 import { createHttpProxy, splice, type RequestHook } from './http.js';
 import { createSocksProxy } from './socks.js';
 import { upstreamFromEnv } from './upstream.js';
@@ -25,9 +27,16 @@ export { formatViolation, type Violation };
 
 export type ListenSpec = { socketPath: string } | { host: string; port: number };
 
+/** A forwarded host loopback port: connections on socketPath are judged as host:port. */
+export interface ForwardListen {
+  socketPath: string;
+  host: string;
+  port: number;
+}
+
 export interface ProxyOptions {
   network: Policy['network'];
-  listen: { http: ListenSpec; socks: ListenSpec };
+  listen: { http: ListenSpec; socks: ListenSpec; forwards?: ForwardListen[] };
   /** Resolver for the address guard (default: the system resolver). */
   resolver?: Resolver;
   /** Decision log for --debug (lines without prefix). */
@@ -97,7 +106,8 @@ function listen(server: Server, spec: ListenSpec, bound?: (path: string) => void
         resolve({ address: a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`, port: a.port });
       }
     };
-    if ('socketPath' in spec) server.listen(spec.socketPath, done);
+    // The relay's connect to a full backlog fails at once (it cannot wait): a deep one.
+    if ('socketPath' in spec) server.listen({ path: spec.socketPath, backlog: 4096 }, done);
     else server.listen(spec.port, spec.host, done);
   });
 }
@@ -146,6 +156,11 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     const http = await listen(httpServer, opts.listen.http, (p) => socketPaths.push(p));
     servers.push(socksServer);
     const socks = await listen(socksServer, opts.listen.socks, (p) => socketPaths.push(p));
+    for (const f of opts.listen.forwards ?? []) {
+      const server = createForwardServer(gate, f.host, f.port);
+      servers.push(server);
+      await listen(server, { socketPath: f.socketPath }, (p) => socketPaths.push(p));
+    }
     return {
       httpAddress: http.address,
       socksAddress: socks.address,

@@ -10,6 +10,7 @@ import type {
   AwsPair,
   CredentialMode,
   EnvCredential,
+  ExposedPort,
   FileCredential,
   IgnoredEntry,
   OnExtractNoMatch,
@@ -22,6 +23,7 @@ import type {
 } from '../policy.js';
 import { builtinBlockReason, embeddedIpv4, isOwnAddress, localAddresses } from '../proxy/address-guard.js';
 import { parseDomainEntry, type DomainRule } from '../proxy/domains.js';
+import { describeExpose, forwardedPorts, forwardListenAddresses, parseExposeEntry, srtPortUse } from '../proxy/local-services.js';
 import { SettingsError } from './errors.js';
 import type { FileScope } from './files.js';
 import { UNSUPPORTED_REFERENCE_KEYS, validateSettings, type PathEntry, type SettingsDocument } from './schema.js';
@@ -130,6 +132,7 @@ const WEAKENING: Array<{ path: string[]; weakens: (v: unknown) => boolean; what:
   { path: ['network', 'allowUnixSockets'], weakens: (v) => Array.isArray(v) && v.length > 0, what: 'allow Unix sockets' },
   { path: ['network', 'httpProxyPort'], weakens: (v) => v !== undefined, what: "replace srt's filtering proxy" },
   { path: ['network', 'socksProxyPort'], weakens: (v) => v !== undefined, what: "replace srt's filtering proxy" },
+  { path: ['network', 'exposePorts'], weakens: (v) => Array.isArray(v) && v.length > 0, what: 'make ports inside the sandbox reachable from the host' },
   { path: ['enableWeakerNestedSandbox'], weakens: (v) => v === true, what: 'weaken the sandbox for nested containers' },
   { path: ['allowNestedUserNamespaces'], weakens: (v) => v === true, what: 'allow user namespaces inside the sandbox' },
   { path: ['allowAppleEvents'], weakens: (v) => v === true, what: 'allow Apple Events' },
@@ -431,6 +434,13 @@ class Builder {
       for (const [key, list] of [['allowedDomains', 'allow'], ['deniedDomains', 'deny']] as const) {
         (n?.[key] ?? []).forEach((e, i) => this.parseDomain(layer, `network.${key}[${i}]`, e, list, true));
       }
+      (n?.allowedDomains ?? []).forEach((e, i) => {
+        for (const rule of this.parseDomain(layer, `network.allowedDomains[${i}]`, e, 'allow', true)) {
+          const use = forwardListenAddresses(rule) && srtPortUse(rule.port!);
+          if (use) throw new SettingsError(`${where(layer.source, `network.allowedDomains[${i}]`)}: "${e}": a host loopback port is forwarded into the sandbox at the same port, and ${use}; this port cannot be forwarded`);
+        }
+      });
+      (n?.exposePorts ?? []).forEach((e, i) => this.exposeEntry(layer, i, e));
       for (const e of Object.keys(n?.deniedDomainReasons ?? {})) {
         this.parseDomain(layer, `network.deniedDomainReasons[${JSON.stringify(e)}]`, e, 'deny', true);
       }
@@ -440,6 +450,41 @@ class Builder {
         (fs?.[key] ?? []).forEach((e, i) => this.resolvePath(layer, `filesystem.${key}[${i}]`, e));
       }
       (c?.files ?? []).forEach((f, i) => this.resolvePath(layer, `credentials.files[${i}].path`, f.path));
+    }
+  }
+
+  private exposeEntry(layer: Layer, i: number, entry: number | string): ExposedPort {
+    const parsed = parseExposeEntry(entry);
+    if (typeof parsed === 'string') throw new SettingsError(`${where(layer.source, `network.exposePorts[${i}]`)}: ${parsed}`);
+    return { ...parsed, source: layer.source };
+  }
+
+  /** The union of every scope's exposePorts; a host address:port exposed twice to different sandbox ports is an error. */
+  private exposePorts(): ExposedPort[] {
+    const out = new Map<string, ExposedPort>();
+    for (const layer of this.layers) {
+      (layer.doc.network?.exposePorts ?? []).forEach((entry, i) => {
+        const e = this.exposeEntry(layer, i, entry);
+        const key = `${e.hostAddress} ${e.hostPort}`;
+        const seen = out.get(key);
+        if (!seen) out.set(key, e);
+        else if (seen.sandboxPort !== e.sandboxPort) {
+          throw new SettingsError(`${where(layer.source, `network.exposePorts[${i}]`)}: ${describeExpose(e)} conflicts with ${describeExpose(seen)} (${label(seen.source)})`);
+        }
+      });
+    }
+    return [...out.values()];
+  }
+
+  /** An exposed sandbox port that is also a forwarded one would relay the host to itself in a loop. */
+  private checkLocalServices(network: Policy['network']): void {
+    for (const f of forwardedPorts(network)) {
+      const e = network.exposePorts.find((x) => x.sandboxPort === f.port);
+      if (e) {
+        throw new SettingsError(
+          `${label(e.source)}: network.exposePorts: ${describeExpose(e)}: sandbox port ${f.port} is already forwarded from the host by network.allowedDomains "${f.rule}" (${label(f.source)}); use another port`,
+        );
+      }
     }
   }
 
@@ -652,6 +697,7 @@ class Builder {
       allowUnixSockets: this.unixSockets(),
       allowAllUnixSockets: s('network.allowAllUnixSockets', (d) => d.network?.allowAllUnixSockets, false),
       allowLocalBinding: s('network.allowLocalBinding', (d) => d.network?.allowLocalBinding, false),
+      exposePorts: this.exposePorts(),
     };
     const httpProxyPort = s<number | undefined>('network.httpProxyPort', (d) => d.network?.httpProxyPort, undefined);
     if (httpProxyPort !== undefined) network.httpProxyPort = httpProxyPort;
@@ -659,6 +705,7 @@ class Builder {
     if (socksProxyPort !== undefined) network.socksProxyPort = socksProxyPort;
     const tls = this.tlsTerminate();
     if (tls) network.tlsTerminate = tls;
+    this.checkLocalServices(network);
 
     const policy: Policy = {
       cwd: this.ctx.cwd,

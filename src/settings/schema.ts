@@ -150,6 +150,12 @@ function build(zod: ZodModule) {
     httpProxyPort: port.optional().describe("Use the user's own HTTP proxy on this loopback port instead of srt's."),
     socksProxyPort: port.optional().describe("Use the user's own SOCKS proxy on this loopback port instead of srt's."),
     tlsTerminate: tlsTerminate.optional(),
+    exposePorts: z
+      .array(z.union([port, nonEmpty]))
+      .optional()
+      .describe(
+        'Servers the command starts, reachable from the host while the run lasts: 3000 (the host\'s 127.0.0.1:3000 → the sandbox\'s 127.0.0.1:3000), "8080:80" (host port 8080 → sandbox port 80), "127.0.0.1:8080:80" or "[::1]:8080:80". Host loopback only; user, CLI and managed scope only.',
+      ),
     mitmProxy: unsupported('network.mitmProxy').optional(),
     parentProxy: unsupported('network.parentProxy').optional(),
     allowMachLookup: unsupported('network.allowMachLookup').optional(),

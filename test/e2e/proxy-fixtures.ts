@@ -28,6 +28,7 @@ export function network(opts: {
     allowUnixSockets: [],
     allowAllUnixSockets: false,
     allowLocalBinding: false,
+    exposePorts: [],
   };
 }
 

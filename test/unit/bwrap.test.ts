@@ -11,7 +11,7 @@ function policy(fs: Partial<Policy['filesystem']> = {}, extra: Partial<Policy> =
     cwd: '/w', home: '/h', root: '/w',
     network: {
       allowedDomains: [], deniedDomains: [], deniedDomainReasons: {}, strictAllowlist: true, allowManagedDomainsOnly: false,
-      deniedResolvedAddresses: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false,
+      deniedResolvedAddresses: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false, exposePorts: [],
     },
     filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false, ...fs },
     credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
@@ -58,22 +58,40 @@ describe('bwrap argv', () => {
   });
 
   it('launches through the seccomp helper with the capabilities it needs', () => {
-    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [{ port: 3128, socketPath: '/r/http.sock' }] } }), ['ls', '-l']);
-    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP');
-    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '3128:/r/http.sock',
+    const relays = [{ address: '127.0.0.1', port: 3128, socketPath: '/r/http.sock' }];
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
+    const { args } = plan;
+    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --ro-bind');
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '127.0.0.1:3128:/r/http.sock',
       '--writable', '/w', '--writable', '/r/tmp', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
+    expect(plan.hostListen).toEqual([]); // nothing exposed: bwrap runs directly
   });
 
   it('a terminal on stdin: the helper gets --pty with the channel, srt\'s stat descriptor and the stdio on the pty; bwrap keeps --new-session', () => {
     const terminal = { channelFd: 4, parentStatFd: 5, stdio: '02' };
-    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], terminal } }), ['bash']);
+    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], terminal } }), ['bash']);
     expect(args.slice(args.indexOf('/h/srt-seccomp'))).toEqual(['/h/srt-seccomp', '--writable', '/w', '--writable', '/r/tmp',
       '--pty', '4:5:02', '--filter', '/r/f.bpf', '--', 'bash']);
     expect(args).toContain('--new-session');
   });
 
-  const seccomp = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [] } };
+  it('relays forwarded and exposed ports; below 1024 the helper may bind (and drops it)', () => {
+    const relays = [
+      { address: '127.0.0.1', port: 3128, socketPath: '/r/http.sock' },
+      { address: '127.0.0.1', port: 80, socketPath: '/r/fwd-0.sock' },
+      { address: '::1', port: 80, socketPath: '/r/fwd-0.sock' },
+    ];
+    const exposes = [{ fd: 6, hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }, { fd: 7, hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }];
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
+    expect(plan.args.join(' ')).toContain('--cap-add CAP_SETPCAP --cap-add CAP_NET_BIND_SERVICE');
+    expect(plan.args.slice(plan.args.indexOf('/h/srt-seccomp'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-seccomp',
+      '--relay', '127.0.0.1:3128:/r/http.sock', '--relay', '127.0.0.1:80:/r/fwd-0.sock', '--relay', '[::1]:80:/r/fwd-0.sock',
+      '--expose', '6:3000', '--expose', '7:80']);
+    expect(plan.hostListen).toEqual(['--host-listen', '6:127.0.0.1:3000', '--host-listen', '7:[::1]:8080']);
+  });
+
+  const seccomp = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [] } };
   const helperArgs = (args: string[]) => args.slice(args.indexOf('/h/srt-seccomp') + 1, args.lastIndexOf('--filter'));
 
   it('passes the helper exactly the read-write binds (outermost only) for Landlock', () => {

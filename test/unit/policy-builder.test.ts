@@ -24,6 +24,7 @@ describe('buildPolicy defaults', () => {
         allowUnixSockets: [],
         allowAllUnixSockets: false,
         allowLocalBinding: false,
+        exposePorts: [],
       },
       filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false },
       credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },

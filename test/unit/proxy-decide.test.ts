@@ -99,12 +99,12 @@ describe('decide', () => {
 
   it('marks only IP-literal allow entries as explicit', () => {
     const a = decide(net, '127.0.0.1', 3000);
-    expect(a.allow && a.ipLiteralAllowed).toBe(true);
+    expect(a.allow && a.explicit).toBe(true);
     const b = decide(net, 'example.com', 443);
-    expect(b.allow && b.ipLiteralAllowed).toBe(false);
+    expect(b.allow && b.explicit).toBe(false);
     const star = decide(network({ allow: ['*'] }), '127.0.0.1', 80);
     expect(star.allow).toBe(true);
-    expect(star.allow && star.ipLiteralAllowed).toBe(false); // `*` does not exempt loopback from the guard
+    expect(star.allow && star.explicit).toBe(false); // `*` does not exempt loopback from the guard
   });
 
   it('allowManagedDomainsOnly counts only managed allow entries', () => {

@@ -1,9 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { NODE_PRELOAD_PATH, sandboxProxyEnv } from '../../src/proxy/env.js';
 
+const helperPath = '/opt/srt/seccomp/build/srt-seccomp';
+
 describe('sandboxProxyEnv', () => {
-  const env = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/opt/srt/dist/proxy/node-preload.cjs' });
+  const env = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/opt/srt/dist/proxy/node-preload.cjs', helperPath });
 
   it('points every common client at the relays, upper and lower case', () => {
     for (const k of ['HTTP_PROXY', 'HTTPS_PROXY', 'http_proxy', 'https_proxy', 'GRPC_PROXY', 'DOCKER_HTTP_PROXY', 'DOCKER_HTTPS_PROXY']) {
@@ -18,7 +21,7 @@ describe('sandboxProxyEnv', () => {
     expect(env.CLOUDSDK_PROXY_ADDRESS).toBe('127.0.0.1');
     expect(env.CLOUDSDK_PROXY_PORT).toBe('3128');
     expect(env.NODE_USE_ENV_PROXY).toBe('1');
-    expect(env.GIT_SSH_COMMAND).toBe("ssh -o ProxyCommand='socat - PROXY:127.0.0.1:%h:%p,proxyport=3128'");
+    expect(env.GIT_SSH_COMMAND).toBe("ssh -o 'ProxyCommand=/opt/srt/seccomp/build/srt-seccomp --connect 127.0.0.1:3128 %h %p'");
     expect(env.GIT_CONFIG_COUNT).toBe('1');
     expect(env.GIT_CONFIG_KEY_0).toBe('http.proxy');
     expect(env.GIT_CONFIG_VALUE_0).toBe('http://127.0.0.1:3128');
@@ -26,10 +29,20 @@ describe('sandboxProxyEnv', () => {
   });
 
   it('uses the given ports', () => {
-    const e = sandboxProxyEnv({ httpPort: 18080, socksPort: 11080, nodePreloadPath: '/p.cjs' });
+    const e = sandboxProxyEnv({ httpPort: 18080, socksPort: 11080, nodePreloadPath: '/p.cjs', helperPath });
     expect(e.HTTPS_PROXY).toBe('http://127.0.0.1:18080');
     expect(e.ALL_PROXY).toBe('socks5h://127.0.0.1:11080');
-    expect(e.GIT_SSH_COMMAND).toContain('proxyport=18080');
+    expect(e.GIT_SSH_COMMAND).toContain('--connect 127.0.0.1:18080 %h %p');
+  });
+
+  it('quotes a helper path with spaces and quotes through both shells (git runs sh -c, ssh runs the ProxyCommand with sh -c)', () => {
+    const odd = "/opt/my srt/it's/srt-seccomp";
+    const cmd = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/p.cjs', helperPath: odd }).GIT_SSH_COMMAND!;
+    const words = (script: string) => execFileSync('/bin/sh', ['-c', `printf '%s\\n' ${script}`], { encoding: 'utf8' }).trimEnd().split('\n');
+    const [, o, proxyCommand] = words(cmd);
+    expect(o).toBe('-o');
+    const run = proxyCommand!.replace(/^ProxyCommand=/, '').replace('%h', 'example.com').replace('%p', '22');
+    expect(words(run)).toEqual([odd, '--connect', '127.0.0.1:3128', 'example.com', '22']);
   });
 
   it('appends to an existing NODE_OPTIONS and GIT_CONFIG_COUNT instead of replacing them', () => {
@@ -37,6 +50,7 @@ describe('sandboxProxyEnv', () => {
       httpPort: 3128,
       socksPort: 1080,
       nodePreloadPath: '/dir with space/pre"load.cjs',
+      helperPath,
       baseEnv: { NODE_OPTIONS: '--max-old-space-size=512', GIT_CONFIG_COUNT: '2' },
     });
     expect(e.NODE_OPTIONS).toBe('--max-old-space-size=512 --require "/dir with space/pre\\"load.cjs"');

@@ -20,6 +20,7 @@ const WEAKENINGS: Array<[string, object]> = [
   ['enableWeakerNetworkIsolation', { enableWeakerNetworkIsolation: true }],
   ['network.httpProxyPort', { network: { httpProxyPort: 8080 } }],
   ['network.socksProxyPort', { network: { socksProxyPort: 1080 } }],
+  ['network.exposePorts', { network: { exposePorts: [3000] } }],
   ['mandatoryDenySearchDepth', { mandatoryDenySearchDepth: 1 }],
   ['network.allowLocalBinding', { network: { allowLocalBinding: true } }],
   ['allowPty', { allowPty: true }],
@@ -50,6 +51,7 @@ describe.each([
     expect(p.network.allowUnixSockets).toEqual([]);
     expect(p.network.httpProxyPort).toBeUndefined();
     expect(p.network.socksProxyPort).toBeUndefined();
+    expect(p.network.exposePorts).toEqual([]);
     expect(p.enableWeakerNestedSandbox || p.allowNestedUserNamespaces || p.allowAppleEvents || p.enableWeakerNetworkIsolation).toBe(false);
     expect(p.mandatoryDenySearchDepth).toBe(3);
     expect(p.network.allowLocalBinding || p.allowPty).toBe(false);
