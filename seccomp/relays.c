@@ -341,13 +341,13 @@ static void update(struct conn *c) {
 // Move what `from` has through d's pipe on to `to`. -1: the connection must end.
 static int move(struct dir *d, int from, int to) {
   for (int round = 0; round < ROUNDS_PER_EVENT; round++) {
-    int got = 0;
+    int more = 0; // a full read: the source may hold more right now
     if (!d->eof && !d->full && d->pending < d->capacity) {
-      ssize_t n = splice(from, NULL, d->pipe[1], NULL, d->capacity - d->pending,
-                         SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
+      size_t room = d->capacity - d->pending;
+      ssize_t n = splice(from, NULL, d->pipe[1], NULL, room, SPLICE_F_MOVE | SPLICE_F_NONBLOCK);
       if (n > 0) {
         d->pending += (size_t)n;
-        got = 1;
+        more = (size_t)n == room;
       } else if (n == 0) {
         d->eof = 1;
       } else if (errno == EAGAIN) {
@@ -370,7 +370,8 @@ static int move(struct dir *d, int from, int to) {
       shutdown(to, SHUT_WR);
       d->done = 1;
     }
-    if (!got || d->pending > 0) return 0;
+    // A short read drained the source (epoll reports what comes later): no EAGAIN probe.
+    if (!more || d->pending > 0) return 0;
   }
   return 0;
 }

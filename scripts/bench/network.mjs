@@ -1,0 +1,242 @@
+#!/usr/bin/env node
+// The network path as a user gets it: the client runs INSIDE `srt` (bwrap, seccomp helper,
+// relays, proxy), each figure against the same client directly on the host in the same run:
+//  - keep-alive req/s through the HTTP proxy (absolute-form), CONNECTIONS concurrent
+//  - bulk MB/s of one stream through a CONNECT tunnel
+//  - bulk MB/s of one stream through a forwarded port (allowedDomains `127.0.0.1:PORT`: the client
+//    connects to 127.0.0.1:PORT inside, plain TCP)
+//  - peak RSS of srt's process tree (srt, bwrap, helper, relays; the client excluded), sampled
+//    while the req/s load runs
+// Usage: node scripts/bench/network.mjs [--vs OTHER_SRT] [--requests N] [--connections N] [--bulk-mb N] [--rounds N]
+// With --vs, the same figures for another srt-compatible CLI (e.g. a build of an older commit),
+// interleaved round by round so machine load hits both alike.
+import http from 'node:http';
+import net from 'node:net';
+import { spawn } from 'node:child_process';
+import { readFileSync, readdirSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { median, report, scratch, SRT } from './lib.mjs';
+
+const SELF = fileURLToPath(import.meta.url);
+
+if (process.env.SRT_BENCH_CLIENT) await client(JSON.parse(process.env.SRT_BENCH_CLIENT));
+else await main();
+
+/** The load generator; prints one JSON line `{ value, errors }`. */
+async function client({ mode, host, port, proxyPort, requests, connections, bulkBytes }) {
+  const done = (value, errors) => {
+    process.stdout.write(`${JSON.stringify({ value, errors })}\n`);
+    process.exit(0);
+  };
+  if (mode === 'bulk-direct' || mode === 'bulk-connect' || mode === 'bulk-forward') {
+    let bytes = 0;
+    const t0 = process.hrtime.bigint();
+    const socket = await new Promise((resolve, reject) => {
+      if (mode !== 'bulk-connect') {
+        const s = net.connect(port, host, () => resolve(s));
+        s.on('error', reject);
+        return;
+      }
+      const req = http.request({ host: '127.0.0.1', port: proxyPort, method: 'CONNECT', path: `${host}:${port}`, agent: false });
+      req.on('connect', (res, s, head) => {
+        if (res.statusCode !== 200) return reject(new Error(`CONNECT ${res.statusCode}`));
+        bytes += head.length;
+        resolve(s);
+      });
+      req.on('error', reject);
+      req.end();
+    });
+    socket.on('data', (b) => (bytes += b.length));
+    await new Promise((resolve, reject) => {
+      socket.on('end', resolve);
+      socket.on('error', reject);
+    });
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    socket.destroy();
+    return done(bytes / 1e6 / s, bytes === bulkBytes ? 0 : 1);
+  }
+  // `connections` keep-alive sockets; a warm-up round (JIT, connections), then `requests` timed.
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const opts = mode === 'proxy' ? { host: '127.0.0.1', port: proxyPort, path: `http://${host}:${port}/`, agent } : { host, port, path: '/', agent };
+  let next = 0;
+  let errors = 0;
+  let total = Math.ceil(requests / 5);
+  const one = () =>
+    new Promise((resolve) => {
+      const req = http.get(opts, (res) => {
+        if (res.statusCode !== 200) errors++;
+        res.resume();
+        res.on('end', resolve);
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+    });
+  const worker = async () => {
+    while (next++ < total) await one();
+  };
+  await Promise.all(Array.from({ length: connections }, worker));
+  [next, errors, total] = [0, 0, requests];
+  process.stderr.write('measuring\n'); // the harness samples memory from here on
+  const t0 = process.hrtime.bigint();
+  await Promise.all(Array.from({ length: connections }, worker));
+  const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  agent.destroy();
+  done(requests / s, errors);
+}
+
+function arg(name, fallback) {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? fallback : process.argv[i + 1];
+}
+
+/** Pids of `root` and all its descendants. */
+function tree(root) {
+  const children = new Map();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch { /* gone */ }
+  }
+  const out = [];
+  const walk = (pid) => {
+    out.push(pid);
+    for (const c of children.get(pid) ?? []) walk(c);
+  };
+  walk(root);
+  return out;
+}
+
+function rssKb(pid) {
+  try {
+    const m = /^VmRSS:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** The load generator: a node running this file as its script (srt, bwrap and the helper only name it later in their argv). */
+function isClient(pid) {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0')[1] === SELF;
+  } catch {
+    return false;
+  }
+}
+
+/** Sum of VmRSS over srt's tree without the client (and what it started), every 20 ms; the peak. */
+function sampleTree(root) {
+  let peak = 0;
+  const timer = setInterval(() => {
+    const pids = tree(root);
+    const excluded = new Set(pids.filter(isClient).flatMap(tree));
+    const kb = pids.filter((p) => !excluded.has(p)).reduce((sum, p) => sum + rssKb(p), 0);
+    peak = Math.max(peak, kb);
+  }, 20);
+  return () => {
+    clearInterval(timer);
+    return peak / 1024;
+  };
+}
+
+async function main() {
+  const requests = Number(arg('--requests', 20000));
+  const connections = Number(arg('--connections', 20));
+  const bulkMb = Number(arg('--bulk-mb', 200));
+  const rounds = Number(arg('--rounds', 3));
+  const vs = arg('--vs', undefined);
+  const bulkBytes = bulkMb * 1e6;
+  const s = scratch();
+  const origin = http.createServer({ keepAliveTimeout: 30_000 }, (_req, res) => res.end('ok'));
+  await new Promise((r) => origin.listen(0, '127.0.0.1', r));
+  const chunk = Buffer.alloc(64 * 1024, 'x');
+  const bulk = net.createServer((socket) => {
+    socket.on('error', () => socket.destroy());
+    let left = bulkBytes;
+    const pump = () => {
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        left -= n;
+        if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void socket.once('drain', pump);
+      }
+      socket.end();
+    };
+    pump();
+  });
+  await new Promise((r) => bulk.listen(0, '127.0.0.1', r));
+  const originPort = origin.address().port;
+  const bulkPort = bulk.address().port;
+  const base = { host: '127.0.0.1', proxyPort: 3128, requests, connections, bulkBytes };
+
+  /** One client run: directly, or inside `srt` (the given CLI) allowing both origin ports. */
+  const run = (mode, port, srt) =>
+    new Promise((resolve, reject) => {
+      const env = { PATH: process.env.PATH, HOME: s.dir, LANG: 'C.UTF-8', SRT_BENCH_CLIENT: JSON.stringify({ ...base, mode, port }) };
+      const argv = srt
+        ? [srt, '--allow-domain', `127.0.0.1:${originPort}`, '--allow-domain', `127.0.0.1:${bulkPort}`, '--', process.execPath, SELF]
+        : [SELF];
+      const child = spawn(process.execPath, argv, { cwd: s.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      let stopSampling;
+      child.stdout.on('data', (b) => (out += b));
+      child.stderr.on('data', (b) => {
+        err += b;
+        if (srt && !stopSampling && err.includes('measuring\n')) stopSampling = sampleTree(child.pid);
+      });
+      child.on('error', reject);
+      child.on('close', (code) => {
+        const rss = stopSampling?.();
+        const line = out.trim().split('\n').at(-1);
+        if (code !== 0 || !line) return resolve({ value: NaN, errors: 1, why: err.trim().split('\n').at(-1) });
+        resolve({ ...JSON.parse(line), rss });
+      });
+    });
+
+  const clis = [['srt', SRT], ...(vs ? [['vs', vs]] : [])];
+  const results = {};
+  const add = (key, r) => (results[key] ??= []).push(r);
+  try {
+    for (let round = 0; round < rounds; round++) {
+      add('direct', await run('direct', originPort));
+      add('bulk-direct', await run('bulk-direct', bulkPort));
+      for (const [name, cli] of clis) {
+        add(`${name} proxy`, await run('proxy', originPort, cli));
+        add(`${name} bulk-connect`, await run('bulk-connect', bulkPort, cli));
+        add(`${name} bulk-forward`, await run('bulk-forward', bulkPort, cli));
+      }
+    }
+  } finally {
+    origin.close();
+    bulk.close();
+    s.cleanup();
+  }
+  const med = (key, field = 'value') => median(results[key].map((r) => r[field]));
+  const errs = (key) => {
+    const e = results[key].reduce((n, r) => n + (r.errors || 0), 0);
+    const why = results[key].find((r) => r.why)?.why;
+    return e ? ` (${e} errors${why ? `: ${why.slice(0, 80)}` : ''})` : '';
+  };
+  const rows = [
+    [`direct on the host (req/s, ${requests} req, ${connections} keep-alive conns)`, `${Math.round(med('direct'))}${errs('direct')}`],
+    [`bulk direct on the host (MB/s, ${bulkMb} MB)`, `${Math.round(med('bulk-direct'))}${errs('bulk-direct')}`],
+  ];
+  for (const [name, cli] of clis) {
+    const label = name === 'srt' ? 'srt' : `vs ${cli}`;
+    rows.push(
+      [`${label}: proxied req/s inside`, `${Math.round(med(`${name} proxy`))}${errs(`${name} proxy`)}`],
+      [`${label}: proxied / direct (target >= 0.5)`, (med(`${name} proxy`) / med('direct')).toFixed(2)],
+      [`${label}: CONNECT bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-connect`))}${errs(`${name} bulk-connect`)}`],
+      [`${label}: CONNECT bulk / direct (target >= 0.4)`, (med(`${name} bulk-connect`) / med('bulk-direct')).toFixed(2)],
+      [`${label}: forwarded-port bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-forward`))}${errs(`${name} bulk-forward`)}`],
+      [`${label}: forwarded-port bulk / direct (target >= 0.5)`, (med(`${name} bulk-forward`) / med('bulk-direct')).toFixed(2)],
+      [`${label}: process tree peak RSS under load, client excluded (MB, target <= 90)`, med(`${name} proxy`, 'rss').toFixed(1)],
+    );
+  }
+  report(rows);
+}
