@@ -16,20 +16,29 @@
 //     "credentials": { "envVars": [ { "value": "GH_TOKEN", "mode": "mask", ..., "source": SOURCE } ], ... },
 //     "mandatoryDenySearchDepth": { "value": 3, "source": SOURCE }, ...
 //   },
+//   "forwardedPorts": [ { "value": "localhost:5432", "listen": ["127.0.0.1:5432", "[::1]:5432"], "source": SOURCE } ],
 //   "ignored": [ { "key": "network.tlsTerminate", "source": SOURCE, "reason": "..." } ],
 //   "warnings": [ "..." ]
 // }
+// settings.network.exposePorts: [ { "value": "127.0.0.1:3000:3000", "hostAddress", "hostPort", "sandboxPort", "source" } ];
+// forwardedPorts: derived from allowedDomains (every loopback entry with a port).
 // SOURCE = { "scope": "managed"|"cli"|"local"|"project"|"user"|"default", "file"?: abs path, "flag"?: "--allow-domain" }
 // Lists hold only effective entries; a scalar nobody set has source { "scope": "default" }.
 
 import { relative, sep } from 'node:path';
-import type { PathRule, Policy, Source, SourcedDomain } from '../policy.js';
+import type { ExposedPort, PathRule, Policy, Source, SourcedDomain } from '../policy.js';
+import { describeExpose, describeForward, forwardedPorts } from '../proxy/local-services.js';
 import type { SettingsReport } from './index.js';
 
 type Sourced<T> = { value: T; source: Source };
 
 function scalar<T>(report: SettingsReport, key: string, value: T): Sourced<T> {
   return { value, source: report.sources[key] ?? { scope: 'default' } };
+}
+
+/** `127.0.0.1:3000:3000`, `[::1]:8080:80`: the full spelling of an exposePorts entry. */
+function exposeValue(e: ExposedPort): string {
+  return `${e.hostAddress.includes(':') ? `[${e.hostAddress}]` : e.hostAddress}:${e.hostPort}:${e.sandboxPort}`;
 }
 
 function withoutSource<T extends { source: Source }>(entry: T): Omit<T, 'source'> {
@@ -69,6 +78,7 @@ export function configJson(report: SettingsReport): object {
         tlsTerminate: tls
           ? { value: { ...withoutSource(tls), excludeDomains: tls.excludeDomains.map((r) => r.text) }, source: tls.source }
           : null,
+        exposePorts: p.network.exposePorts.map((e) => ({ value: exposeValue(e), ...withoutSource(e), source: e.source })),
       },
       filesystem: {
         allowWrite: p.filesystem.allowWrite.map(path),
@@ -96,6 +106,11 @@ export function configJson(report: SettingsReport): object {
       allowAppleEvents: s('allowAppleEvents', p.allowAppleEvents),
       enableWeakerNetworkIsolation: s('enableWeakerNetworkIsolation', p.enableWeakerNetworkIsolation),
     },
+    forwardedPorts: forwardedPorts(p.network).map((f) => ({
+      value: f.rule,
+      listen: f.listen.map((a) => `${a.includes(':') ? `[${a}]` : a}:${f.port}`),
+      source: f.source,
+    })),
     ignored: p.ignored,
     warnings: p.warnings,
   };
@@ -140,6 +155,7 @@ export function configText(report: SettingsReport): string {
   scalarRow('network.allowLocalBinding', p.network.allowLocalBinding);
   scalarRow('network.httpProxyPort', p.network.httpProxyPort);
   scalarRow('network.socksProxyPort', p.network.socksProxyPort);
+  list('network.exposePorts', p.network.exposePorts.map((e) => [describeExpose(e), e.source]));
   const tls = p.network.tlsTerminate;
   if (!tls) rows.push(['network.tlsTerminate', 'off', src(report.sources['network.tlsTerminate'] ?? { scope: 'default' })]);
   else {
@@ -186,6 +202,10 @@ export function configText(report: SettingsReport): string {
   for (const f of report.files) lines.push(`  ${f.scope.padEnd(8)} ${f.path}`);
   lines.push('', 'Effective policy (value, then where it came from):');
   for (const [k, v, s] of rows) lines.push(`  ${k.padEnd(width0)}  ${v.padEnd(width1)}  ${s}`.trimEnd());
+  lines.push('', 'Host loopback ports forwarded into the sandbox (allowedDomains entries; each connection is decided by the proxy):');
+  const forwards = forwardedPorts(p.network);
+  if (forwards.length === 0) lines.push('  (none)');
+  for (const f of forwards) lines.push(`  ${describeForward(f)}  (${f.rule}, ${src(f.source)})`);
   lines.push('', 'Always writable: the current directory and a per-run temporary directory (TMPDIR).');
   lines.push('', 'Ignored:');
   if (p.ignored.length === 0) lines.push('  (nothing)');

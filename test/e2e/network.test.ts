@@ -1,5 +1,5 @@
 // The network path end to end: real clients inside the real sandbox (bubblewrap, seccomp helper,
-// socat relays) reach servers this test starts on the host's loopback only through srt's proxy.
+// its relays) reach servers this test starts on the host's loopback only through srt's proxy.
 // Host servers listen on 127.0.0.2, which the sandbox's NO_PROXY (localhost,127.0.0.1,::1) does
 // not cover, so clients send it to the proxy; the sandbox's own loopback is a different one.
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
@@ -140,8 +140,9 @@ except urllib.error.HTTPError as e: print(e.code)")`,
       `echo socks=$(curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${httpPort}/socks)`,
       `curl -s --max-time 10 --socks5-hostname 127.0.0.1:1080 ${base}:${otherPort}/ >/dev/null; echo socks_blocked=$?`,
       // The ProxyCommand srt puts in GIT_SSH_COMMAND (ssh's route): a raw TCP stream via CONNECT.
-      `echo ssh_route=$(echo ping | socat - PROXY:127.0.0.1:${HOST}:${echoPort},proxyport=3128)`,
-      `echo ssh_route_blocked=$(echo ping | socat - PROXY:127.0.0.1:${HOST}:${otherPort},proxyport=3128 2>/dev/null)`,
+      `proxy_command() { eval "$(printf '%s' "$GIT_SSH_COMMAND" | sed -e "s/^ssh -o 'ProxyCommand=//" -e "s/'$//" -e "s/%h/$1/" -e "s/%p/$2/")"; }`,
+      `echo ssh_route=$(echo ping | proxy_command ${HOST} ${echoPort})`,
+      `echo ssh_route_blocked=$(echo ping | proxy_command ${HOST} ${otherPort} 2>/dev/null)`,
     ].join('\n');
     const r = await inSandbox(script, {
       network: {
@@ -224,14 +225,20 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
     expect(hostConnections).toBe(before);
   });
 
-  it('an allowed hostname that resolves to loopback is refused; an allowed IP literal is not', async () => {
-    // `localhost` is in NO_PROXY, so curl is told to use the proxy explicitly.
-    const r = await inSandbox([
-      `echo by_name=$(curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 -o /dev/null -w '%{http_code}' http://localhost:${httpPort}/)`,
-      `echo by_ip=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://${HOST}:${httpPort}/)`,
-    ].join('\n'), { network: { allowedDomains: [`localhost:${httpPort}`, `${HOST}:${httpPort}`] } });
-    expect(r.results).toMatchObject({ by_name: '403', by_ip: '200' });
-    expect(r.stderr).toMatch(new RegExp(`srt: blocked localhost:${httpPort} — .*loopback`));
+  it('an allowed hostname that resolves to loopback is refused; an allowed IP literal or `localhost` itself is not', async () => {
+    // `localhost` is in NO_PROXY, so curl is told to use the proxy explicitly. `*:PORT` allows the
+    // name but does not name the host's loopback; `localhost:PORT` does (local-services.test.ts).
+    const script = (port: number) => [
+      `echo by_name=$(curl -s --max-time 10 --noproxy '' -x http://127.0.0.1:3128 -o /dev/null -w '%{http_code}' http://localhost:${port}/)`,
+      `echo by_ip=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' http://${HOST}:${port}/)`,
+    ].join('\n');
+    const wildcard = await inSandbox(script(httpPort), { network: { allowedDomains: [`*:${httpPort}`, `${HOST}:${httpPort}`] } });
+    expect(wildcard.results).toMatchObject({ by_name: '403', by_ip: '200' });
+    expect(wildcard.stderr).toMatch(new RegExp(`srt: blocked localhost:${httpPort} — resolves only to blocked addresses: .*loopback`));
+    // The host's localhost is 127.0.0.1, not the 127.0.0.2 this server listens on: refused upstream.
+    const named = await inSandbox(script(httpPort), { network: { allowedDomains: [`localhost:${httpPort}`, `${HOST}:${httpPort}`] } });
+    expect(named.results).toMatchObject({ by_name: '502', by_ip: '200' });
+    expect(named.stderr).not.toContain('srt: blocked');
   });
 
   it('--control-fd replaces the network lists of a running sandbox; a bad line changes nothing', async () => {

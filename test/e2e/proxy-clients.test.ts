@@ -240,9 +240,9 @@ describe('git', () => {
   });
 });
 
-describe('ssh ProxyCommand route (socat HTTP CONNECT, as in GIT_SSH_COMMAND)', () => {
+describe('ssh ProxyCommand route (the helper\'s HTTP CONNECT client, as in GIT_SSH_COMMAND)', () => {
   it('connects to an allowed host:port and is refused for others', async () => {
-    const cmd = env.GIT_SSH_COMMAND!.match(/ProxyCommand='([^']+)'/)![1]!;
+    const cmd = env.GIT_SSH_COMMAND!.match(/'ProxyCommand=([^']+)'/)![1]!;
     const ok = cmd.replace('%h', 'allowed.test').replace('%p', String(A)).split(' ');
     const r = await execa(ok[0]!, ok.slice(1), { input: 'GET /ssh HTTP/1.0\r\n\r\n', reject: false, timeout: 10_000 });
     expect(r.stdout).toContain('hello GET /ssh host=undefined');

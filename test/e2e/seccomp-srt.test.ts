@@ -28,7 +28,7 @@ describe('seccomp through srt', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('unix=1'); // EPERM
     // Only the nested namespace's init (PID 1, non-dumpable, ignores the command's signals) and
-    // the command's own processes: no socat relay, no outer helper, no bwrap.
+    // the command's own processes: no relay, no outer helper, no bwrap.
     expect(r.stdout).toMatch(/^ ?1 srt-seccomp,/m);
     expect(r.stdout.match(/srt-seccomp/g)).toHaveLength(1);
     expect(r.stdout).not.toMatch(/socat|bwrap/);

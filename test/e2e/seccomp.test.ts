@@ -2,13 +2,15 @@
 // (the way src/sandbox.ts launches them), with real clients inside. SPEC §4, invariant 6.
 import { execa, type Options } from 'execa';
 import { execFileSync } from 'node:child_process';
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createConnection, createServer as createTcpServer, type Server as TcpServer, type Socket } from 'node:net';
+import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { SECCOMP_HELPER_PATH, hostSeccompArch } from '../../src/platform/seccomp-helper.js';
-import { REPO, tempDir } from './helpers.js';
+import { processesWith, REPO, tempDir } from './helpers.js';
 
 const arch = hostSeccompArch();
 // No silent skip: without bwrap these tests fail (scripts/setup.sh installs it).
@@ -67,7 +69,7 @@ function bwrapArgs(opts: RunOptions): string[] {
 
 function helperArgs(opts: RunOptions): string[] {
   return opts.helperArgs ?? [
-    ...(opts.relay ? ['--relay', `${RELAY_PORT}:${socketPath}`] : []),
+    ...(opts.relay ? ['--relay', `127.0.0.1:${RELAY_PORT}:${socketPath}`] : []),
     // As srt does: a nested sandbox needs mount(2), which Landlock refuses.
     ...(opts.filter === 'ns' ? ['--no-landlock'] : []),
     '--filter', filters[opts.filter ?? 'strict'],
@@ -237,7 +239,7 @@ except OSError as e: print("fifo", e.errno)'`;
     expect(off.out).toContain('fifo 6');
   });
 
-  it('hides socat and the outer helper: a fresh /proc shows only init (pid 1) and the command', async () => {
+  it('hides the relay and the outer helper: a fresh /proc shows only init (pid 1) and the command', async () => {
     const r = await sh(
       'for p in /proc/[0-9]*; do echo "${p#/proc/} $(cat $p/comm 2>/dev/null)"; done; ps -e -o comm= | sort | tr "\\n" " "',
       { relay: true });
@@ -330,9 +332,14 @@ except OSError as e: print("fifo", e.errno)'`;
       const cases: [string[], RegExp][] = [
         [['--filter', join(tmp.path, 'absent.bpf')], /^srt: seccomp helper: cannot open filter/],
         [['--filter', filters.bad], /^srt: seccomp helper: .* is not a seccomp filter/],
-        [['--relay', 'x:/tmp/a', '--filter', filters.strict], /^srt: seccomp helper: --relay x:\/tmp\/a: want PORT:SOCKETPATH/],
-        [['--relay', '3128:/tmp/a,b', '--filter', filters.strict], /socket path must be absolute/],
-        [['--relay', '70000:/tmp/a', '--filter', filters.strict], /want PORT:SOCKETPATH/],
+        [['--relay', 'x:/tmp/a', '--filter', filters.strict], /^srt: seccomp helper: --relay x:\/tmp\/a: want ADDR:PORT:SOCKETPATH/],
+        [['--relay', '3128:/tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
+        [['--relay', '127.0.0.1:70000:/tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
+        [['--relay', '127.0.0.1:3128:tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
+        [['--relay', '[::1:3128:/tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
+        [['--relay', `127.0.0.1:3128:/${'a'.repeat(120)}`, '--filter', filters.strict], /socket path longer than 107 bytes/],
+        [['--expose', 'x', '--filter', filters.strict], /^srt: seccomp helper: --expose x: want FD:PORT/],
+        [['--expose', '9:3000', '--filter', filters.strict], /^srt: seccomp helper: --expose 9:3000: descriptor 9 is not a listening socket/],
         [['--filter', filters.strict, '--bogus'], /^srt: seccomp helper: usage/],
         [['--writable', 'rel', '--filter', filters.strict], /^srt: seccomp helper: --writable rel: not absolute/],
         [['--writable', join(tmp.path, 'absent'), '--filter', filters.strict], /^srt: seccomp helper: writable path .*absent: No such file or directory/],
@@ -348,28 +355,248 @@ except OSError as e: print("fifo", e.errno)'`;
       expect(existsSync(marker)).toBe(false);
     });
 
-    it('socat missing, a relay that cannot listen, or capabilities it cannot drop', async () => {
+    it('a relay that cannot listen (below 1024 without the capability), a listener given twice, capabilities it cannot drop', async () => {
       const marker = join(tmp.path, 'ran2');
       const cmd = ['/bin/sh', '-c', `touch ${marker}`];
-      // Only system directories count: a socat first on PATH (a project's node_modules/.bin) would run unfiltered.
-      const fakeBin = join(tmp.path, 'fake-bin');
-      mkdirSync(fakeBin, { recursive: true });
-      writeFileSync(join(fakeBin, 'socat'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
-      const noSocat = await sandbox(cmd, {
-        relay: true, env: { PATH: `${fakeBin}:${ENV.PATH}` },
-        extraBwrap: ['--ro-bind', '/dev/null', existsSync('/usr/bin/socat') ? '/usr/bin/socat' : '/bin/socat'],
-      });
-      expect([noSocat.exitCode, noSocat.stderr]).toEqual([125, expect.stringMatching(/^srt: socat not found in \/usr\/local\/bin/)]);
-      // socat has no capabilities: binding a privileged port fails and it exits.
-      const privileged = await sandbox(cmd, { helperArgs: ['--relay', `80:${socketPath}`, '--filter', filters.strict] });
-      expect(privileged.exitCode).toBe(125);
-      expect(privileged.stderr).toMatch(/srt: relay for 127\.0\.0\.1:80 \(socat\) exited with status 1 before listening/);
-      const twice = await sandbox(cmd, { helperArgs: ['--relay', `4000:${socketPath}`, '--relay', `4000:${socketPath}`, '--filter', filters.strict] });
-      expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: seccomp helper: --relay: port 4000 given twice']);
+      const privileged = await sandbox(cmd, { helperArgs: ['--relay', `127.0.0.1:80:${socketPath}`, '--filter', filters.strict] });
+      expect([privileged.exitCode, privileged.stderr]).toEqual([125,
+        'srt: cannot listen on 127.0.0.1:80 inside the sandbox: ports below 1024 need bwrap --cap-add CAP_NET_BIND_SERVICE']);
+      const twice = await sandbox(cmd, { helperArgs: ['--relay', `127.0.0.1:4000:${socketPath}`, '--relay', `127.0.0.1:4000:${socketPath}`, '--filter', filters.strict] });
+      expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: seccomp helper: --relay: 127.0.0.1:4000 given twice']);
       const noSetpcap = await sandbox(cmd, { caps: ['CAP_SYS_ADMIN'] });
       expect(noSetpcap.exitCode).toBe(125);
       expect(noSetpcap.stderr).toMatch(/^srt: seccomp helper: cannot clear the capability bounding set: start it with bwrap --cap-add CAP_SETPCAP/);
       expect(existsSync(marker)).toBe(false);
     });
+  });
+});
+
+/** The relay process of the sandbox whose helper was given `marker` (bwrap's PID namespace: pid 2, forked first). */
+function relayPid(marker: string): number | undefined {
+  for (const line of processesWith(marker)) {
+    const pid = Number(line.split(':')[0]);
+    try {
+      const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+      const nspid = /^NSpid:\s+(.*)$/m.exec(status)?.[1]?.trim().split(/\s+/) ?? [];
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(SECCOMP_HELPER_PATH) && nspid.length === 2 && nspid[1] !== '1') return pid;
+    } catch { /* gone */ }
+  }
+  return undefined;
+}
+
+function statusField(pid: number, field: string): string | undefined {
+  try {
+    return new RegExp(`^${field}:\\s+(.*)$`, 'm').exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]?.trim();
+  } catch {
+    return undefined;
+  }
+}
+
+/** A Unix-socket server in the run directory (bound into every sandbox), closed after the test. */
+async function unixServer(name: string, onConnection: (s: Socket) => void, allowHalfOpen = true): Promise<{ path: string; close: () => Promise<void> }> {
+  const path = join(runDir, name);
+  const srv: TcpServer = createTcpServer({ allowHalfOpen }, (s) => {
+    s.on('error', () => s.destroy());
+    onConnection(s);
+  });
+  await new Promise<void>((resolve) => srv.listen(path, resolve));
+  return { path, close: () => new Promise((resolve) => srv.close(() => resolve())) };
+}
+
+const sha = (b: Buffer) => createHash('sha256').update(b).digest('hex');
+
+describe.skipIf(!arch || !BWRAP)('relays (splice in the helper)', () => {
+  it('pass a half-close through and keep the other direction open (no timeout), bytes intact', async () => {
+    // Reads to EOF, then answers 1.5 s later with what it got: a relay that closed both ways on
+    // the first EOF (socat after its 0.5 s) would cut the answer off.
+    const srv = await unixServer('half.sock', (s) => {
+      const parts: Buffer[] = [];
+      s.on('data', (d) => parts.push(d));
+      s.on('end', () => setTimeout(() => s.end(`${sha(Buffer.concat(parts))} ${Buffer.concat(parts).length}`), 1500));
+    });
+    try {
+      const py = `
+import socket, hashlib
+data = bytes(range(256)) * 20000
+s = socket.create_connection(('127.0.0.1', 4100))
+s.sendall(data); s.shutdown(socket.SHUT_WR)
+reply = b''
+while True:
+    b = s.recv(65536)
+    if not b: break
+    reply += b
+print(reply.decode()); print(hashlib.sha256(data).hexdigest(), len(data))`;
+      const r = await sandbox([PYTHON, '-c', py], { helperArgs: ['--relay', `127.0.0.1:4100:${srv.path}`, '--filter', filters.strict] });
+      expect(r.exitCode, r.stderr).toBe(0);
+      const [reply, local] = r.stdout.trim().split('\n');
+      expect(reply).toBe(local);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('carry 32 MiB both ways at once, over IPv4 and IPv6 listeners, with backpressure', async () => {
+    const srv = await unixServer('echo.sock', (s) => s.pipe(s));
+    try {
+      const py = `
+import socket, hashlib, threading, sys
+for addr in (('127.0.0.1', 4101), ('::1', 4101)):
+    data = bytes((i * 7) % 251 for i in range(1 << 16)) * 512
+    s = socket.create_connection(addr)
+    got = hashlib.sha256(); n = [0]
+    def reader():
+        while True:
+            b = s.recv(1 << 16)
+            if not b: break
+            got.update(b); n[0] += len(b)
+    t = threading.Thread(target=reader); t.start()
+    s.sendall(data); s.shutdown(socket.SHUT_WR); t.join()
+    print(addr[0], got.hexdigest() == hashlib.sha256(data).hexdigest(), n[0])`;
+      const r = await sandbox([PYTHON, '-c', py], {
+        helperArgs: ['--relay', `127.0.0.1:4101:${srv.path}`, '--relay', `[::1]:4101:${srv.path}`, '--filter', filters.strict],
+      });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.stdout.trim().split('\n')).toEqual([`127.0.0.1 True ${32 << 20}`, `::1 True ${32 << 20}`]);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('bound the connections by the descriptor limit, and a client that hangs up frees everything', async () => {
+    let open = 0;
+    let peak = 0;
+    // Ends its side when the client's does, as srt's proxy does.
+    const srv = await unixServer('count.sock', (s) => {
+      peak = Math.max(peak, ++open);
+      s.on('close', () => open--);
+      s.on('data', () => s.write('ok'));
+    }, false);
+    try {
+      // RLIMIT_NOFILE 64: (64 - 16 reserved - 1 listener) / 6 descriptors each = 7 connections.
+      const py = `
+import select, socket, struct, time, sys
+conns = [socket.create_connection(('127.0.0.1', 4102)) for _ in range(20)]
+for c in conns: c.sendall(b'x')
+def answered(cs):
+    # The ones answered within one second (the rest are not even accepted by the relay yet).
+    got, deadline = [], time.time() + 1
+    while len(got) < len(cs) and time.time() < deadline:
+        ready, _, _ = select.select([c for c in cs if c not in got], [], [], max(0, deadline - time.time()))
+        for c in ready:
+            assert c.recv(2) == b'ok'
+            got.append(c)
+    return got
+first = answered(conns)
+for c in first: c.close()
+rest = answered([c for c in conns if c not in first])
+print(len(first), len(rest)); sys.stdout.flush()
+for c in conns:
+    if c in first: continue
+    c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack('ii', 1, 0)); c.close()  # RST
+print('closed'); sys.stdout.flush()
+time.sleep(3)`;
+      const marker = join(runDir, 'count.sock');
+      const child = execa('prlimit', ['--nofile=64:64', BWRAP!, ...sandboxArgv([PYTHON, '-c', py], { helperArgs: ['--relay', `127.0.0.1:4102:${marker}`, '--filter', filters.strict] })], {
+        reject: false, stdin: 'ignore', timeout: 30_000, extendEnv: false, env: ENV,
+      });
+      let out = '';
+      await new Promise<void>((resolve) => {
+        child.stdout!.on('data', (d: Buffer) => { out += d.toString(); if (out.includes('closed\n')) resolve(); });
+        void child.then(() => resolve());
+      });
+      // 7 at once; closing them lets 7 of the 13 waiting in the backlog through.
+      expect(out.trim().split('\n')).toEqual(['7 7', 'closed']);
+      expect(peak).toBeLessThan(14); // the server may see a new one before an old one's close
+      // Everything the clients held is gone: the relay keeps stdio, its listener and its epoll.
+      const relay = relayPid(marker)!;
+      expect(relay).toBeGreaterThan(0);
+      let fds = -1;
+      for (let i = 0; i < 50 && (fds !== 5 || open !== 0); i++) {
+        await new Promise((r) => setTimeout(r, 50));
+        fds = readdirSync(`/proc/${relay}/fd`).length;
+      }
+      expect(fds).toBe(5);
+      expect(open).toBe(0); // and the proxy side of each is closed too
+      expect((await child).exitCode).toBe(0);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('run without capabilities, not dumpable, and survive everything the command can signal', async () => {
+    const marker = join(runDir, 'caps.sock');
+    const srv = await unixServer('caps.sock', (s) => s.end('relayed'));
+    try {
+      // Port 80 needs CAP_NET_BIND_SERVICE to bind; the relay drops it (and everything else) at once.
+      const py = `
+import os, signal, socket, subprocess, sys, time
+print(socket.create_connection(('127.0.0.1', 80)).recv(10).decode()); sys.stdout.flush()
+# Everything this process may signal (kill(-1) spares only the caller and init).
+for sig in (signal.SIGSTOP, signal.SIGKILL):
+    try: os.kill(-1, sig)
+    except OSError: pass
+print(socket.create_connection(('127.0.0.1', 80)).recv(10).decode()); sys.stdout.flush()
+time.sleep(2)`;
+      const child = execa(BWRAP!, sandboxArgv([PYTHON, '-c', py], {
+        caps: ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE'],
+        helperArgs: ['--relay', `127.0.0.1:80:${marker}`, '--filter', filters.strict],
+      }), { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
+      let out = '';
+      await new Promise<void>((resolve) => {
+        child.stdout!.on('data', (d: Buffer) => { out += d.toString(); if (out.split('\n').length > 2) resolve(); });
+        void child.then(() => resolve());
+      });
+      const relay = relayPid(marker)!;
+      expect(out.trim().split('\n')).toEqual(['relayed', 'relayed']);
+      for (const f of ['CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(statusField(relay, f), f).toBe('0000000000000000');
+      expect(statusField(relay, 'State')).toMatch(/^S/); // not stopped
+      // Not dumpable: its /proc files belong to root, its memory and descriptors are closed to ptrace.
+      const r = await child;
+      expect(r.exitCode, r.stderr).toBe(0);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('expose: --host-listen binds the host port (125 when taken), the relay reaches ::1 when 127.0.0.1 refuses, the port closes after', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const probe = createTcpServer().listen(0, '127.0.0.1', () => {
+        const p = (probe.address() as { port: number }).port;
+        probe.close(() => resolve(p));
+      });
+    });
+    // The server inside listens on ::1 only (as some dev servers do for "localhost").
+    const py = `
+import http.server, socketserver, socket
+class S(http.server.HTTPServer): address_family = socket.AF_INET6
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        self.send_response(200); self.end_headers(); self.wfile.write(b'from the sandbox')
+    def log_message(self, *a): pass
+srv = S(('::1', 3000), H); srv.timeout = 10
+print('ready', flush=True)
+srv.handle_request()`;
+    const argv = ['--host-listen', `4:127.0.0.1:${port}`, '--', BWRAP!, ...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, '--expose', '4:3000', '--filter', filters.strict, '--', PYTHON, '-c', py];
+    const child = execa(SECCOMP_HELPER_PATH, argv, { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
+    await new Promise<void>((resolve) => {
+      child.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });
+      void child.then(() => resolve());
+    });
+    const taken = await execa(SECCOMP_HELPER_PATH, ['--host-listen', `4:127.0.0.1:${port}`, '--', '/bin/true'], { reject: false });
+    expect([taken.exitCode, taken.stderr]).toEqual([125, `srt: network.exposePorts: the host's 127.0.0.1:${port} is already in use (another srt run or another program listens there); free it or expose a different port`]);
+    const body = await new Promise<string>((resolve, reject) => {
+      const s = createConnection(port, '127.0.0.1', () => s.end('GET / HTTP/1.0\r\n\r\n'));
+      let b = '';
+      s.on('data', (d) => (b += d));
+      s.on('end', () => resolve(b));
+      s.on('error', reject);
+    });
+    expect(body).toMatch(/from the sandbox$/);
+    expect((await child).exitCode).toBe(0);
+    const after = await new Promise<string>((resolve) => {
+      const s = createConnection(port, '127.0.0.1', () => { s.destroy(); resolve('connected'); });
+      s.on('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+    });
+    expect(after).toBe('ECONNREFUSED');
   });
 });
