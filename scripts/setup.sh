@@ -4,14 +4,14 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(bubblewrap socat ripgrep curl git python3 python3-pip gcc libc6-dev iproute2 procps util-linux less openssh-client openssl ca-certificates)
+packages=(bubblewrap ripgrep curl git python3 python3-pip gcc libc6-dev iproute2 procps util-linux less openssh-client openssl ca-certificates)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   apt-get install -y -qq --no-install-recommends "${packages[@]}" >/dev/null
 else
   missing=()
-  for bin in bwrap socat rg gcc; do command -v "$bin" >/dev/null || missing+=("$bin"); done
+  for bin in bwrap rg gcc; do command -v "$bin" >/dev/null || missing+=("$bin"); done
   if [ ${#missing[@]} -gt 0 ]; then
     echo "setup: missing ${missing[*]}; install as root: apt-get install ${packages[*]}" >&2
     exit 1

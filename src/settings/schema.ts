@@ -16,7 +16,7 @@ export const UNSUPPORTED_REFERENCE_KEYS: Record<string, string> = {
   ripgrep: 'srt runs its own tools (rg) only from the system directories, never from a configured path',
   seccomp: 'srt uses its own seccomp helper',
   bwrapPath: 'srt runs its own tools (bwrap) only from the system directories, never from a configured path',
-  socatPath: 'srt runs its own tools only from the system directories, never from a configured path',
+  socatPath: 'srt needs no socat: its relays are built into the seccomp helper',
   javaAgentJarPath: 'srt does not inject a Java agent',
   windows: 'srt does not support Windows',
   git: 'srt does not inject git configuration',

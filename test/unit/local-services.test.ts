@@ -1,0 +1,154 @@
+// Local services, pure (SPEC §6): which allow entries become forwarded ports, the exposePorts
+// grammar, what `localhost` means to the decision and the address guard, and the settings rules.
+import { describe, expect, it } from 'vitest';
+import { decide } from '../../src/proxy/decide.js';
+import { guardDestination } from '../../src/proxy/address-guard.js';
+import { describeExpose, describeForward, forwardedPorts, parseExposeEntry } from '../../src/proxy/local-services.js';
+import { buildPolicy, SettingsError, type SettingsLayer } from '../../src/settings/index.js';
+import { network } from '../e2e/proxy-fixtures.js';
+
+const ctx = { cwd: '/work/repo', home: '/home/u', root: '/work/repo' };
+const layer = (scope: SettingsLayer['scope'], settings: unknown, file = `/${scope}.json`): SettingsLayer => ({ scope, file, base: ctx.cwd, settings });
+const never = async (): Promise<string[]> => { throw new Error('localhost must not be resolved'); };
+
+describe('localhost names the host loopback', () => {
+  const net = network({ allow: ['localhost:5432', '*:8080', '127.0.0.1:6379'], deny: ['[::1]:9999'] });
+
+  it('is explicit (exempt from the built-in ranges) only when an entry names it', () => {
+    const named = decide(net, 'LocalHost.', 5432);
+    expect(named.allow && named.explicit && named.rule.text).toBe('localhost:5432');
+    const star = decide(net, 'localhost', 8080);
+    expect(star.allow && !star.explicit).toBe(true); // `*:8080` does not open the loopback
+    expect(decide(net, 'localhost', 5433).allow).toBe(false);
+  });
+
+  it('covers the literals it stands for; the literals do not cover the name', () => {
+    expect(decide(net, '127.0.0.1', 5432).allow).toBe(true);
+    expect(decide(net, '[::1]', 5432).allow).toBe(true);
+    const d = decide(net, 'localhost', 6379);
+    expect(d.allow).toBe(false);
+    if (!d.allow) expect(d.reason).toBe('not in network.allowedDomains');
+  });
+
+  it('is denied by a deny entry for any address it stands for', () => {
+    const n = network({ allow: ['localhost'], deny: ['127.0.0.1:5432'] });
+    const d = decide(n, 'localhost', 5432);
+    expect(d.allow).toBe(false);
+    if (!d.allow) expect(d.reason).toBe('denied by network.deniedDomains (127.0.0.1:5432)');
+    expect(decide(network({ allow: ['127.0.0.1'], deny: ['localhost'] }), '127.0.0.1', 80).allow).toBe(false);
+  });
+
+  it('is dialed at 127.0.0.1 then ::1, never resolved; deniedResolvedAddresses still apply', async () => {
+    const opts = { network: network({}), resolver: never, localAddresses: () => ['127.0.0.1', '::1'] };
+    expect(await guardDestination({ host: 'localhost' }, 5432, true, opts)).toEqual({ ok: true, addresses: ['127.0.0.1', '::1'] });
+    const v4Denied = { ...opts, network: network({ deniedResolvedAddresses: ['127.0.0.0/8'] }) };
+    expect(await guardDestination({ host: 'localhost' }, 5432, true, v4Denied)).toEqual({ ok: true, addresses: ['::1'] });
+    const bothDenied = { ...opts, network: network({ deniedResolvedAddresses: ['127.0.0.0/8', '::1/128'] }) };
+    const r = await guardDestination({ host: 'localhost' }, 5432, true, bothDenied);
+    expect(r.ok).toBe(false);
+    // Not named (an allow `*`): resolved like any name, and its loopback answer refused.
+    const resolved = await guardDestination({ host: 'localhost' }, 80, false, { ...opts, resolver: async () => ['127.0.0.1'] });
+    expect(resolved).toEqual({ ok: false, reason: 'resolves only to blocked addresses: 127.0.0.1 is a loopback address' });
+  });
+});
+
+describe('forwardedPorts', () => {
+  it('every loopback entry with a port, on its own address; localhost on both', () => {
+    const n = network({ allow: ['localhost:5432', '127.0.0.1:6379', '[::1]:8080', '127.0.0.2:80', 'localhost', '127.0.0.1', 'example.com:443', '*:22', '10.0.0.1:80', '[::ffff:127.0.0.1]:9000'] });
+    expect(forwardedPorts(n).map((f) => [f.host, f.port, f.listen])).toEqual([
+      ['localhost', 5432, ['127.0.0.1', '::1']],
+      ['127.0.0.1', 6379, ['127.0.0.1']],
+      ['::1', 8080, ['::1']],
+      ['127.0.0.2', 80, ['127.0.0.2']],
+      ['127.0.0.1', 9000, ['127.0.0.1']], // the mapped spelling is that IPv4 address
+    ]);
+  });
+
+  it('one listener per inside address: a literal entry takes its address before localhost does', () => {
+    // All three claim 127.0.0.1 and ::1: the literals win, localhost is left with nothing.
+    const n = network({ allow: ['localhost:5432', '127.0.0.1:5432', '[::1]:5432'] });
+    expect(forwardedPorts(n).map((f) => [f.rule, f.listen])).toEqual([['127.0.0.1:5432', ['127.0.0.1']], ['[::1]:5432', ['::1']]]);
+    const m = network({ allow: ['localhost:5432', '127.0.0.1:5432'] });
+    expect(forwardedPorts(m).map((f) => [f.rule, f.listen])).toEqual([['localhost:5432', ['::1']], ['127.0.0.1:5432', ['127.0.0.1']]]);
+  });
+
+  it('only entries that count: under allowManagedDomainsOnly, managed ones', () => {
+    const n = network({ managedAllow: ['localhost:5432'], allow: ['localhost:6379'], managedOnly: true });
+    expect(forwardedPorts(n).map((f) => f.rule)).toEqual(['localhost:5432']);
+  });
+
+  it('describes itself for srt config and --dry-run', () => {
+    expect(describeForward({ host: 'localhost', port: 5432, listen: ['127.0.0.1', '::1'] })).toBe('sandbox 127.0.0.1:5432, [::1]:5432 → host localhost:5432');
+    expect(describeExpose({ hostAddress: '::1', hostPort: 8080, sandboxPort: 80 })).toBe('host [::1]:8080 → sandbox 127.0.0.1:80');
+  });
+});
+
+describe('exposePorts entries', () => {
+  it.each([
+    [3000, { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }],
+    ['3000', { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }],
+    ['8080:80', { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80 }],
+    ['127.0.0.1:8080:80', { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80 }],
+    ['127.0.0.9:8080:80', { hostAddress: '127.0.0.9', hostPort: 8080, sandboxPort: 80 }],
+    ['[::1]:8080:80', { hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }],
+  ] as const)('%s', (entry, expected) => {
+    expect(parseExposeEntry(entry)).toEqual(expected);
+  });
+
+  it.each([
+    [0, /invalid port/],
+    [65536, /invalid port/],
+    ['08080', /invalid port/],
+    ['a:b:c:d', /invalid entry/],
+    ['::1:8080:80', /invalid entry/],
+    ['[127.0.0.1]:8080:80', /invalid address/],
+    ['0.0.0.0:3000:3000', /only the host's loopback can be exposed/],
+    ['192.168.1.5:3000:3000', /only the host's loopback/],
+    ['localhost:3000:3000', /only the host's loopback/],
+    ['[fe80::1%eth0]:3000:3000', /invalid entry|only the host's loopback/],
+    [3128, /port 3128 cannot be exposed: srt's HTTP proxy listens on 127\.0\.0\.1:3128 inside the sandbox/],
+    ['9000:1080', /port 1080 cannot be exposed: srt's SOCKS5 proxy/],
+  ] as const)('refuses %s', (entry, message) => {
+    const r = parseExposeEntry(entry);
+    expect(typeof r).toBe('string');
+    expect(r).toMatch(message);
+  });
+});
+
+describe('settings', () => {
+  it('exposePorts: a union over scopes, de-duplicated, with sources', () => {
+    const p = buildPolicy(ctx, [layer('user', { network: { exposePorts: [3000, '8080:80'] } }), layer('cli', { network: { exposePorts: ['127.0.0.1:3000:3000', 9000] } })]);
+    expect(p.network.exposePorts).toEqual([
+      { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000, source: { scope: 'cli', file: '/cli.json' } },
+      { hostAddress: '127.0.0.1', hostPort: 9000, sandboxPort: 9000, source: { scope: 'cli', file: '/cli.json' } },
+      { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80, source: { scope: 'user', file: '/user.json' } },
+    ]);
+  });
+
+  it('errors name the file, the key and the fix', () => {
+    const err = (settings: unknown) => {
+      try {
+        buildPolicy(ctx, [layer('user', settings)]);
+      } catch (e) {
+        if (e instanceof SettingsError) return e.lines.join('\n');
+        throw e;
+      }
+      return 'no error';
+    };
+    expect(err({ network: { exposePorts: [3000, '3000:4000'] } })).toBe(
+      '/user.json: network.exposePorts[1]: host 127.0.0.1:3000 → sandbox 127.0.0.1:4000 conflicts with host 127.0.0.1:3000 → sandbox 127.0.0.1:3000 (/user.json)');
+    expect(err({ network: { exposePorts: [true] } })).toMatch(/^\/user\.json: network\.exposePorts\[0\]: /);
+    expect(err({ network: { allowedDomains: ['localhost:1080'] } })).toBe(
+      '/user.json: network.allowedDomains[0]: "localhost:1080": a host loopback port is forwarded into the sandbox at the same port, and srt\'s SOCKS5 proxy listens on 127.0.0.1:1080 inside the sandbox; this port cannot be forwarded');
+    expect(err({ network: { allowedDomains: ['example.com:3128', '*:1080', 'localhost'] } })).toBe('no error'); // not forwarded
+    expect(err({ network: { allowedDomains: ['[::1]:4000'], exposePorts: ['5000:4000'] } })).toBe(
+      '/user.json: network.exposePorts: host 127.0.0.1:5000 → sandbox 127.0.0.1:4000: sandbox port 4000 is already forwarded from the host by network.allowedDomains "[::1]:4000" (/user.json); use another port');
+  });
+
+  it('an invalid entry is an error even in a scope whose exposePorts are ignored', () => {
+    expect(() => buildPolicy(ctx, [layer('project', { network: { exposePorts: ['0.0.0.0:80:80'] } })])).toThrow(/only the host's loopback/);
+    const p = buildPolicy(ctx, [layer('project', { network: { exposePorts: [3000] } })]);
+    expect(p.network.exposePorts).toEqual([]);
+    expect(p.ignored.map((i) => i.key)).toEqual(['network.exposePorts']);
+  });
+});
