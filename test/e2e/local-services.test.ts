@@ -354,6 +354,9 @@ describe('the relays themselves', () => {
     const marker = `8${process.pid}${Date.now() % 100000}`;
     const bg = await startBackground(['--settings', settings, '--', 'sh', '-c', `ps -eo pid=,comm= | tr -s ' ' | tr '\\n' ','; echo; echo ready; exec sleep ${marker}`], home, cwd);
     try {
+      for (let i = 0; i < 200 && !processesWith(marker).some((p) => p.includes(`sleep\0${marker}`)); i++) {
+        await new Promise((r) => setTimeout(r, 25));
+      }
       const tree = descendants(bg.child.pid!).map(comm).filter((c) => c !== 'gone');
       expect(tree).not.toContain('socat');
       expect(new Set(tree)).toEqual(new Set(['bwrap', 'srt-seccomp', 'sleep']));

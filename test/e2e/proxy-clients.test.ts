@@ -1,4 +1,4 @@
-// Real clients (curl, python3 urllib, node fetch/http/https through the preload, git, socat)
+// Real clients (curl, python3 urllib, node fetch/http/https through the preload, git, the helper's CONNECT client)
 // run as child processes with the environment sandboxProxyEnv builds, against srt's proxy
 // running in-process and servers on 127.0.0.1 only. Test hostnames (*.test) exist only in the
 // proxy's injected resolver, so a request that succeeds can only have gone through the proxy.
