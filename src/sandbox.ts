@@ -31,7 +31,7 @@ export type CommandSpec = { argv: string[] } | { shell: string };
 export class SandboxError extends Error {}
 
 const MANAGED_DIR = '/etc/srt';
-// The helper takes at most 256 listeners (relays.c); the HTTP and SOCKS relays are two of them.
+// The helper takes at most 256 listeners (relays.c); the HTTP and SOCKS relays are four of them.
 const MAX_LISTENERS = 256;
 
 /** Files with several hard links in protected directories (two levels down, bounded): another
@@ -108,10 +108,12 @@ function maskWarnings(policy: Policy): string[] {
  * host, every exposed port, on descriptors from 6 up (0-2 stdio, 3 bwrap's status, 4-5 the pty's).
  */
 function relayPlan(policy: Policy, runDir: string): { relays: RelayListen[]; exposes: HostListen[]; forwards: ForwardListen[] } {
-  const relays: RelayListen[] = [
-    { address: '127.0.0.1', port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
-    { address: '127.0.0.1', port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
-  ];
+  // The proxies on both loopbacks: `localhost:3128` reaches them too, and the command cannot
+  // put a listener of its own on [::1]:3128.
+  const relays: RelayListen[] = ['127.0.0.1', '::1'].flatMap((address) => [
+    { address, port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
+    { address, port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
+  ]);
   const forwards: ForwardListen[] = forwardedPorts(policy.network).map((f, i) => {
     const socketPath = join(runDir, `fwd-${i}.sock`);
     for (const address of f.listen) relays.push({ address, port: f.port, socketPath });
@@ -121,7 +123,7 @@ function relayPlan(policy: Policy, runDir: string): { relays: RelayListen[]; exp
     fd: PARENT_STAT_FD + 1 + i, hostAddress: e.hostAddress, hostPort: e.hostPort, sandboxPort: e.sandboxPort,
   }));
   if (relays.length + exposes.length > MAX_LISTENERS) {
-    throw new SandboxError(`too many local services: ${relays.length - 2} forwarded and ${exposes.length} exposed port listeners; srt supports ${MAX_LISTENERS - 2} in all`);
+    throw new SandboxError(`too many local services: ${relays.length - 4} forwarded and ${exposes.length} exposed port listeners; srt supports ${MAX_LISTENERS - 4} in all`);
   }
   return { relays, exposes, forwards };
 }
@@ -316,7 +318,11 @@ export class Sandbox {
     const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
-      listen: { http: { socketPath: relays[0]!.socketPath }, socks: { socketPath: relays[1]!.socketPath }, forwards: this.forwards },
+      listen: {
+        http: { socketPath: relays.find((r) => r.port === HTTP_RELAY_PORT)!.socketPath },
+        socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
+        forwards: this.forwards,
+      },
       ...(log ? { log } : {}),
     });
   }
@@ -350,7 +356,7 @@ export class Sandbox {
       ] as const) {
         const socketPath = seccomp.relays.find((r) => r.port === port)!.socketPath;
         const target = own === undefined ? `srt's filtering ${kind} proxy` : `your own ${kind} proxy on 127.0.0.1:${own}`;
-        lines.push(`sandbox 127.0.0.1:${port} → ${socketPath} → ${target}`);
+        lines.push(`sandbox 127.0.0.1:${port}, [::1]:${port} → ${socketPath} → ${target}`);
       }
       for (const f of forwardedPorts(this.policy.network)) {
         lines.push(`${describeForward(f)}, each connection decided by srt's proxy (network.allowedDomains "${f.rule}")`);

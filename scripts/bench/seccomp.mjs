@@ -1,5 +1,6 @@
 // Launch cost of the seccomp helper: bwrap + srt-seccomp (nested PID/mount namespace, fresh
-// /proc, capability drop, filter) + /bin/true against the same bwrap running /bin/true directly.
+// /proc, capability drop, filter) + /bin/true against the same bwrap running /bin/true directly,
+// and what the HTTP and SOCKS relays add (two listeners bound, one relay process forked).
 // Needs a build (dist/ and seccomp/build/srt-seccomp).
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -21,14 +22,17 @@ try {
   writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch(), allowUnixSockets: false, allowNamespaces: false }));
   const bwrap = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  const withHelper = [...bwrap, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP',
-    '--', helper.path, '--filter', filter, '--', '/bin/true'];
-  // Interleave the two so load from anything else on the machine hits both alike.
+  const withHelper = (relays) => [...bwrap, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP',
+    '--', helper.path, ...relays, '--filter', filter, '--', '/bin/true'];
+  const relays = ['--relay', `127.0.0.1:3128:${join(s.dir, 'http.sock')}`, '--relay', `127.0.0.1:1080:${join(s.dir, 'socks.sock')}`];
+  // Interleave them so load from anything else on the machine hits all alike.
   const bare = [];
   const seccomp = [];
+  const relayed = [];
   for (let round = 0; round < 3; round++) {
     bare.push(timeCommand([...bwrap, '--', '/bin/true'], opts));
-    seccomp.push(timeCommand(withHelper, opts));
+    seccomp.push(timeCommand(withHelper([]), opts));
+    relayed.push(timeCommand(withHelper(relays), opts));
   }
   const mid = (xs) => [...xs].sort((a, b) => a - b)[1];
   report([
@@ -36,6 +40,8 @@ try {
     ['bwrap + srt-seccomp + filter /bin/true (median ms)', mid(seccomp).toFixed(1)],
     ['added by the helper (ms, target < 10)', (mid(seccomp) - mid(bare)).toFixed(1)],
     ['ratio', (mid(seccomp) / mid(bare)).toFixed(2)],
+    ['  + HTTP and SOCKS relays (median ms)', mid(relayed).toFixed(1)],
+    ['added by the relays (ms)', (mid(relayed) - mid(seccomp)).toFixed(1)],
   ]);
 } finally {
   s.cleanup();

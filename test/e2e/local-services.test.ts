@@ -226,6 +226,23 @@ describe('forwarded host loopback ports (allowedDomains localhost:PORT)', () => 
     expect(upstreamSaw.slice(before)).toEqual([]);
   });
 
+  it('the command cannot take a forwarded port (or srt\'s own) over: every bind to it fails, on any address, with any reuse option', async () => {
+    const r = await inSandbox(`python3 -c "
+import socket
+out = []
+for port in (${PORT}, 3128, 1080):
+    for fam, addr in ((socket.AF_INET, '127.0.0.1'), (socket.AF_INET, '0.0.0.0'), (socket.AF_INET6, '::1'), (socket.AF_INET6, '::')):
+        for opts in ((), (socket.SO_REUSEADDR,), (socket.SO_REUSEADDR, socket.SO_REUSEPORT)):
+            s = socket.socket(fam)
+            for o in opts: s.setsockopt(socket.SOL_SOCKET, o, 1)
+            try: s.bind((addr, port)); s.listen(); out.append('bound %s %s %s' % (addr, port, opts))
+            except OSError as e: pass
+            s.close()
+print('bound=' + ';'.join(out))"`, { network: { allowedDomains: [`localhost:${PORT}`] } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.results.bound).toBe('');
+  });
+
   it('srt\'s own ports cannot be forwarded or exposed: a settings error, nothing runs', async () => {
     const marker = join(tmp.path, 'ran-own-port');
     for (const [settings, message] of [
@@ -352,7 +369,8 @@ describe('the relays themselves', () => {
     const port = await freePort();
     const settings = settingsFile({ network: { allowedDomains: [`localhost:${PORT}`], exposePorts: [port] } });
     const marker = `8${process.pid}${Date.now() % 100000}`;
-    const bg = await startBackground(['--settings', settings, '--', 'sh', '-c', `ps -eo pid=,comm= | tr -s ' ' | tr '\\n' ','; echo; echo ready; exec sleep ${marker}`], home, cwd);
+    // The command's own descriptors: stdio only (the exposed host socket went to the relay alone).
+    const bg = await startBackground(['--settings', settings, '--', 'sh', '-c', `ps -eo pid=,comm= | tr -s ' ' | tr '\\n' ','; echo; ls /proc/self/fd | tr '\\n' ' '; echo; echo ready; exec sleep ${marker}`], home, cwd);
     try {
       for (let i = 0; i < 200 && !processesWith(marker).some((p) => p.includes(`sleep\0${marker}`)); i++) {
         await new Promise((r) => setTimeout(r, 25));
@@ -362,7 +380,9 @@ describe('the relays themselves', () => {
       expect(new Set(tree)).toEqual(new Set(['bwrap', 'srt-seccomp', 'sleep']));
       // bwrap, the outer helper, the relay, init: the helper's processes; then the command.
       expect(tree.filter((c) => c === 'srt-seccomp')).toHaveLength(3);
-      expect(bg.firstLine.trim()).toMatch(/^ ?1 srt-seccomp, ?\d+ sh, ?\d+ ps, ?\d+ tr, ?\d+ tr,?$/);
+      const [ps, fds] = bg.firstLine.trim().split('\n');
+      expect(ps).toMatch(/^ ?1 srt-seccomp, ?\d+ sh, ?\d+ ps, ?\d+ tr, ?\d+ tr,?$/);
+      expect(fds!.trim()).toBe('0 1 2 3'); // 3: ls's own directory
     } finally {
       bg.child.kill('SIGTERM');
       await bg.exit;
