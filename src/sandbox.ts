@@ -107,14 +107,22 @@ function maskWarnings(policy: Policy): string[] {
  * loopback port (one proxy socket per forward, shared by its 127.0.0.1 and ::1 listeners); on the
  * host, every exposed port, on descriptors from 6 up (0-2 stdio, 3 bwrap's status, 4-5 the pty's).
  */
-function relayPlan(policy: Policy, runDir: string): { relays: RelayListen[]; exposes: HostListen[]; forwards: ForwardListen[] } {
+function relayPlan(policy: Policy, runDir: string, warnings: string[]): { relays: RelayListen[]; exposes: HostListen[]; forwards: ForwardListen[] } {
   // The proxies on both loopbacks: `localhost:3128` reaches them too, and the command cannot
   // put a listener of its own on [::1]:3128.
   const relays: RelayListen[] = ['127.0.0.1', '::1'].flatMap((address) => [
     { address, port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
     { address, port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
   ]);
-  const forwards: ForwardListen[] = forwardedPorts(policy.network).map((f, i) => {
+  // For a caller other than root, bubblewrap runs the sandbox in a second user namespace (its
+  // first one owns the network namespace): nothing inside may listen below 1024 there.
+  const lowPortsBindable = process.getuid?.() === 0;
+  const forwarded = forwardedPorts(policy.network).filter((f) => {
+    if (f.port >= 1024 || lowPortsBindable) return true;
+    warnings.push(`network.allowedDomains "${f.rule}" (${describeSource(f.source, policy)}) is not forwarded into the sandbox: ports below 1024 can be listened on inside only when srt runs as root; clients that use the proxy still reach it`);
+    return false;
+  });
+  const forwards: ForwardListen[] = forwarded.map((f, i) => {
     const socketPath = join(runDir, `fwd-${i}.sock`);
     for (const address of f.listen) relays.push({ address, port: f.port, socketPath });
     return { socketPath, host: f.host, port: f.port };
@@ -246,7 +254,7 @@ export class Sandbox {
       // rather than looking like an empty file. uid 0 inside has no capabilities to override it.
       const deniedFile = join(runDir, 'denied');
       writeFileSync(deniedFile, '', { mode: 0o000 });
-      const { relays, exposes, forwards: planned } = relayPlan(policy, runDir);
+      const { relays, exposes, forwards: planned } = relayPlan(policy, runDir, warnings);
       let seccomp: SeccompLaunch | undefined;
       if (seccompHelper) {
         const filterPath = join(runDir, 'filter.bpf');
@@ -359,6 +367,7 @@ export class Sandbox {
         lines.push(`sandbox 127.0.0.1:${port}, [::1]:${port} → ${socketPath} → ${target}`);
       }
       for (const f of forwardedPorts(this.policy.network)) {
+        if (!this.forwards.some((x) => x.host === f.host && x.port === f.port)) continue; // not bindable (a warning says why)
         lines.push(`${describeForward(f)}, each connection decided by srt's proxy (network.allowedDomains "${f.rule}")`);
       }
       for (const e of this.policy.network.exposePorts) lines.push(`${describeExpose(e)} (network.exposePorts; [::1] when 127.0.0.1 refuses)`);

@@ -536,19 +536,22 @@ time.sleep(3)`;
     const marker = join(runDir, 'caps.sock');
     const srv = await unixServer('caps.sock', (s) => s.end('relayed'));
     try {
-      // Port 80 needs CAP_NET_BIND_SERVICE to bind; the relay drops it (and everything else) at once.
+      // As root, port 80 (CAP_NET_BIND_SERVICE to bind, dropped by the relay with everything else
+      // at once). Other callers' sandboxes cannot listen below 1024 at all (src/sandbox.ts).
+      const root = process.getuid!() === 0;
+      const port = root ? 80 : 4103;
       const py = `
 import os, signal, socket, subprocess, sys, time
-print(socket.create_connection(('127.0.0.1', 80)).recv(10).decode()); sys.stdout.flush()
+print(socket.create_connection(('127.0.0.1', ${port})).recv(10).decode()); sys.stdout.flush()
 # Everything this process may signal (kill(-1) spares only the caller and init).
 for sig in (signal.SIGSTOP, signal.SIGKILL):
     try: os.kill(-1, sig)
     except OSError: pass
-print(socket.create_connection(('127.0.0.1', 80)).recv(10).decode()); sys.stdout.flush()
+print(socket.create_connection(('127.0.0.1', ${port})).recv(10).decode()); sys.stdout.flush()
 time.sleep(2)`;
       const child = execa(BWRAP!, sandboxArgv([PYTHON, '-c', py], {
-        caps: ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_NET_BIND_SERVICE'],
-        helperArgs: ['--relay', `127.0.0.1:80:${marker}`, '--filter', filters.strict],
+        caps: ['CAP_SYS_ADMIN', 'CAP_SETPCAP', ...(root ? ['CAP_NET_BIND_SERVICE'] : [])],
+        helperArgs: ['--relay', `127.0.0.1:${port}:${marker}`, '--filter', filters.strict],
       }), { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
       let out = '';
       await new Promise<void>((resolve) => {
