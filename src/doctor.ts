@@ -85,11 +85,6 @@ async function dependencyChecks(): Promise<Check[]> {
     });
   }
 
-  const socat = findSystemTool('socat');
-  checks.push(socat
-    ? { id: 'socat', title: 'socat', status: 'ok', detail: socat }
-    : { id: 'socat', title: 'socat', status: 'error', detail: 'not found in the system directories', fix: 'apt-get install socat (the network relays inside the sandbox use it)' });
-
   const rg = findSystemTool('rg');
   const rgVersion = rg ? /ripgrep (\S+)/.exec((await run(rg, ['--version'])).out)?.[1] : undefined;
   checks.push(rg
