@@ -335,7 +335,7 @@ describe('exposed ports (network.exposePorts)', () => {
     expect(json.settings.network.exposePorts.map((e: { value: string }) => e.value)).toEqual(['127.0.0.1:3000:3000', '127.0.0.1:8081:80']);
     const dry = await srt(['--dry-run', '--settings', settings, '--', 'true'], { home, cwd });
     expect(dry.exitCode, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(/srt-seccomp --host-listen 4:127\.0\.0\.1:3000 --host-listen 5:127\.0\.0\.1:8081 -- \\\n {2}\/\S*bwrap/);
+    expect(dry.stdout).toMatch(/srt-seccomp --host-listen 6:127\.0\.0\.1:3000 --host-listen 7:127\.0\.0\.1:8081 -- \\\n {2}\/\S*bwrap/);
     expect(dry.stdout).toContain('sandbox 127.0.0.1:5432, [::1]:5432 → host localhost:5432, each connection decided by srt\'s proxy (network.allowedDomains "localhost:5432")');
     expect(dry.stdout).toContain('host 127.0.0.1:8081 → sandbox 127.0.0.1:80 (network.exposePorts');
     // Connecting to sandbox port 80 needs no capability; listening on a forwarded port below 1024 does.
