@@ -21,7 +21,7 @@ import { isWithin } from './glob.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { describeSource } from './settings/report.js';
 import { shellQuote } from './shell.js';
-import { NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
+import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
 import type { ForwardListen, ProxyHandle } from './proxy/server.js';
 
@@ -254,6 +254,7 @@ export class Sandbox {
       // rather than looking like an empty file. uid 0 inside has no capabilities to override it.
       const deniedFile = join(runDir, 'denied');
       writeFileSync(deniedFile, '', { mode: 0o000 });
+      if (seccompHelper) writeFileSync(join(runDir, 'git-proxy'), gitProxyScript(seccompHelper.path, HTTP_RELAY_PORT), { mode: 0o500 });
       const { relays, exposes, forwards: planned } = relayPlan(policy, runDir, warnings);
       let seccomp: SeccompLaunch | undefined;
       if (seccompHelper) {
@@ -314,6 +315,7 @@ export class Sandbox {
       ...env,
       ...sandboxProxyEnv({
         httpPort: HTTP_RELAY_PORT, socksPort: SOCKS_RELAY_PORT, nodePreloadPath: NODE_PRELOAD_PATH, helperPath: seccomp.helperPath, baseEnv: process.env,
+        gitProxyCommand: join(this.runDir, 'git-proxy'),
       }),
     };
   }

@@ -14,8 +14,16 @@ export interface SandboxProxyEnvOptions {
   nodePreloadPath: string;
   /** The seccomp helper (readable inside): its `--connect` mode is ssh's ProxyCommand. */
   helperPath: string;
+  /** An executable inside the sandbox that runs `helper --connect` for `HOST PORT` (git runs
+   *  GIT_PROXY_COMMAND without a shell, so it must be one program: see gitProxyScript). */
+  gitProxyCommand?: string;
   /** The command's environment before srt's additions: NODE_OPTIONS and GIT_CONFIG_* are extended, not replaced. */
   baseEnv?: Record<string, string | undefined>;
+}
+
+/** The GIT_PROXY_COMMAND program: the helper's CONNECT client through the HTTP relay. */
+export function gitProxyScript(helperPath: string, httpPort: number): string {
+  return `#!/bin/sh\nexec ${shellQuote(helperPath)} --connect 127.0.0.1:${httpPort} "$1" "$2"\n`;
 }
 
 /** Quote a value for NODE_OPTIONS (which understands double quotes with backslash escapes). */
@@ -55,6 +63,8 @@ export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, st
     CLOUDSDK_PROXY_PORT: String(opts.httpPort),
     NODE_USE_ENV_PROXY: '1',
   };
+  // git:// URLs: git runs this with the host and port as arguments.
+  if (opts.gitProxyCommand) env.GIT_PROXY_COMMAND = opts.gitProxyCommand;
 
   const existingCount = Number(base.GIT_CONFIG_COUNT ?? 0);
   const n = Number.isInteger(existingCount) && existingCount >= 0 ? existingCount : 0;

@@ -80,6 +80,16 @@ describe('honest messages', () => {
   });
 });
 
+describe('clients that ignore the proxy variables', () => {
+  it('git:// goes through the proxy (GIT_PROXY_COMMAND), and so does plain ssh with $GIT_SSH_COMMAND', async () => {
+    const script = 'git ls-remote git://git.example.invalid:9418/x >/dev/null 2>&1; eval "$GIT_SSH_COMMAND -o BatchMode=yes -p 2222 ssh.example.invalid true" >/dev/null 2>&1; true';
+    const r = await srt(['-c', script], { home, cwd });
+    // Refused by srt's proxy (reported), not by DNS inside the sandbox: the clients used it.
+    expect(r.stderr).toContain('srt: blocked git.example.invalid:9418 — not in network.allowedDomains');
+    expect(r.stderr).toContain('srt: blocked ssh.example.invalid:2222 — not in network.allowedDomains');
+  });
+});
+
 describe('a working directory you cannot write', () => {
   it('runs, read-only inside, and leaves nothing behind', async () => {
     const ro = join(tmp.path, 'readonly');
