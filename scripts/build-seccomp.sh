@@ -20,7 +20,7 @@ fi
 mkdir -p "$(dirname "$out")"
 tmp="$out.tmp.$$"
 trap 'rm -f "$tmp"' EXIT
-flags=(-std=gnu11 -O2 -s -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong)
+flags=(-std=gnu11 -O2 -s -Wall -Wextra -Werror -D_FORTIFY_SOURCE=2 -fstack-protector-strong -pthread)
 # Static when the C library's static archive is installed (no dynamic loader at every start);
 # otherwise a normal dynamic build, whose errors are the ones shown.
 if ! "$cc" "${flags[@]}" -static -o "$tmp" "${srcs[@]}" 2>/dev/null; then

@@ -38,8 +38,20 @@ void read_filter(const char *path, struct sock_fprog *prog) {
   prog->filter = insns;
 }
 
-void install_filter(const struct sock_fprog *prog) {
-  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0) return;
+int install_filter(const struct sock_fprog *prog, int listen) {
+  if (listen) {
+    // WAIT_KILLABLE_RECV: once the supervisor has taken a call, only a fatal signal interrupts
+    // the wait for its answer; otherwise a signal would restart a call already performed.
+    int fd = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                     SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, prog);
+    if (fd >= 0) return fd;
+    if (errno == EINVAL)
+      die("seccomp helper: this kernel has no seccomp user notification with "
+          "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19); srt should have used placeholders");
+    die_errno("seccomp");
+  }
+  if (syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0) return -1;
   if (errno != ENOSYS) die_errno("seccomp");
   if (prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, prog, 0, 0) != 0) die_errno("PR_SET_SECCOMP");
+  return -1;
 }

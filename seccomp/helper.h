@@ -1,6 +1,6 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
 // mechanism: main.c (arguments, signals), caps.c, relays.c, connect.c, init.c (nested PID/mount
-// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c.
+// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c, supervisor.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -85,16 +85,28 @@ int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set
 
 // filter.c
 void read_filter(const char *path, struct sock_fprog *prog);
-void install_filter(const struct sock_fprog *prog);
+// With listen, the filter's seccomp user-notification listener is returned (else -1).
+int install_filter(const struct sock_fprog *prog, int listen);
 
 // landlock.c: the command may write only beneath these n absolute paths (and a few devices);
 // socket files only after landlock_allow_socket_files().
 void restrict_writes(const char *const *writable, int nwritable);
 void landlock_allow_socket_files(void);
 
+// supervisor.c: the protected-path supervisor (seccomp user notifications), a thread of init
+// started once init holds its final Landlock domain and no capabilities. supervisor_socket()
+// gives the end the command sends its listener on (supervisor_send_listener, after
+// install_filter); supervisor_forked() once the command is forked.
+void supervisor_load_rules(const char *path);
+int supervisor_socket(void);
+void supervisor_send_listener(int sock, int listener);
+void supervisor_start(int report_fd);
+void supervisor_forked(void);
+
 // init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out, pty NULL leaves
-// the command on the helper's own stdio.
+// the command on the helper's own stdio; protect: run the supervisor (rules loaded), reporting
+// on report_fd (-1: none).
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable, int nwritable,
-             struct pty *pty, const sigset_t *set);
+             struct pty *pty, int protect, int report_fd, const sigset_t *set);
 
 #endif

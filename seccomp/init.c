@@ -1,5 +1,6 @@
 // init: PID 1 of the nested PID namespace, in its own mount namespace with a fresh /proc, and
-// the command it starts (no capabilities, no_new_privs, Landlock, the seccomp filter).
+// the command it starts (no capabilities, no_new_privs, Landlock, the seccomp filter). With
+// --protect, init also runs the protected-path supervisor (supervisor.c) as a second thread.
 
 #include "helper.h"
 
@@ -27,18 +28,14 @@ static void proc_read_only(const char *path) {
     die_errno(path);
 }
 
-// writable: NULL to leave Landlock out.
-static void exec_command(char **cmd, const struct sock_fprog *prog,
-                         const char *const *writable, int nwritable, const struct pty *pty) {
+// sup_fd: where the filter's listener goes (-1: no supervisor).
+static void exec_command(char **cmd, const struct sock_fprog *prog, const struct pty *pty, int sup_fd) {
   // Its own process group, so init can signal the command and everything it starts at once.
   if (setpgid(0, 0) != 0) die_errno("setpgid");
   if (pty) pty_attach_command(pty);
   unblock_signals();
-  // bwrap already sets no_new_privs; set it again: Landlock and seccomp without CAP_SYS_ADMIN
-  // require it, and it keeps execve from granting capabilities (setuid files, file caps, uid 0).
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_errno("PR_SET_NO_NEW_PRIVS");
-  if (writable) restrict_writes(writable, nwritable);
-  install_filter(prog);
+  int listener = install_filter(prog, sup_fd >= 0);
+  if (sup_fd >= 0) supervisor_send_listener(sup_fd, listener);
   execvp(cmd[0], cmd);
   int err = errno;
   if (err == ENOENT || err == ENOTDIR) {
@@ -54,7 +51,7 @@ static void exec_command(char **cmd, const struct sock_fprog *prog,
 
 // PID 1 of the nested PID namespace.
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
-                    int nwritable, struct pty *pty, const sigset_t *set) {
+                    int nwritable, struct pty *pty, int protect, int report_fd, const sigset_t *set) {
   if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
   // Private: nothing mounted here propagates back to bwrap's mount namespace.
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
@@ -72,9 +69,25 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) die_errno("PR_SET_DUMPABLE");
   drop_capabilities();
   if (pty) pty_init_session(pty);
+  // bwrap already sets no_new_privs; set it again: Landlock and seccomp without CAP_SYS_ADMIN
+  // require it, and it keeps execve from granting capabilities (setuid files, file caps, uid 0).
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) die_errno("PR_SET_NO_NEW_PRIVS");
+  // Landlock here, once all mounts are done (a Landlock domain forbids mounting): the command
+  // inherits this very domain, and so does the supervisor, so every call the supervisor makes
+  // for the command is judged by the command's own Landlock rules (Landlock also lets a process
+  // read another's memory only from an enclosing domain). The stdio rules cover init's stdio;
+  // a descriptor the command gets the pty on instead is under /dev/pts, writable anyway.
+  if (writable) restrict_writes(writable, nwritable);
+  int sup_fd = -1;
+  if (protect) {
+    sup_fd = supervisor_socket();
+    supervisor_start(report_fd);
+  }
+  if (report_fd >= 0) close(report_fd);
   pid_t pid = fork();
   if (pid < 0) die_errno("fork");
-  if (pid == 0) exec_command(cmd, prog, writable, nwritable, pty);
+  if (pid == 0) exec_command(cmd, prog, pty, sup_fd);
+  if (protect) supervisor_forked();
   // Also here, so a signal forwarded before the child ran setpgid still reaches the group.
   if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH) die_errno("setpgid");
   return pty ? pty_forward_until_exit(pty, pid, set) : forward_until_exit(pid, 1, set);

@@ -86,7 +86,8 @@ static int socket_files = 0;
 
 void landlock_allow_socket_files(void) { socket_files = 1; }
 
-// Runs in the command process, after init mounted /proc: the paths are the sandbox's.
+// Runs in init, after it mounted /proc and before it forks the command (and starts the
+// supervisor): the paths are the sandbox's, and both inherit this one domain.
 void restrict_writes(const char *const *writable, int nwritable) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) return; // not built in, or disabled

@@ -1,8 +1,8 @@
 // srt-seccomp: the first process inside srt's bubblewrap sandbox.
 //
 //   srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
-//               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] --filter FILE
-//               -- CMD ARGS...
+//               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO]
+//               [--protect RULES [--report-fd N]] --filter FILE -- CMD ARGS...
 //   srt-seccomp --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-seccomp --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //
@@ -13,9 +13,12 @@
 //     which passes each connection on to srt's proxy (--relay) or into the sandbox (--expose);
 //  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, mounts a
 //     fresh /proc there (so the command cannot see the relay or this process), re-binds the
-//     dangerous /proc entries read-only, drops every capability and forks the command, which
-//     sets no_new_privs, restricts writes with Landlock (below), installs the seccomp filter
-//     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c);
+//     dangerous /proc entries read-only, drops every capability, sets no_new_privs, restricts
+//     writes with Landlock (landlock.c) and forks the command, which installs the seccomp filter
+//     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c); with
+//     --protect, the filter's user notifications go to the protected-path supervisor, a thread
+//     of init (supervisor.c), which performs the creating calls itself after checking them
+//     against RULES, and reports refusals on descriptor N;
 //  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
 //     left in the sandbox, the relay included.
@@ -27,6 +30,7 @@
 #include "helper.h"
 
 #include <stdarg.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,6 +62,7 @@ void die(const char *fmt, ...) {
 static void usage(void) {
   die("seccomp helper: usage: srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
       "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
+      "[--protect RULES [--report-fd N]] "
       "--filter FILE -- CMD ARGS...");
 }
 
@@ -153,7 +158,8 @@ int main(int argc, char **argv) {
   struct pty pty;
   int use_pty = 0;
   int nrelays = 0;
-  const char *filter_path = NULL;
+  const char *filter_path = NULL, *protect_path = NULL;
+  int report_fd = -1;
   const char **writable = calloc(argc, sizeof *writable);
   if (!writable) die_errno("calloc");
   int nwritable = 0, landlock = 1;
@@ -187,6 +193,13 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--pty") == 0 && !use_pty) {
       parse_pty(argv[++i], &pty);
       use_pty = 1;
+    } else if (strcmp(argv[i], "--protect") == 0 && !protect_path) {
+      protect_path = argv[++i];
+    } else if (strcmp(argv[i], "--report-fd") == 0 && report_fd < 0) {
+      char *end;
+      long fd = strtol(argv[++i], &end, 10);
+      if (*end || fd < 3 || fd > 1024) die("seccomp helper: --report-fd %s: want a descriptor >= 3", argv[i]);
+      report_fd = (int)fd;
     } else if (strcmp(argv[i], "--filter") == 0 && !filter_path) {
       filter_path = argv[++i];
     } else {
@@ -196,19 +209,25 @@ int main(int argc, char **argv) {
   if (!filter_path || i + 1 >= argc) usage();
   if (!landlock && nwritable > 0)
     die("seccomp helper: --writable and --no-landlock exclude each other");
+  if (report_fd >= 0 && !protect_path) die("seccomp helper: --report-fd needs --protect");
   char **cmd = argv + i + 1;
-  // Kept: the pty's two descriptors and the exposed ports' listeners, ascending.
-  int *keep = calloc((size_t)nrelays + 2, sizeof *keep);
+  // Kept: the pty's two descriptors, the exposed ports' listeners and the supervisor's report
+  // descriptor (which init keeps; the command never holds it), ascending.
+  int *keep = calloc((size_t)nrelays + 3, sizeof *keep);
   if (!keep) die_errno("calloc");
   int nkeep = 0;
   if (use_pty) keep[nkeep++] = pty.channel, keep[nkeep++] = pty.parent_stat;
   for (int r = 0; r < nrelays; r++)
     if (relays[r].kind == RELAY_TO_SANDBOX) keep[nkeep++] = relays[r].listen_fd;
+  if (report_fd >= 0) keep[nkeep++] = report_fd;
   sort_fds(keep, nkeep);
   for (int k = 1; k < nkeep; k++)
     if (keep[k] == keep[k - 1]) die("seccomp helper: descriptor %d given twice", keep[k]);
   close_inherited_fds(keep, nkeep);
   free(keep);
+  if (report_fd >= 0 && fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
+    die("seccomp helper: --report-fd %d: %s", report_fd, strerror(errno));
+  if (protect_path) supervisor_load_rules(protect_path);
 
   struct sock_fprog prog;
   read_filter(filter_path, &prog);
@@ -228,8 +247,10 @@ int main(int argc, char **argv) {
   pid_t init = fork();
   if (init < 0) die_errno("fork");
   if (init == 0)
-    _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, use_pty ? &pty : NULL, &set));
+    _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, use_pty ? &pty : NULL,
+                   protect_path != NULL, report_fd, &set));
   if (use_pty) pty_started(&pty, init);
+  if (report_fd >= 0) close(report_fd);
   drop_capabilities();
   int status = forward_until_exit(init, 0, &set);
   if (use_pty) pty_finish(&pty, &set);

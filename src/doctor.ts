@@ -10,7 +10,7 @@ import type { Policy } from './policy.js';
 import { literalOf } from './profiles/bwrap.js';
 import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
-import { findSeccompHelper } from './platform/seccomp-helper.js';
+import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
 import { findStale, reapStale } from './platform/state.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { normalizeHost, parseDomainEntry, ruleMatches } from './proxy/domains.js';
@@ -99,6 +99,10 @@ async function dependencyChecks(): Promise<Check[]> {
     checks.push(v.ok && /^srt-seccomp \d+/.test(v.out)
       ? { id: 'seccomp-helper', title: 'seccomp helper', status: 'ok', detail: `${helper.path} (${helper.arch}), runs` }
       : { id: 'seccomp-helper', title: 'seccomp helper', status: 'error', detail: `${helper.path} does not run: ${v.out || 'no output'}`, fix: 'rebuild it: npm run build' });
+    const noSupervisor = supervisorUnavailable();
+    checks.push(noSupervisor === null
+      ? { id: 'supervisor', title: 'protected-path supervisor', status: 'ok', detail: 'protected names are refused at any depth, with no placeholder on the host' }
+      : { id: 'supervisor', title: 'protected-path supervisor', status: 'warn', detail: `not available (${noSupervisor}): placeholders instead, covering only what the search finds`, fix: 'Linux 5.19 or later, and kernel.yama.ptrace_scope below 2' });
   }
 
   if (bwrap) {
@@ -218,19 +222,20 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
 
 function staleCheck(home: string, fix: boolean): Check {
   const before = findStale(home);
-  const items = [...before.placeholders.map((p) => p.path), ...before.runDirs];
+  const items = [...before.placeholders.map((p) => p.path), ...before.runDirs, ...before.watched];
   if (items.length === 0) return { id: 'stale', title: 'left by killed runs', status: 'ok', detail: 'nothing left behind by a killed run' };
   if (fix) {
     reapStale(home);
     const after = findStale(home);
-    const left = [...after.placeholders.map((p) => p.path), ...after.runDirs];
+    const left = [...after.placeholders.map((p) => p.path), ...after.runDirs, ...after.watched];
     return left.length
       ? { id: 'stale', title: 'left by killed runs', status: 'warn', detail: `removed ${items.length - left.length}, ${left.length} could not be removed`, fix: 'remove them by hand', ...listed(left) }
-      : { id: 'stale', title: 'left by killed runs', status: 'ok', detail: `removed ${before.placeholders.length} placeholder(s) and ${before.runDirs.length} run director${before.runDirs.length === 1 ? 'y' : 'ies'} left by killed runs` };
+      : { id: 'stale', title: 'left by killed runs', status: 'ok', detail: `removed ${before.placeholders.length} placeholder(s) and ${before.runDirs.length} run director${before.runDirs.length === 1 ? 'y' : 'ies'} left by killed runs${before.watched.length ? `, and set aside ${before.watched.length} protected path(s) their sandboxes created` : ''}` };
   }
   return {
     id: 'stale', title: 'left by killed runs', status: 'warn',
-    detail: `${before.placeholders.length} stale sandbox mask file(s) and ${before.runDirs.length} run director${before.runDirs.length === 1 ? 'y' : 'ies'} left by a killed session`,
+    detail: `${before.placeholders.length} stale sandbox mask file(s) and ${before.runDirs.length} run director${before.runDirs.length === 1 ? 'y' : 'ies'} left by a killed session` +
+      (before.watched.length ? `, and ${before.watched.length} protected path(s) its sandbox created (e.g. a .git/commondir)` : ''),
     fix: 'srt doctor --fix removes them (never a live run\'s)',
     ...listed(items),
   };

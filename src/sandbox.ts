@@ -2,21 +2,23 @@
 // gather filesystem facts, build the bwrap argv, create placeholders, run, clean up.
 // Cleanup is synchronous and idempotent so it also runs from signal and exit handlers.
 
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readlinkSync, realpathSync, rmSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
+import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
-import { protectedTargets, type ProtectedTarget } from './profiles/protected.js';
+import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
+import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
+import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
-import { expandGlob, scanProtected, SearchError } from './platform/search.js';
-import { findSeccompHelper } from './platform/seccomp-helper.js';
+import { expandGlob, readGitFile, scanProtected, SearchError } from './platform/search.js';
+import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
 import { removeTree } from './platform/remove.js';
-import { PlaceholderSet, reapStale } from './platform/state.js';
+import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
 import { isWithin } from './glob.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { describeSource } from './settings/report.js';
@@ -56,6 +58,11 @@ function hardLinksBelow(dirs: string[]): Array<{ path: string; nlink: number }> 
   return out;
 }
 
+/** A repository's HEAD in a search's output (`.git/HEAD` at any depth). */
+function isRepositoryHead(rel: string): boolean {
+  return rel === '.git/HEAD' || (rel.endsWith('/.git/HEAD') && !rel.includes('/modules/'));
+}
+
 /** What the sandbox runs or loads of srt itself: the helper, the Node preload and undici. */
 function runtimeFiles(helperPath: string): { path: string; kind: 'file' | 'dir' }[] {
   const files: { path: string; kind: 'file' | 'dir' }[] = [{ path: realpathSync(helperPath), kind: 'file' }];
@@ -88,8 +95,14 @@ function selfWritableWarnings(writable: string[]): string[] {
   const launcher = process.argv[1] ? resolve(process.argv[1]) : undefined;
   const mine = [PACKAGE_ROOT, ...(launcher ? [launcher] : [])];
   const exposed = mine.filter((p) => writable.some((w) => isWithin(p, w)));
-  if (exposed.length === 0) return [];
-  return [`srt is installed inside a path this sandbox may write (${exposed.join(', ')}): the command could replace srt itself; install srt outside the project (e.g. npm install -g)`];
+  const out: string[] = [];
+  if (exposed.length) out.push(`srt is installed inside a path this sandbox may write (${exposed.join(', ')}): the command could replace srt itself; install srt outside the project (e.g. npm install -g)`);
+  let node = process.execPath;
+  try { node = realpathSync(node); } catch { /* as it is */ }
+  if (writable.some((w) => isWithin(node, w))) {
+    out.push(`the node running srt (${node}) lies inside a path this sandbox may write: the command could replace it, and srt would run that next time; run srt with a node installed elsewhere`);
+  }
+  return out;
 }
 
 /** The startup warning for every credential srt withholds instead of masking. */
@@ -144,6 +157,8 @@ function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
 
 export class Sandbox {
   private readonly warnings: string[] = [];
+  /** Lines for the end of the run: refused protected writes, repositories disabled, paths set aside. */
+  private readonly endNotes: string[] = [];
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private cleanupReported = false;
@@ -164,10 +179,13 @@ export class Sandbox {
     private readonly bwrap: string,
     private readonly runDir: string,
     private readonly facts: BwrapFacts,
-    /** Protected paths that did not exist and could not be masked: removed if the run creates them. */
+    /** Protected paths that did not exist and could not be masked: set aside if the run creates them. */
     private readonly watched: string[],
     /** The proxy sockets of the forwarded host loopback ports. */
     private readonly forwards: ForwardListen[],
+    private readonly rules: SupervisorRules,
+    /** Without the supervisor: the repositories' HEAD files found at the start (new ones are the run's). */
+    private readonly headsBefore: string[],
   ) {
     this.placeholders = new PlaceholderSet(policy.home);
   }
@@ -188,11 +206,32 @@ export class Sandbox {
       throw new SandboxError(`${helper.error}; srt will not run a command without its seccomp filter`);
     }
 
+    // The protected-path supervisor refuses protected names at any depth with no placeholder on
+    // the host; without it (old kernel, or no Landlock-compatible setup) placeholders are the fallback.
+    let supervise = false;
+    if (seccompHelper && !policy.filesystem.disabled && !policy.allowNestedUserNamespaces) {
+      const why = supervisorUnavailable();
+      if (why === null) supervise = true;
+      else warnings.push(`protected paths are kept with placeholder files during the run, not by the seccomp supervisor (${why}): ` +
+        `only protected paths found within ${policy.mandatoryDenySearchDepth} levels are covered, and git is told to ignore the placeholders`);
+    }
+
+    // The writable roots (as the mounts plan will have them), each searched for protected paths.
+    const cwdGit = readGitFile(join(policy.cwd, '.git'));
+    const worktree = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? { commonDir: cwdGit.commonDir, gitDir: cwdGit.gitDir } : undefined;
+    const landings = new Map<string, Landing>();
+    const landing = (p: string): Landing => {
+      let l = landings.get(p);
+      if (!l) landings.set(p, (l = resolveLanding(p)));
+      return l;
+    };
+    const roots = [...planWriteRoots(policy, landing, '', worktree).roots.keys()].filter((r) => r !== '');
     let scanned, globs, bwrap: string;
     try {
       bwrap = findBubblewrap();
       const scanning = Promise.all([
-        scanProtected(policy.cwd, policy.mandatoryDenySearchDepth),
+        scanProtected(roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) })),
+          policy.mandatoryDenySearchDepth, policy.home),
         Promise.resolve(globRules(policy).map((r) => [r.path, expandGlob(r.path)] as const)),
       ]);
       // Compile the proxy while ripgrep runs on the other core; a failure surfaces in run().
@@ -203,14 +242,13 @@ export class Sandbox {
       throw e;
     }
 
-    const allTargets = protectedTargets({
-      cwd: policy.cwd, home: policy.home, root: policy.root, depth: policy.mandatoryDenySearchDepth,
-      managedDir: MANAGED_DIR, found: scanned.found, gitFiles: scanned.gitFiles,
+    const plan = protectedPlan({
+      roots: scanned.roots.filter((r) => !(worktree && r.root === landing(worktree.gitDir).real)),
+      home: policy.home, projectRoot: policy.root, depth: policy.mandatoryDenySearchDepth, managedDir: MANAGED_DIR,
+      repoHooks: scanned.repoHooks, workTrees: scanned.workTrees,
+      ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
     });
-    const cwdGit = scanned.gitFiles.find((g) => g.file === join(policy.cwd, '.git'));
-    const worktree = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? { commonDir: cwdGit.commonDir, gitDir: cwdGit.gitDir } : undefined;
-    const landings = new Map<string, Landing>();
-    for (const p of literalPaths(policy, allTargets, worktree)) landings.set(p, resolveLanding(p));
+    for (const p of literalPaths(policy, plan.targets, worktree)) landing(p);
     const symlinks = new Map<string, string>();
     for (const r of policy.filesystem.allowRead) {
       if (r.glob) continue;
@@ -219,7 +257,12 @@ export class Sandbox {
       } catch { /* missing: nothing to recreate */ }
     }
     const missing = (t: ProtectedTarget) => landings.get(t.path)?.kind === 'missing';
-    const targets = allTargets.filter((t) => !(t.ifExists && missing(t)));
+    // Without the supervisor, what no placeholder may stand in for (an empty `commondir` breaks
+    // git; an empty settings file is an error for every other srt run) is watched instead.
+    const watchedFallback = (t: ProtectedTarget) => !supervise && missing(t) &&
+      (t.ifExists || (USER_SETTINGS_FILES as readonly string[]).some((f) => t.path === join(policy.home, f)));
+    const targets = plan.targets.filter((t) => !watchedFallback(t));
+    const watched = plan.targets.filter(watchedFallback).map((t) => t.path);
     const hardLinked = hardLinksBelow(targets.map((t) => landings.get(t.path)).filter((l) => l?.kind === 'dir').map((l) => l!.real));
     // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
     const readOnlyDirs = new Set<string>();
@@ -232,7 +275,6 @@ export class Sandbox {
       const parent = dirname(at.firstMissing);
       try { accessSync(parent, fsConstants.W_OK); } catch { readOnlyDirs.add(parent); }
     }
-    const watched = allTargets.filter((t) => t.ifExists && missing(t)).map((t) => t.path);
 
     // Under ~/.srt, which every sandbox sees read-only: no sandboxed command (of this run or a
     // concurrent one with /tmp writable) can swap the filter, the proxy sockets or TMPDIR's
@@ -263,12 +305,15 @@ export class Sandbox {
           arch: seccompHelper.arch,
           allowUnixSockets: policy.network.allowAllUnixSockets,
           allowNamespaces: policy.allowNestedUserNamespaces,
+          supervise,
         }), { mode: 0o400 });
         // A terminal on stdin: the command gets its own pty inside, never the user's terminal.
         const stdio = terminalStdio();
         seccomp = {
           helperPath: seccompHelper.path, filterPath, relays, exposes,
           ...(stdio ? { terminal: { channelFd: TERMINAL_CHANNEL_FD, parentStatFd: PARENT_STAT_FD, stdio } } : {}),
+          // The report descriptor comes after the exposed ports' (from 6 up, see relayPlan).
+          ...(supervise ? { supervisor: { rulesPath: join(runDir, 'protect.rules'), reportFd: PARENT_STAT_FD + 1 + exposes.length } } : {}),
         };
         forwards = planned;
       } else {
@@ -287,7 +332,8 @@ export class Sandbox {
       removeTree(runDir);
       throw e;
     }
-    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards);
+    const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards, plan.rules,
+      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))));
     sb.warnings.push(...warnings);
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
@@ -377,6 +423,13 @@ export class Sandbox {
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
     for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
+    if (this.facts.seccomp?.supervisor) {
+      lines.push('', '# protected paths: the seccomp supervisor refuses creating, replacing or removing them (no placeholders)');
+      lines.push(`protected names at any depth below: ${plan.protectedRoots.join(' ')}`);
+      lines.push(`names: ${[...this.rules.names, ...this.rules.suffixes.map((x) => `*${x}`)].join(' ')}`);
+      lines.push(`in every .git that exists: ${this.rules.gitInternals.join(' ')}`);
+      lines.push(`write-denied paths: ${plan.protectedPaths.length} (denyWrite and protected, as written and where they land)`);
+    }
     if (plan.placeholders.length) {
       lines.push('', '# empty read-only placeholders created for the run (missing protected paths)');
       for (const p of plan.placeholders) lines.push(`${p.kind} ${p.path}`);
@@ -411,7 +464,9 @@ export class Sandbox {
 
     // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
     // real run clears them: a dry run (or srt doctor) changes nothing.
-    try { reapStale(this.policy.home); } catch { /* the lock is busy: they stay for the next run */ }
+    try {
+      for (const n of reapStale(this.policy.home)) process.stderr.write(`srt: warning: ${n}\n`);
+    } catch { /* the lock is busy: they stay for the next run */ }
 
     // Placeholders other runs recorded that this run binds read-only must survive this run too.
     const kinds = new Map<string, 'file' | 'dir'>();
@@ -423,10 +478,24 @@ export class Sandbox {
       if (plan.args[i] === '--ro-bind' && plan.args[i + 1] === dest && kinds.has(dest)) bound.set(dest, kinds.get(dest)!);
     }
     try {
-      this.placeholders.create(plan.placeholders, bound);
+      this.placeholders.create(plan.placeholders, bound, this.watched);
     } catch (e) {
       process.stderr.write(`srt: cannot create placeholders for protected paths: ${(e as Error).message}\n`);
       return 125;
+    }
+    Object.assign(env, this.gitExcludesEnv(plan.placeholders, env));
+
+    const sup = this.facts.seccomp?.supervisor;
+    let reportFd: number | undefined;
+    if (sup) {
+      try {
+        writeFileSync(sup.rulesPath, encodeRules(this.rules, plan.protectedRoots, plan.protectedPaths, [this.facts.tmpDir]), { mode: 0o400 });
+        reportFd = openSync(join(this.runDir, 'report'), 'a', 0o600);
+      } catch (e) {
+        this.cleanupSync();
+        process.stderr.write(`srt: cannot write the protected-path rules: ${(e as Error).message}\n`);
+        return 125;
+      }
     }
 
     try {
@@ -451,6 +520,7 @@ export class Sandbox {
         env, cwd: this.policy.cwd,
         viaHelper: this.facts.seccomp !== undefined,
         ...(terminal ? { terminal } : {}),
+        ...(reportFd !== undefined && sup ? { report: { fd: reportFd, at: sup.reportFd } } : {}),
       });
       this.running = false; // from here on a signal ends srt itself (cleanup runs in its handler)
       if (!res.started) {
@@ -465,23 +535,90 @@ export class Sandbox {
     } finally {
       this.running = false;
       terminal?.close();
+      if (reportFd !== undefined) closeSync(reportFd);
       await this.proxy?.close();
-      this.removeCreatedRedirects();
+      this.setAsideCreated();
+      await this.reviewNewRepositories(plan);
       this.cleanupSync();
     }
   }
 
-  /** A git `commondir`/`gitdir` the command created would point git outside at its own config and hooks. */
-  private removeCreatedRedirects(): void {
+  /**
+   * Without the supervisor: a protected path no placeholder could stand in for (a git
+   * `commondir` would point git outside at other config and hooks) is set aside if the command
+   * created it.
+   */
+  private setAsideCreated(): void {
     for (const path of this.watched) {
-      if (!lstatSync(path, { throwIfNoEntry: false })) continue;
       try {
-        rmSync(path, { recursive: true, force: true });
-        process.stderr.write(`srt: warning: removed ${path}, created inside the sandbox (it would redirect git to other config and hooks)\n`);
+        const aside = setAside(path);
+        if (aside) this.endNotes.push(`moved ${path} to ${aside}: it was created inside the sandbox (a protected path)`);
       } catch (e) {
-        process.stderr.write(`srt: warning: ${path} was created inside the sandbox and could not be removed (${(e as Error).message}); delete it before running git there\n`);
+        this.endNotes.push(`${path} was created inside the sandbox and could not be moved aside (${(e as Error).message}); delete it before running git there`);
       }
     }
+  }
+
+  /** Refused writes, and what srt disabled in repositories the command created. */
+  private async reviewNewRepositories(plan: BwrapPlan): Promise<void> {
+    let created: string[] = [];
+    if (this.facts.seccomp?.supervisor) {
+      let report;
+      try {
+        report = parseReport(readFileSync(join(this.runDir, 'report')));
+      } catch {
+        return; // the sandbox never started
+      }
+      this.endNotes.push(...refusalLines(report.refused, this.policy.cwd));
+      created = report.created;
+    } else if (!this.policy.filesystem.disabled) {
+      // The same search as at the start: a repository HEAD that was not there is the run's.
+      try {
+        const after = await scanProtected(plan.protectedRoots.map((root) => ({ root })), this.policy.mandatoryDenySearchDepth, this.policy.home);
+        const before = new Set(this.headsBefore);
+        created = after.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))).filter((h) => !before.has(h));
+      } catch (e) {
+        this.endNotes.push(`could not look for repositories created inside the sandbox (${(e as Error).message}): check new .git directories before running git in them`);
+      }
+    }
+    this.endNotes.push(...disableNewRepositories(newGitDirs(created), this.policy.cwd));
+  }
+
+  /**
+   * Without the supervisor, the empty placeholders sit in the work tree during the run: git
+   * inside is told to ignore them (an excludes file through GIT_CONFIG_*, on top of the user's own).
+   */
+  private gitExcludesEnv(placeholders: ProtectedTarget[], env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+    const patterns: string[] = [];
+    for (const ph of placeholders) {
+      for (let d = dirname(ph.path); ; d = dirname(d)) {
+        if (lstatSync(join(d, '.git'), { throwIfNoEntry: false })) {
+          if (join(d, '.git') !== ph.path) patterns.push(`/${relative(d, ph.path)}${ph.kind === 'dir' ? '/' : ''}`);
+          break;
+        }
+        if (d === '/') break;
+      }
+    }
+    if (patterns.length === 0) return {};
+    const own = this.userExcludes(env);
+    const file = join(this.runDir, 'git-excludes');
+    writeFileSync(file, `${own}${own && !own.endsWith('\n') ? '\n' : ''}# srt placeholders\n${[...new Set(patterns)].join('\n')}\n`, { mode: 0o444 });
+    const n = Number(env.GIT_CONFIG_COUNT ?? 0) || 0;
+    return { GIT_CONFIG_COUNT: String(n + 1), [`GIT_CONFIG_KEY_${n}`]: 'core.excludesFile', [`GIT_CONFIG_VALUE_${n}`]: file };
+  }
+
+  /** The user's own global excludes file (core.excludesFile, else git's default), read outside. */
+  private userExcludes(env: NodeJS.ProcessEnv): string {
+    const home = this.policy.home;
+    const xdg = env.XDG_CONFIG_HOME || join(home, '.config');
+    let path = join(xdg, 'git', 'ignore');
+    for (const f of [join(xdg, 'git', 'config'), join(home, '.gitconfig')]) {
+      try {
+        const v = gitConfigValue(parseGitConfig(readFileSync(f, 'utf8')), 'core.excludesFile');
+        if (v) path = hooksPathDir(v, this.policy.cwd, home);
+      } catch { /* absent or unreadable */ }
+    }
+    try { return readFileSync(path, 'utf8'); } catch { return ''; }
   }
 
   /** Like execvp: 127 when not found, 126 when not executable; null when it can be started. */
@@ -513,10 +650,14 @@ export class Sandbox {
     this.proxy?.setNetwork(network);
   }
 
-  /** One printable line per distinct refusal by the proxy, e.g. `srt: blocked evil.example:443 — …`. */
+  /**
+   * One printable line per distinct refusal by the proxy (`srt: blocked evil.example:443 — …`)
+   * and per refused protected write, then what srt did about the run's protected paths and new
+   * repositories.
+   */
   violations(): string[] {
-    if (!this.proxy || !this.proxyModule) return [];
-    return this.proxy.violations().map(this.proxyModule.formatViolation);
+    const proxied = this.proxy && this.proxyModule ? this.proxy.violations().map(this.proxyModule.formatViolation) : [];
+    return [...proxied, ...this.endNotes];
   }
 
   private cleanupSync(): void {

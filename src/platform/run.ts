@@ -31,6 +31,8 @@ export interface LaunchOptions {
   viaHelper: boolean;
   /** The command runs on its own pty, relayed to the user's terminal (the helper has `--pty`). */
   terminal?: Terminal;
+  /** A descriptor of ours handed to bwrap as its descriptor `at` (the protected-path supervisor's report). */
+  report?: { fd: number; at: number };
 }
 
 function childrenOf(pid: number): number[] {
@@ -71,6 +73,15 @@ function plainStdio(): { stdio: StdioOptions; opened: number[] } {
   return { stdio: ['inherit', out[0]!, out[1]!, 'pipe'], opened };
 }
 
+/** The supervisor's report descriptor at its index (the unused ones before it left closed). */
+function withReport(stdio: StdioOptions, report: LaunchOptions['report']): StdioOptions {
+  if (!report) return stdio;
+  const out = [...(stdio as unknown[])];
+  while (out.length < report.at) out.push('ignore');
+  out[report.at] = report.fd;
+  return out as StdioOptions;
+}
+
 export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const { terminal } = opts;
   let received: NodeJS.Signals | undefined;
@@ -97,7 +108,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const child = spawn(opts.bwrap, opts.args, {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: terminal ? terminal.spawnStdio() : plain!.stdio,
+      stdio: withReport(terminal ? terminal.spawnStdio() : plain!.stdio, opts.report),
     });
     for (const fd of plain?.opened ?? []) closeSync(fd);
     terminal?.attach(child);

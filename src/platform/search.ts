@@ -1,12 +1,14 @@
-// ripgrep-backed discovery: protected paths below cwd and wrap-time expansion of read globs.
+// ripgrep-backed discovery: protected paths below every writable root and wrap-time expansion
+// of read globs.
 // Both are bounded in time; a search that runs out of time is an error (fail closed).
 
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { globToRegExp, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
-import { protectedSearchArgs, type GitFile } from '../profiles/protected.js';
+import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
+import { protectedLinkNames, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
 import { resolveLanding } from './landing.js';
 
@@ -56,25 +58,116 @@ export function readGitFile(file: string): GitFile | null {
   }
 }
 
-export interface ProtectedScan { found: string[]; gitFiles: GitFile[] }
+/** Symlinks with a protected name below root, to depth+2 (rg lists no symlinks), relative. */
+function findLinks(root: string, depth: number): Promise<RgResult> {
+  const bin = findSystemTool('find');
+  if (!bin) return Promise.reject(new SearchError('find is not installed; srt needs it to find protected symlinks (apt-get install findutils)'));
+  const tests: string[] = [];
+  for (const n of protectedLinkNames()) {
+    if (['hooks', 'config', 'commondir'].includes(n)) tests.push('-path', `*/.git/${n}`);
+    else tests.push('-name', n);
+  }
+  const expr = tests.reduce<string[]>((acc, t, k) => (k % 2 === 0 && k > 0 ? [...acc, '-o', t] : [...acc, t]), []);
+  const args = ['-P', '.', '-maxdepth', String(depth + 2), '-type', 'l', '(', ...expr, ')', '-print'];
+  return new Promise((resolvePromise, reject) => {
+    execFile(bin, args, { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout) => {
+      const files = stdout.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, ''));
+      if (!err) return resolvePromise({ files, timedOut: false });
+      const e = err as Omit<NodeJS.ErrnoException, 'code'> & { killed?: boolean; code?: number | string };
+      if (e.killed) return resolvePromise({ files, timedOut: true });
+      // find exits 1 on unreadable directories: keep what it found.
+      if (e.code === 1) return resolvePromise({ files, timedOut: false });
+      reject(new SearchError(`find failed: ${e.message}`));
+    });
+  });
+}
 
-export async function scanProtected(cwd: string, depth: number): Promise<ProtectedScan> {
-  const { files, timedOut } = await rg(protectedSearchArgs(depth), cwd);
-  // Fail closed: an incomplete search would leave protected paths writable.
-  if (timedOut) {
-    throw new SearchError(`the protected-path search below ${cwd} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory or lower mandatoryDenySearchDepth in your user settings`);
+function readConfig(file: string): GitConfigEntry[] {
+  try {
+    return parseGitConfig(readFileSync(file, 'utf8'));
+  } catch {
+    return [];
   }
-  const found = files.map((f) => f.replace(/^\.\//, ''));
-  const gitFiles: GitFile[] = [];
-  const candidates = new Set([join(cwd, '.git'), ...found.filter((f) => f === '.git' || f.endsWith('/.git')).map((f) => join(cwd, f))]);
-  for (const file of candidates) {
-    try {
-      if (!statSync(file).isFile()) continue;
-    } catch { continue; }
-    const g = readGitFile(file);
-    if (g) gitFiles.push(g);
+}
+
+/** A real repository's `.git` (SPEC §2.4: a directory with HEAD, or a `.git` file). */
+function isRepository(dotGit: string): boolean {
+  try {
+    const st = statSync(dotGit);
+    return st.isFile() || statSync(join(dotGit, 'HEAD')).isFile();
+  } catch {
+    return false;
   }
-  return { found, gitFiles };
+}
+
+/** Does a repository hold `dir` (a work tree above it, or it lies inside a git dir)? */
+function inRepository(dir: string): boolean {
+  if (dir.split('/').includes('.git')) return true;
+  for (let d = dirname(dir); ; d = dirname(d)) {
+    if (isRepository(join(d, '.git'))) return true;
+    if (d === '/') return false;
+  }
+}
+
+export interface ProtectedScan {
+  roots: RootScan[];
+  repoHooks: RepoHooks[];
+  workTrees: string[];
+  globalHooksPath?: string;
+}
+
+/**
+ * Search every writable root for protected paths (files with rg, symlinks with find) to depth+2,
+ * read the `.git` files found and the hooksPath of every repository found. Fails closed: an
+ * incomplete search would leave protected paths writable.
+ */
+export async function scanProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, home: string): Promise<ProtectedScan> {
+  const scans = await Promise.all(roots.map(async ({ root, isGitDir }) => {
+    const [files, links] = await Promise.all([rg(protectedSearchArgs(depth, isGitDir), root), findLinks(root, depth)]);
+    if (files.timedOut || links.timedOut) {
+      throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory or lower mandatoryDenySearchDepth in your user settings`);
+    }
+    const found = files.files.map((f) => f.replace(/^\.\//, ''));
+    const gitFiles: GitFile[] = [];
+    const candidates = new Set([join(root, '.git'), ...found.filter((f) => f === '.git' || f.endsWith('/.git')).map((f) => join(root, f))]);
+    for (const file of candidates) {
+      try {
+        if (!lstatSync(file).isFile()) continue;
+      } catch { continue; }
+      const g = readGitFile(file);
+      if (g) gitFiles.push(g);
+    }
+    const scan: RootScan = { root, found, links: links.files, gitFiles, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
+    return scan;
+  }));
+  // Every repository found: its git dir and work tree, for core.hooksPath.
+  const repos = new Map<string, string>(); // git dir → work tree
+  for (const scan of scans) {
+    const { root } = scan;
+    for (const rel of scan.found) {
+      if (rel === '.git/HEAD') repos.set(join(root, '.git'), root);
+      else if (rel.endsWith('/.git/HEAD') && !rel.includes('/modules/')) repos.set(join(root, dirname(rel)), join(root, dirname(dirname(rel))));
+    }
+    for (const rel of scan.links) if (rel.split('/').at(-1) === '.git') repos.set(join(root, rel), join(root, dirname(rel)));
+    for (const g of scan.gitFiles) repos.set(g.commonDir, dirname(g.file));
+  }
+  for (let d = roots[0] ? roots[0].root : '/'; ; d = dirname(d)) {
+    if (isRepository(join(d, '.git'))) {
+      const g = readGitFile(join(d, '.git'));
+      repos.set(g ? g.commonDir : join(d, '.git'), d);
+      break;
+    }
+    if (d === '/') break;
+  }
+  const repoHooks: RepoHooks[] = [];
+  for (const [gitDir, workTree] of repos) {
+    const v = gitConfigValue([...readConfig(join(gitDir, 'config')), ...readConfig(join(gitDir, 'config.worktree'))], 'core.hooksPath');
+    if (v) repoHooks.push({ workTree, hooksPath: v });
+  }
+  const xdg = process.env.XDG_CONFIG_HOME || join(home, '.config');
+  const globalHooksPath = gitConfigValue(
+    [...readConfig('/etc/gitconfig'), ...readConfig(join(xdg, 'git', 'config')), ...readConfig(join(home, '.gitconfig'))], 'core.hooksPath');
+  return { roots: scans, repoHooks, workTrees: [...new Set(repos.values())], ...(globalHooksPath ? { globalHooksPath } : {}) };
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });

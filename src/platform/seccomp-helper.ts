@@ -1,6 +1,7 @@
 // Locate the seccomp helper built from seccomp/*.c by scripts/build-seccomp.sh.
 // Checked without running it: present, executable, and an ELF for this machine's architecture.
-import { accessSync, closeSync, constants, openSync, readSync, statSync } from 'node:fs';
+import { accessSync, closeSync, constants, openSync, readFileSync, readSync, statSync } from 'node:fs';
+import { release } from 'node:os';
 import { SECCOMP_HELPER_PATH } from '../paths.js';
 import type { SeccompArch } from '../profiles/seccomp.js';
 
@@ -45,4 +46,24 @@ export function findSeccompHelper(path: string = SECCOMP_HELPER_PATH): { path: s
     return { error: `seccomp helper ${path} is not built for ${arch}: ${BUILD_HINT}` };
   }
   return { path, arch };
+}
+
+/** Test-only: run without the protected-path supervisor, as on a kernel that lacks it. */
+export const FORCE_PLACEHOLDERS_ENV = 'SRT_TEST_NO_SUPERVISOR';
+
+/**
+ * Why the protected-path supervisor cannot run here (null: it can). It needs seccomp user
+ * notification with SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19; without it a signal
+ * could restart a call already performed) and ADDFD_FLAG_SEND (5.14), and to read the
+ * command's memory (not with Yama's ptrace_scope 2 or 3).
+ */
+export function supervisorUnavailable(kernel: string = release(), env: NodeJS.ProcessEnv = process.env): string | null {
+  if (env[FORCE_PLACEHOLDERS_ENV] === '1') return `${FORCE_PLACEHOLDERS_ENV}=1`;
+  const m = /^(\d+)\.(\d+)/.exec(kernel);
+  if (!m || Number(m[1]) * 1000 + Number(m[2]) < 5019) return `Linux ${kernel} is older than 5.19`;
+  try {
+    const scope = Number(readFileSync('/proc/sys/kernel/yama/ptrace_scope', 'utf8').trim());
+    if (scope >= 2) return `kernel.yama.ptrace_scope is ${scope}`;
+  } catch { /* no Yama */ }
+  return null;
 }

@@ -3,8 +3,8 @@
 // next run (`reapStale`). A placeholder is removed only while it is still empty, and never while
 // a live run has it recorded.
 
-import { closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { chmodSync, closeSync, lstatSync, mkdirSync, openSync, readFileSync, readdirSync, renameSync, rmdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type { ProtectedTarget } from '../profiles/protected.js';
 import { removeTree } from './remove.js';
 
@@ -13,6 +13,8 @@ interface RunState {
   /** Process start time (clock ticks since boot) guarding against pid reuse; null if unknown. */
   startTime: number | null;
   placeholders: ProtectedTarget[];
+  /** Protected paths missing at the start that no placeholder covers: set aside if they appear. */
+  watched?: string[];
 }
 
 function stateDir(home: string): string {
@@ -104,6 +106,28 @@ function removePlaceholder(ph: ProtectedTarget): void {
   } catch { /* gone or no longer empty: leave it */ }
 }
 
+/**
+ * A watched protected path that appeared (the command made it): rename it to `NAME.srt-disabled`,
+ * so nothing reads it any more and nothing is lost. The command may have taken write permission
+ * off the directory (`chmod a-w .git`): it is restored for the rename, then put back.
+ * Returns the new name, or null when the path does not exist; throws when it cannot be moved.
+ */
+export function setAside(path: string): string | null {
+  if (!lstatSync(path, { throwIfNoEntry: false })) return null;
+  let aside = `${path}.srt-disabled`;
+  for (let i = 2; lstatSync(aside, { throwIfNoEntry: false }); i++) aside = `${path}.srt-disabled-${i}`;
+  try {
+    renameSync(path, aside);
+  } catch (e) {
+    if (!['EACCES', 'EPERM'].includes((e as NodeJS.ErrnoException).code ?? '')) throw e;
+    const parent = dirname(path);
+    const mode = statSync(parent).mode & 0o7777;
+    chmodSync(parent, mode | 0o300);
+    try { renameSync(path, aside); } finally { chmodSync(parent, mode); }
+  }
+  return aside;
+}
+
 function pidAlive(pid: number): boolean {
   return processStartTime(pid) !== null;
 }
@@ -116,6 +140,8 @@ export interface StaleState {
   runDirs: string[];
   /** State files of dead runs. */
   stateFiles: string[];
+  /** Protected paths a dead run's sandbox created where no placeholder stood (set aside by reapStale). */
+  watched: string[];
 }
 
 export function findStale(home: string): StaleState {
@@ -129,7 +155,8 @@ export function findStale(home: string): StaleState {
   try {
     runDirs = readdirSync(runRoot).filter((n) => /^\d+-/.test(n) && !pidAlive(Number(n.split('-')[0]))).map((n) => join(runRoot, n));
   } catch { /* no run dir yet */ }
-  return { placeholders: [...new Map(placeholders.map((p) => [p.path, p])).values()], runDirs, stateFiles: dead.map((d) => d.file) };
+  const watched = [...new Set(dead.flatMap(({ state }) => state.watched ?? []))].filter((p) => lstatSync(p, { throwIfNoEntry: false }));
+  return { placeholders: [...new Map(placeholders.map((p) => [p.path, p])).values()], runDirs, stateFiles: dead.map((d) => d.file), watched };
 }
 
 /**
@@ -137,23 +164,33 @@ export function findStale(home: string): StaleState {
  * that no live run recorded too, their run directories under `~/.srt/run` and their state
  * files. A live run's files are never touched (the owner pid and its start time are checked).
  */
-export function reapStale(home: string): void {
+export function reapStale(home: string): string[] {
   const runRoot = join(home, '.srt', 'run');
   const deadStates = readStates(home).filter(({ state }) => !isLive(state));
   let deadRunDirs: string[] = [];
   try {
     deadRunDirs = readdirSync(runRoot).filter((n) => /^\d+-/.test(n) && !pidAlive(Number(n.split('-')[0])));
   } catch { /* no run dir yet */ }
-  if (deadStates.length === 0 && deadRunDirs.length === 0) return;
+  if (deadStates.length === 0 && deadRunDirs.length === 0) return [];
+  const notes: string[] = [];
   withLock(home, () => {
     const liveHeld = new Set<string>();
     for (const { state } of readStates(home)) if (isLive(state)) for (const ph of state.placeholders) liveHeld.add(ph.path);
     for (const { file, state } of deadStates) {
       for (const ph of [...state.placeholders].reverse()) if (!liveHeld.has(ph.path)) removePlaceholder(ph);
+      for (const path of state.watched ?? []) {
+        try {
+          const aside = setAside(path);
+          if (aside) notes.push(`moved ${path} to ${aside}: it was created inside the sandbox of an srt run (pid ${state.pid}) killed before it could clean up`);
+        } catch (e) {
+          notes.push(`${path} was created inside the sandbox of an srt run (pid ${state.pid}) killed before it could clean up, and could not be moved aside (${(e as Error).message}); remove it`);
+        }
+      }
       try { unlinkSync(file); } catch { /* another run reaped it */ }
     }
     for (const name of deadRunDirs) removeTree(join(runRoot, name));
   });
+  return notes;
 }
 
 export class PlaceholderSet {
@@ -174,9 +211,9 @@ export class PlaceholderSet {
    * Those of live runs are shared (the last run removes them); those of dead runs are stale and
    * left to `reapStale` of a later run. Any bound path missing by now is (re)created so bwrap finds it.
    */
-  create(wanted: ProtectedTarget[], bound: ReadonlyMap<string, 'file' | 'dir'>): void {
+  create(wanted: ProtectedTarget[], bound: ReadonlyMap<string, 'file' | 'dir'>, watched: string[] = []): void {
     const boundSet = new Set(bound.keys());
-    if (wanted.length === 0 && boundSet.size === 0) return;
+    if (wanted.length === 0 && boundSet.size === 0 && watched.length === 0) return;
     mkdirSync(stateDir(this.home), { recursive: true, mode: 0o700 });
     withLock(this.home, () => {
       const live = new Map<string, ProtectedTarget>();
@@ -194,8 +231,11 @@ export class PlaceholderSet {
         if (all.has(path)) continue;
         try { statSync(path); } catch { all.set(path, { path, kind }); }
       }
-      if (all.size === 0) return;
-      const state: RunState = { pid: process.pid, startTime: processStartTime(process.pid), placeholders: [...all.values()] };
+      if (all.size === 0 && watched.length === 0) return;
+      const state: RunState = {
+        pid: process.pid, startTime: processStartTime(process.pid), placeholders: [...all.values()],
+        ...(watched.length ? { watched } : {}),
+      };
       const tmp = `${this.file}.tmp`;
       writeFileSync(tmp, JSON.stringify(state) + '\n', { mode: 0o600 });
       renameSync(tmp, this.file);

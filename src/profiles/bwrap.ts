@@ -33,6 +33,8 @@ export interface Landing {
   blockedBy?: string;
   /** For `file`: its number of hard links. */
   nlink?: number;
+  /** Every symlink followed on the way; `system`: owned by root in a directory root owns. */
+  via?: { link: string; target: string; system: boolean }[];
 }
 
 /** A listener inside the sandbox (a loopback address) whose connections go to a Unix socket of the proxy. */
@@ -59,6 +61,8 @@ export interface SeccompLaunch {
   exposes: HostListen[];
   /** The command's own pty, relayed over `channelFd`; `stdio`: which of its fds 0-2 are on it. */
   terminal?: { channelFd: number; parentStatFd: number; stdio: string };
+  /** The protected-path supervisor: its rules file and the descriptor it reports on. */
+  supervisor?: { rulesPath: string; reportFd: number };
 }
 
 const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
@@ -101,8 +105,12 @@ export interface BwrapFacts {
 export interface BwrapPlan {
   /** Arguments for `bwrap` (without the program name). */
   args: string[];
-  /** Mount points srt must create on the host before the run (and remove after). */
+  /** Mount points srt must create on the host before the run (and remove after): none with the supervisor. */
   placeholders: ProtectedTarget[];
+  /** For the supervisor: the writable roots its name rules apply in (TMPDIR excepted)… */
+  protectedRoots: string[];
+  /** …and every write-denied path (denyWrite and protected, as written and where it lands). */
+  protectedPaths: string[];
   warnings: string[];
   /** Why the sandbox must not start (fail closed): a deny entry srt cannot resolve. */
   errors: string[];
@@ -177,6 +185,62 @@ function depthOf(p: string): number {
 
 interface Access { read: boolean; write: boolean }
 
+/**
+ * The writable roots of a policy, each with the trust of the scope that made it writable: cwd,
+ * TMPDIR, each `allowWrite` entry (where it lands) and a linked worktree's main `.git`. An
+ * `allowWrite` entry that runs through a symlink is refused: a link planted by an earlier run
+ * (`build -> /etc`) must not widen a later one. Links root owns in directories root owns
+ * (`/var/run -> /run`) are part of the system and stay usable, unless they lie in the home
+ * directory, cwd or another writable root.
+ */
+export function planWriteRoots(policy: Policy, landing: (p: string) => Landing, tmpDir: string, worktree?: BwrapFacts['worktree']):
+  { roots: Map<string, number>; warnings: string[]; notes: string[] } {
+  const warnings: string[] = [];
+  const notes: string[] = [];
+  const roots = new Map<string, number>();
+  const add = (l: Landing, why: string, trust: number) => {
+    if (l.kind === 'dir' || l.kind === 'file') roots.set(l.real, Math.max(trust, roots.get(l.real) ?? -1));
+    else notes.push(`allowWrite ${why}: does not exist, skipped`);
+  };
+  add(landing(policy.cwd), policy.cwd, TRUST.default);
+  roots.set(tmpDir, SRT_OWN);
+  const entries: { rule: PathRule; l: Landing }[] = [];
+  for (const r of policy.filesystem.allowWrite) {
+    const lit = literalOf(r);
+    if (lit === null) {
+      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths on Linux; entry ignored (name the directory instead)`);
+      continue;
+    }
+    const l = landing(lit);
+    if (l.kind === 'missing') {
+      warnings.push(`filesystem.allowWrite: ${r.original} does not exist, so it is not writable in this run (srt binds only existing paths; create it first)`);
+    }
+    entries.push({ rule: r, l });
+  }
+  const direct = [policy.cwd, policy.home, ...entries.filter((e) => !e.l.via?.length).map((e) => e.l.real)];
+  for (const { rule: r, l } of entries) {
+    const planted = (l.via ?? []).find((v) => !v.system || direct.some((d) => isWithin(v.link, d)));
+    if (planted) {
+      warnings.push(`filesystem.allowWrite: ${r.original}: runs through the symlink ${planted.link} -> ${planted.target}; entry ignored ` +
+        `(a sandboxed command could have planted that link; name the directory it points to instead)`);
+      continue;
+    }
+    // A repository's file may only make the project writable; a symlink inside it must not
+    // carry that out of the project (SPEC §2.4).
+    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
+      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
+      continue;
+    }
+    add(l, r.original, trustOf(r));
+  }
+  if (worktree) {
+    add(landing(worktree.commonDir), 'git worktree main repository', TRUST.default);
+    // Inside the protected `worktrees/` directory of the main repository.
+    add(landing(worktree.gitDir), 'git worktree git dir', TRUST.default);
+  }
+  return { roots, warnings, notes };
+}
+
 export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: string[]): BwrapPlan {
   const warnings: string[] = [];
   const errors: string[] = [];
@@ -205,19 +269,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     return out;
   };
 
-  // --- write roots, each with the trust of the scope that made it writable
-  const writeRoots = new Map<string, number>();
-  const addWriteRoot = (l: Landing, why: string, trust: number) => {
-    if (l.kind === 'dir' || l.kind === 'file') writeRoots.set(l.real, Math.max(trust, writeRoots.get(l.real) ?? -1));
-    else notes.push(`allowWrite ${why}: does not exist, skipped`);
-  };
   // Settings that do nothing here, said once rather than silently.
-  for (const r of fsPolicy.allowWrite) {
-    const lit = literalOf(r);
-    if (lit !== null && landing(lit).kind === 'missing') {
-      warnings.push(`filesystem.allowWrite: ${r.original} does not exist, so it is not writable in this run (srt binds only existing paths; create it first)`);
-    }
-  }
   const macOnly: Array<[string, boolean]> = [
     ['allowPty', policy.allowPty], ['allowAppleEvents', policy.allowAppleEvents],
     ['enableWeakerNetworkIsolation', policy.enableWeakerNetworkIsolation],
@@ -227,27 +279,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const [key, set] of macOnly) {
     if (set) warnings.push(`${key} only has an effect on macOS; ignored on Linux${key === 'network.allowUnixSockets' ? ' (Linux has no per-path rule: see network.allowAllUnixSockets)' : ''}`);
   }
-  addWriteRoot(landing(policy.cwd), policy.cwd, TRUST.default);
-  writeRoots.set(facts.tmpDir, SRT_OWN);
-  for (const r of fsPolicy.allowWrite) {
-    const lit = literalOf(r);
-    if (lit === null) {
-      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths on Linux; entry ignored (name the directory instead)`);
-      continue;
-    }
-    const l = landing(lit);
-    // A repository's file may only make the project writable; a symlink inside it must not
-    // carry that out of the project (SPEC §2.4).
-    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
-      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
-      continue;
-    }
-    addWriteRoot(l, r.original, trustOf(r));
-  }
-  if (facts.worktree) {
-    addWriteRoot(landing(facts.worktree.commonDir), 'git worktree main repository', TRUST.default);
-    // Inside the protected `worktrees/` directory of the main repository.
-    addWriteRoot(landing(facts.worktree.gitDir), 'git worktree git dir', TRUST.default);
+  // --- write roots, each with the trust of the scope that made it writable
+  const planned = planWriteRoots(policy, landing, facts.tmpDir, facts.worktree);
+  const writeRoots = planned.roots;
+  warnings.push(...planned.warnings);
+  notes.push(...planned.notes);
+  const supervised = facts.seccomp?.supervisor !== undefined;
+  const homeRoot = [...writeRoots.keys()].find((w) => w !== facts.tmpDir && isWithin(policy.home, w));
+  if (homeRoot && !fsPolicy.disabled) {
+    warnings.push(`the whole home directory ${policy.home} is writable in this sandbox (through ${homeRoot}): apart from srt's protected paths, ` +
+      'the command can change any of your files there, including ones other programs run later');
   }
 
   // --- write denies: denyWrite + protected targets (missing ones become placeholders)
@@ -255,6 +296,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const placeholders = new Map<string, ProtectedTarget>();
   const writableByRoots = (p: string) => [...writeRoots.keys()].some((w) => isWithin(p, w));
   const missingDenies: [Landing, 'file' | 'dir'][] = [];
+  /** For the supervisor: every write-denied path, as written and where it lands. */
+  const protectedPaths = new Set<string>();
   // A deny entry through a symlink loop would silently deny nothing (the command could replace the
   // loop and write the path): stop the run instead. One srt cannot look into (EACCES) the command,
   // as the same user without capabilities, cannot reach either.
@@ -273,7 +316,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     else unresolvable(l, what);
   };
   const placeholderFor = (l: Landing, kind: 'file' | 'dir') => {
-    if (!l.firstMissing) return;
+    // The supervisor refuses to create a missing write-denied path: nothing to put on the host.
+    if (!l.firstMissing || supervised) return;
     // A missing protected path must stay uncreatable. Mask its FIRST missing component: an
     // empty read-only directory if more components follow (e.g. `.git` for `.git/hooks` in a
     // non-repository: nothing below it can be created, and no hooks dir appears on the host),
@@ -288,11 +332,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const r of fsPolicy.denyWrite) {
     const lit = literalOf(r);
     const what = `filesystem.denyWrite: ${r.original}`;
-    for (const m of expand([r], what, true)) denyLanding(m, 'file', what);
+    if (lit !== null) protectedPaths.add(lit);
+    for (const m of expand([r], what, true)) {
+      denyLanding(m, 'file', what);
+      protectedPaths.add(m.real);
+    }
     if (lit === null) warnings.push(`${what}: a glob covers only the paths that match when the run starts; a new file matching it can be created (name the files, or their directory)`);
   }
   for (const t of facts.protectedTargets) {
     const l = landing(t.path);
+    protectedPaths.add(t.path).add(l.real);
     denyLanding(l, t.kind, `protected path ${t.path}`);
     // Read-only here, but its other names may be writable: writing one changes this file too.
     if (l.kind === 'file' && (l.nlink ?? 1) > 1) hardLinkWarning(l.real, l.nlink!);
@@ -457,6 +506,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     ? ['--no-landlock']
     : [...writable.flatMap((w) => ['--writable', w]), ...(policy.network.allowAllUnixSockets ? ['--socket-files'] : [])];
   const term = facts.seccomp?.terminal;
+  const sup = facts.seccomp?.supervisor;
   const inner = facts.seccomp
     ? [
       facts.seccomp.helperPath,
@@ -464,10 +514,15 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       ...facts.seccomp.exposes.flatMap((e) => ['--expose', `${e.fd}:${e.sandboxPort}`]),
       ...landlockArgs,
       ...(term ? ['--pty', `${term.channelFd}:${term.parentStatFd}:${term.stdio}`] : []),
+      ...(sup ? ['--protect', sup.rulesPath, '--report-fd', String(sup.reportFd)] : []),
       '--filter', facts.seccomp.filterPath, '--',
     ]
     : [];
   const args = [...nsArgs, ...capArgs, ...fsArgs, '--chdir', policy.cwd, ...statusArgs, '--', ...inner, ...command];
   const hostListen = (facts.seccomp?.exposes ?? []).flatMap((e) => ['--host-listen', `${e.fd}:${bracketed(e.hostAddress)}:${e.hostPort}`]);
-  return { args, placeholders: [...placeholders.values()], warnings, errors, notes, writable, hostListen };
+  return {
+    args, placeholders: [...placeholders.values()], warnings, errors, notes, writable, hostListen,
+    protectedRoots: fsPolicy.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),
+    protectedPaths: [...protectedPaths],
+  };
 }

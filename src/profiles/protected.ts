@@ -1,24 +1,45 @@
-// Protected paths (SPEC §3): write-denied whatever the settings say. This module is the pure
-// plan: which ripgrep search finds them, and which targets follow from what it found. The
-// platform side (src/platform/search.ts) runs the search and reads git's pointer files.
+// Protected paths (SPEC §3, invariant 10): write-denied whatever the settings say, in every
+// writable root. The principle: anything a host program runs or obeys later without asking
+// (shells, git, editors, AI agents, srt itself). This module is the pure plan: which searches
+// find them, which paths follow from what was found, and the rules the seccomp supervisor
+// (seccomp/supervisor.c) applies at any depth. The platform side (src/platform/search.ts) runs
+// the searches and reads git's pointer files and configs.
 
-import { dirname, join, posix } from 'node:path';
+import { dirname, isAbsolute, join, posix, resolve } from 'node:path';
 
 export const PROTECTED_FILE_NAMES = [
-  '.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile',
-  '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json',
-  // Beyond SPEC §3: the other startup files bash and zsh run.
-  '.bash_login', '.zshenv', '.zlogin',
+  '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.zshrc', '.zshenv', '.zprofile', '.zlogin',
+  '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', '.pre-commit-config.yaml',
+  // Beyond SPEC §3: Debian's and Ubuntu's default ~/.bashrc runs it.
+  '.bash_aliases',
 ] as const;
-export const PROTECTED_DIR_NAMES = ['.vscode', '.idea', '.srt'] as const;
+/** Names protected by their ending (`*.code-workspace`). */
+export const PROTECTED_SUFFIXES = ['.code-workspace'] as const;
+export const PROTECTED_DIR_NAMES = ['.vscode', '.idea', '.claude', '.cursor', '.devcontainer', '.zed', '.srt'] as const;
+/**
+ * Inside a repository's git dir that existed before the run (relative, `**` = one or more
+ * components): hooks, the config (core.hooksPath, core.fsmonitor, filters, …), `commondir` (points
+ * git at another directory's config and hooks), `worktrees/` (each linked worktree's `commondir`
+ * and `gitdir` do the same) and the same inside every submodule's git dir.
+ */
+export const GIT_INTERNALS = [
+  'config', 'config.worktree', 'commondir', 'hooks', 'worktrees',
+  'modules/**/config', 'modules/**/config.worktree', 'modules/**/commondir', 'modules/**/hooks', 'modules/**/worktrees',
+] as const;
+/** Below the home directory, when a writable root holds it. */
+export const HOME_PROTECTED = ['.config/git', '.ssh', '.local/bin', '.config/systemd/user', '.config/autostart', '.claude', '.cursor'] as const;
+/** srt's own user settings in the reference tool's location (SPEC §2.1), in every spelling. */
+export const USER_SETTINGS_FILES = ['.srt-settings.json', '.srt-settings.yaml', '.srt-settings.yml'] as const;
+/** Names whose creation means a new repository (a `.git`, a bare repository's `HEAD`). */
+export const REPOSITORY_MARKERS = ['.git', 'HEAD'] as const;
 
 export interface ProtectedTarget {
   path: string;
   kind: 'file' | 'dir';
   /**
    * Masked only when it exists: an empty placeholder would itself break git (an empty
-   * `commondir` makes every git command fail). When missing, srt removes it after the run if
-   * the command created it.
+   * `commondir` makes every git command fail). Without the supervisor, srt removes it after the
+   * run if the command created it (the supervisor simply refuses to create it).
    */
   ifExists?: true;
 }
@@ -34,41 +55,97 @@ export interface GitFile {
   worktreeDirs: string[];
 }
 
-export interface ProtectedInput {
-  cwd: string;
-  home: string;
+/** What the searches found below one writable root. */
+export interface RootScan {
+  /** The root (where it lands, symlinks resolved). */
   root: string;
+  /** Paths relative to root listed by the file search (`protectedSearchArgs`). */
+  found: string[];
+  /** Symlinks with a protected name (relative to root), from `protectedLinkNames`. */
+  links: string[];
+  /** `.git` files found below the root, already read. */
+  gitFiles: GitFile[];
+  /** The root lies in a repository (a work tree or a git dir holds it). */
+  inRepo: boolean;
+  /** The root is itself a git dir (a linked worktree's main `.git`). */
+  isGitDir?: boolean;
+}
+
+/** A repository found, with the `core.hooksPath` its own config names (unresolved). */
+export interface RepoHooks {
+  /** The work tree's top (for a relative hooksPath). */
+  workTree: string;
+  hooksPath: string;
+}
+
+export interface ProtectedInput {
+  roots: RootScan[];
+  home: string;
+  /** The git work-tree top holding cwd, else cwd (the project's `.srt/` lives there). */
+  projectRoot: string;
   depth: number;
   managedDir: string;
-  /** Paths relative to cwd reported by the search (`protectedSearchArgs`). */
-  found: string[];
-  /** `.git` files found (cwd's own included), already read. */
-  gitFiles: GitFile[];
+  /** core.hooksPath of each repository found. */
+  repoHooks: RepoHooks[];
+  /** core.hooksPath of the user's global and the system config, if set. */
+  globalHooksPath?: string;
+  /** Every repository work tree found (a relative global hooksPath applies in each). */
+  workTrees: string[];
+}
+
+/** The supervisor's name rules (see seccomp/supervisor.c); roots and paths come from the mounts plan. */
+export interface SupervisorRules {
+  names: string[];
+  suffixes: string[];
+  gitInternals: string[];
+  /** Exempt from the git-internal rules: a linked worktree's own git dir. */
+  exempt: string[];
+  markers: string[];
+}
+
+export interface ProtectedPlan {
+  /** Paths bound read-only when they exist; without the supervisor, missing ones get placeholders. */
+  targets: ProtectedTarget[];
+  rules: SupervisorRules;
+  /** A writable root holds the home directory. */
+  homeWritable: boolean;
 }
 
 /**
  * ripgrep arguments listing every file that reveals a protected path down to `depth` directories
- * below cwd. `rg --files` lists files only, so directories are found through a file inside them
- * (a repository through `.git/HEAD`); an empty nested `.vscode/`, `.idea/` or `.srt/` is not found.
+ * below a root. `rg --files` lists files only (no directories, no symlinks), so directories are
+ * found through a file inside them (a repository through `.git/HEAD`); symlinks come from
+ * `protectedLinkNames`. `gitDir`: the root is a git dir (its submodules are `modules/**`).
  */
-export function protectedSearchArgs(depth: number): string[] {
+export function protectedSearchArgs(depth: number, gitDir = false): string[] {
   const globs = [
     ...PROTECTED_FILE_NAMES,
+    ...PROTECTED_SUFFIXES.map((s) => `*${s}`),
     ...PROTECTED_DIR_NAMES.map((d) => `**/${d}/**`),
     '**/.git/HEAD',
     '**/.git/modules/**/HEAD',
     '.git',
+    ...(gitDir ? ['/modules/**/HEAD'] : []),
   ];
   // A repository at depth d shows up as d/.git/HEAD, two levels further down.
   return ['--files', '--hidden', '--no-ignore', '--no-config', '--no-messages', '--no-follow',
     '--max-depth', String(depth + 2), ...globs.flatMap((g) => ['-g', g])];
 }
 
-/**
- * Git internals that run code or redirect git to code: hooks, the config (core.hooksPath,
- * core.fsmonitor, filters, …), `commondir` (points git at another directory's config and
- * hooks) and `worktrees/` (each linked worktree's `commondir`/`gitdir` do the same).
- */
+/** Names (and `*.suffix` patterns) of symlinks that stand for a protected path. */
+export function protectedLinkNames(): string[] {
+  return [...PROTECTED_FILE_NAMES, ...PROTECTED_SUFFIXES.map((s) => `*${s}`), ...PROTECTED_DIR_NAMES, '.git', 'hooks', 'config', 'commondir'];
+}
+
+const isFileName = (n: string) => (PROTECTED_FILE_NAMES as readonly string[]).includes(n) || PROTECTED_SUFFIXES.some((s) => n.endsWith(s) && n.length > s.length);
+const isDirName = (n: string) => (PROTECTED_DIR_NAMES as readonly string[]).includes(n);
+
+/** Is `p` equal to or below `base`? */
+function within(p: string, base: string): boolean {
+  return p === base || base === '/' || p.startsWith(base + '/');
+}
+
+/** Git internals that run code or redirect git to code (GIT_INTERNALS without the submodules). */
 function gitDirTargets(gitDir: string, worktrees: 'whole' | 'entries' = 'whole'): ProtectedTarget[] {
   const targets: ProtectedTarget[] = [
     { path: join(gitDir, 'hooks'), kind: 'dir' },
@@ -91,72 +168,194 @@ function worktreeGitDirTargets(gitDir: string): ProtectedTarget[] {
   ];
 }
 
-export function protectedTargets(input: ProtectedInput): ProtectedTarget[] {
-  const { cwd, depth } = input;
+/** Where a `core.hooksPath` value points (git: relative to the work tree's top, `~` expanded). */
+export function hooksPathDir(value: string, workTree: string, home: string): string {
+  if (value === '~' || value.startsWith('~/')) return join(home, value.slice(1));
+  return isAbsolute(value) ? resolve(value) : resolve(workTree, value);
+}
+
+export function protectedPlan(input: ProtectedInput): ProtectedPlan {
+  const { depth, home } = input;
   const out = new Map<string, ProtectedTarget>();
   const add = (t: ProtectedTarget) => { if (!out.has(t.path)) out.set(t.path, t); };
-
-  // Every name, existing or not, in cwd and in each nested repository root: that is where
-  // editors, git and agents look for them. A missing name in some other subdirectory is not
-  // masked (that would plant placeholders in every directory of the tree); existing ones are.
-  const projectRoot = (dir: string) => {
+  // Every name, existing or not, at the top of each root and of each nested repository: that is
+  // where editors, git and agents look for them. Deeper, existing ones are found and kept; the
+  // supervisor refuses new ones at any depth.
+  const projectTop = (dir: string) => {
     for (const name of PROTECTED_FILE_NAMES) add({ path: join(dir, name), kind: 'file' });
     for (const name of PROTECTED_DIR_NAMES) add({ path: join(dir, name), kind: 'dir' });
   };
-  projectRoot(cwd);
-  // No turning cwd into a bare repository.
-  add({ path: join(cwd, 'HEAD'), kind: 'file' });
-  add({ path: join(cwd, 'objects'), kind: 'dir' });
-  add({ path: join(cwd, 'refs'), kind: 'dir' });
-  const cwdGitFile = input.gitFiles.find((g) => g.file === join(cwd, '.git'));
-  if (!cwdGitFile) {
-    // Only a real repository (with HEAD) gets its hooks/config masked inside `.git`. Without one,
-    // `.git` itself stays uncreatable; an empty `.git` is another run's placeholder and must not
-    // be filled with placeholders of our own (that would keep it from ever being removed).
-    if (input.found.includes('.git/HEAD')) for (const t of gitDirTargets(join(cwd, '.git'))) add(t);
-    else add({ path: join(cwd, '.git'), kind: 'dir' });
+  const hooksFor = (value: string, workTree: string) => {
+    const dir = hooksPathDir(value, workTree, home);
+    add({ path: dir, kind: 'dir' });
+    // husky 9 points hooksPath at `.husky/_`, whose stubs run the scripts in `.husky/` itself.
+    if (posix.basename(dir) === '_') add({ path: dirname(dir), kind: 'dir' });
+  };
+  const exempt: string[] = [];
+
+  for (const scan of input.roots) {
+    const { root } = scan;
+    if (!scan.isGitDir) projectTop(root);
+    const rootGitFile = scan.gitFiles.find((g) => g.file === join(root, '.git'));
+    if (scan.found.includes('.git/HEAD')) {
+      for (const t of gitDirTargets(join(root, '.git'))) add(t);
+    } else if (!scan.inRepo && !rootGitFile && !scan.isGitDir) {
+      // Not in a repository: no new repository (`.git`) nor bare repository (HEAD, objects/,
+      // refs/) at the top. An empty `.git` there is another run's placeholder and must not be
+      // filled with placeholders of our own (that would keep it from ever being removed).
+      add({ path: join(root, '.git'), kind: 'dir' });
+      add({ path: join(root, 'HEAD'), kind: 'file' });
+      add({ path: join(root, 'objects'), kind: 'dir' });
+      add({ path: join(root, 'refs'), kind: 'dir' });
+    }
+    // Nested finds: these exist, so they are kept where they are.
+    for (const rel of scan.found) {
+      const segs = rel.split('/').filter((s) => s !== '' && s !== '.');
+      const last = segs.length - 1;
+      if (last < 0) continue;
+      if (isFileName(segs[last]!) && last <= depth) add({ path: join(root, ...segs), kind: 'file' });
+      const dirIdx = segs.findIndex(isDirName);
+      if (dirIdx >= 0 && dirIdx < last && dirIdx <= depth) add({ path: join(root, ...segs.slice(0, dirIdx + 1)), kind: 'dir' });
+      const gitIdx = segs.indexOf('.git');
+      if (gitIdx >= 0 && gitIdx <= depth && gitIdx < last) {
+        const gitDir = join(root, ...segs.slice(0, gitIdx + 1));
+        if (segs[last] === 'HEAD' && last === gitIdx + 1) {
+          for (const t of gitDirTargets(gitDir)) add(t);
+          projectTop(join(root, ...segs.slice(0, gitIdx)));
+        }
+        // Submodule git dirs live in the superproject's .git/modules/<name>/.
+        if (segs[gitIdx + 1] === 'modules' && segs[last] === 'HEAD') {
+          for (const t of gitDirTargets(join(root, ...segs.slice(0, last)))) add(t);
+        }
+      }
+      if (scan.isGitDir && segs[0] === 'modules' && segs[last] === 'HEAD' && last >= 2) {
+        for (const t of gitDirTargets(join(root, ...segs.slice(0, last)))) add(t);
+      }
+    }
+    // Symlinks with a protected name: the link is protected (the supervisor refuses removing or
+    // replacing it) and so is where it points (bound read-only through it). A `.git` link is a
+    // repository whose git dir is elsewhere.
+    for (const rel of scan.links) {
+      const segs = rel.split('/').filter((s) => s !== '' && s !== '.');
+      const name = segs.at(-1);
+      if (!name || segs.length - 1 > depth + 1) continue;
+      const path = join(root, ...segs);
+      const inGit = segs.length >= 2 && segs.at(-2) === '.git';
+      if (name === '.git') {
+        for (const t of gitDirTargets(path)) add(t);
+        projectTop(dirname(path));
+      } else if (inGit && ['hooks', 'config', 'commondir'].includes(name)) {
+        add({ path, kind: name === 'hooks' ? 'dir' : 'file' });
+      } else if (isDirName(name)) {
+        add({ path, kind: 'dir' });
+      } else if (isFileName(name)) {
+        add({ path, kind: 'file' });
+      }
+    }
+    // `.git` files: the pointer itself (rewriting it would redirect git to attacker hooks) and the
+    // hooks/config of the git dirs it names. For a linked worktree the main repository's .git is
+    // a writable root of its own; these stay read-only inside it, and the worktree's own git dir
+    // may be written (index, HEAD) but for its redirecting files.
+    for (const g of scan.gitFiles) {
+      const segs = posix.relative(root, g.file).split('/');
+      if (g.file !== join(root, '.git') && (segs[0] === '..' || segs.length - 1 > depth)) continue;
+      add({ path: g.file, kind: 'file' });
+      projectTop(dirname(g.file));
+      const linked = g.gitDir !== g.commonDir;
+      for (const t of gitDirTargets(g.commonDir, linked ? 'entries' : 'whole')) add(t);
+      if (linked) {
+        for (const dir of new Set([g.gitDir, ...g.worktreeDirs])) for (const t of worktreeGitDirTargets(dir)) add(t);
+        if (g.file === join(root, '.git')) exempt.push(g.gitDir);
+      }
+    }
   }
 
-  add({ path: join(input.root, '.srt'), kind: 'dir' });
-  add({ path: join(input.home, '.srt'), kind: 'dir' });
+  for (const r of input.repoHooks) hooksFor(r.hooksPath, r.workTree);
+  const names: string[] = [...PROTECTED_FILE_NAMES, ...PROTECTED_DIR_NAMES];
+  if (input.globalHooksPath !== undefined) {
+    const v = input.globalHooksPath;
+    // Relative: it means that directory in every repository; a one-component name is simply
+    // protected wherever it appears, like `.vscode`.
+    if (!isAbsolute(v) && !v.startsWith('~') && !v.includes('/') && v !== '.' && v !== '..') names.push(v);
+    if (isAbsolute(v) || v.startsWith('~')) hooksFor(v, home);
+    else for (const wt of input.workTrees) hooksFor(v, wt);
+  }
+
+  add({ path: join(input.projectRoot, '.srt'), kind: 'dir' });
+  add({ path: join(home, '.srt'), kind: 'dir' });
+  for (const f of USER_SETTINGS_FILES) add({ path: join(home, f), kind: 'file' });
   add({ path: input.managedDir, kind: 'dir' });
+  const homeWritable = input.roots.some((s) => within(home, s.root));
+  if (homeWritable) for (const p of HOME_PROTECTED) add({ path: join(home, p), kind: 'dir' });
 
-  // Nested finds: these exist, so they are masked where they are.
-  for (const rel of input.found) {
-    const segs = rel.split('/').filter((s) => s !== '' && s !== '.');
-    const last = segs.length - 1;
-    if (last < 0) continue;
-    if ((PROTECTED_FILE_NAMES as readonly string[]).includes(segs[last]!) && last <= depth) {
-      add({ path: join(cwd, ...segs), kind: 'file' });
-    }
-    const dirIdx = segs.findIndex((s) => (PROTECTED_DIR_NAMES as readonly string[]).includes(s));
-    if (dirIdx >= 0 && dirIdx < last && dirIdx <= depth) {
-      add({ path: join(cwd, ...segs.slice(0, dirIdx + 1)), kind: 'dir' });
-    }
-    const gitIdx = segs.indexOf('.git');
-    if (gitIdx >= 0 && gitIdx <= depth && gitIdx < last) {
-      const gitDir = join(cwd, ...segs.slice(0, gitIdx + 1));
-      if (segs[last] === 'HEAD' && last === gitIdx + 1) {
-        for (const t of gitDirTargets(gitDir)) add(t);
-        projectRoot(join(cwd, ...segs.slice(0, gitIdx)));
-      }
-      // Submodule git dirs live in the superproject's .git/modules/<name>/.
-      if (segs[gitIdx + 1] === 'modules' && segs[last] === 'HEAD') {
-        for (const t of gitDirTargets(join(cwd, ...segs.slice(0, last)))) add(t);
-      }
-    }
+  const targets = [...out.values()];
+  return {
+    targets,
+    homeWritable,
+    rules: {
+      names,
+      suffixes: [...PROTECTED_SUFFIXES],
+      gitInternals: [...GIT_INTERNALS],
+      exempt,
+      markers: [...REPOSITORY_MARKERS],
+    },
+  };
+}
+
+/**
+ * The rules file the helper reads (`--protect`): NUL-terminated records, a letter and a value.
+ * `roots`: where the name rules apply; `paths`: every write-denied path, wherever it is; `free`:
+ * where no rule applies (srt's own TMPDIR, below the protected `~/.srt`).
+ */
+export function encodeRules(rules: SupervisorRules, roots: string[], paths: string[], free: string[] = []): Buffer {
+  const records = [
+    ...free.map((r) => `F${r}`),
+    ...roots.map((r) => `W${r}`),
+    ...paths.map((p) => `P${p}`),
+    ...rules.exempt.map((p) => `A${p}`),
+    ...rules.names.map((n) => `N${n}`),
+    ...rules.suffixes.map((s) => `S${s}`),
+    ...rules.gitInternals.map((g) => `G${g}`),
+    ...rules.markers.map((m) => `M${m}`),
+  ];
+  for (const r of records) if (r.length < 2 || r.includes('\0')) throw new Error(`protected-path rule ${JSON.stringify(r)} cannot be encoded`);
+  return Buffer.from(records.map((r) => `${r}\0`).join(''));
+}
+
+/** What the supervisor reported (`--report-fd`): refused calls and repository markers created. */
+export interface SupervisorReport {
+  refused: { op: string; path: string }[];
+  created: string[];
+}
+
+/** Parse the report: NUL-terminated fields, `R` op path and `C` path records. */
+export function parseReport(buf: Buffer): SupervisorReport {
+  const fields = buf.toString('utf8').split('\0');
+  const out: SupervisorReport = { refused: [], created: [] };
+  for (let i = 0; i < fields.length;) {
+    const kind = fields[i];
+    if (kind === 'R' && i + 2 < fields.length) { out.refused.push({ op: fields[i + 1]!, path: fields[i + 2]! }); i += 3; }
+    else if (kind === 'C' && i + 1 < fields.length) { out.created.push(fields[i + 1]!); i += 2; }
+    else break; // the rest was cut short
   }
-  // `.git` files: the pointer itself (rewriting it would redirect git to attacker hooks) and the
-  // hooks/config of the git dirs it names. For cwd's linked worktree the main repository's .git
-  // is made writable by the caller, these stay read-only inside it.
-  for (const g of input.gitFiles) {
-    const segs = posix.relative(cwd, g.file).split('/');
-    if (g.file !== join(cwd, '.git') && (segs[0] === '..' || segs.length - 1 > depth)) continue;
-    add({ path: g.file, kind: 'file' });
-    projectRoot(dirname(g.file));
-    const linked = g.gitDir !== g.commonDir;
-    for (const t of gitDirTargets(g.commonDir, linked ? 'entries' : 'whole')) add(t);
-    if (linked) for (const dir of new Set([g.gitDir, ...g.worktreeDirs])) for (const t of worktreeGitDirTargets(dir)) add(t);
+  return out;
+}
+
+const VERBS: Record<string, string> = {
+  create: 'writing', write: 'writing', 'create in': 'writing in', remove: 'removing', move: 'moving',
+  replace: 'replacing', link: 'linking', chmod: 'changing the mode of',
+};
+
+/** One line per refused path (first `max`, then a count), paths relative to cwd where inside it. */
+export function refusalLines(refused: SupervisorReport['refused'], cwd: string, max = 10): string[] {
+  const seen = new Map<string, string>();
+  for (const r of refused) if (!seen.has(r.path)) seen.set(r.path, r.op);
+  const lines: string[] = [];
+  for (const [path, op] of seen) {
+    if (lines.length === max) break;
+    const shown = within(path, cwd) && path !== cwd ? posix.relative(cwd, path) : path;
+    lines.push(`refused ${VERBS[op] ?? 'writing'} ${shown} (protected)`);
   }
-  return [...out.values()];
+  if (seen.size > max) lines.push(`… and ${seen.size - max} more refused writes to protected paths`);
+  return lines;
 }

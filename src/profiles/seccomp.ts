@@ -22,11 +22,21 @@
 //   so this is defence in depth behind the kernel's own checks).
 // - ioctl(TIOCSTI / TIOCLINUX) → EPERM: pushing keystrokes into the user's terminal
 //   (bwrap --new-session already detaches the terminal; this holds even if that changes).
-// - setuid/setgid bits → EPERM: chmod/fchmod/fchmodat/fchmodat2 with S_ISUID or S_ISGID in the
-//   mode, and open/openat/creat (with O_CREAT or O_TMPFILE), mkdir/mkdirat and mknod/mknodat
-//   asking for them. For a root caller uid 0 maps to host root, so a setuid copy of a shell left
-//   in the work tree would be a root shell for every local user. openat2 → ENOSYS: its mode sits
-//   in a struct seccomp cannot read, and libc falls back to openat.
+// - setuid/setgid bits: chmod/fchmod/fchmodat/fchmodat2 with S_ISUID or S_ISGID → EPERM (a root
+//   caller's sandbox would otherwise leave a root shell on the host), and so do open/openat/creat
+//   (O_CREAT or O_TMPFILE), mkdir/mkdirat and mknod/mknodat asking for those bits (the
+//   supervisor strips them too, should a call get that far). openat2 → ENOSYS (its flags and mode live in a
+//   struct seccomp cannot read; libc and programs fall back to openat).
+// - `supervise` (the protected-path supervisor, seccomp/supervisor.c): every call that can
+//   create, replace, remove or re-point a name, or write a file by name, goes to the supervisor
+//   (SECCOMP_RET_USER_NOTIF), which performs it itself after checking the name: open/openat only
+//   when they can write (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC; never with O_PATH), creat, mkdir(at),
+//   mknod(at), symlink(at), link(at), unlink(at), rmdir, rename(at/at2), truncate and the chmod
+//   family. Read-only opens never leave the kernel. umask() too, only so that the supervisor's
+//   cache of each process's umask is emptied (it is then continued unchanged). A nested seccomp listener
+//   (SECCOMP_FILTER_FLAG_NEW_LISTENER) → EPERM: its supervisor could answer CONTINUE for calls
+//   ours never saw. landlock_create_ruleset → EOPNOTSUPP: the supervisor performs calls under
+//   srt's Landlock rules and cannot know a stricter domain the command would add.
 // `allowUnixSockets` adds AF_UNIX to the allowed families and lifts the socketpair type check;
 // `allowNamespaces` drops the namespace and mount rules.
 
@@ -36,6 +46,8 @@ export interface SeccompFilterOptions {
   arch: SeccompArch;
   allowUnixSockets: boolean;
   allowNamespaces: boolean;
+  /** Send the creating calls to the protected-path supervisor. */
+  supervise?: boolean;
 }
 
 // <linux/audit.h>: EM_* | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
@@ -51,10 +63,15 @@ type SyscallName =
   | 'open_tree' | 'move_mount' | 'fsopen' | 'fsconfig' | 'fsmount' | 'fspick'
   | 'mount_setattr' | 'open_tree_attr'
   | 'io_uring_setup' | 'io_uring_enter' | 'io_uring_register'
-  | 'chmod' | 'fchmod' | 'fchmodat' | 'fchmodat2' | 'open' | 'openat' | 'openat2' | 'creat' | 'mkdir' | 'mkdirat' | 'mknod' | 'mknodat';
+  | 'open' | 'creat' | 'openat' | 'openat2' | 'mkdir' | 'mkdirat' | 'mknod' | 'mknodat'
+  | 'symlink' | 'symlinkat' | 'link' | 'linkat' | 'unlink' | 'unlinkat' | 'rmdir'
+  | 'rename' | 'renameat' | 'renameat2' | 'truncate' | 'chmod' | 'fchmod' | 'fchmodat' | 'fchmodat2'
+  | 'seccomp' | 'landlock_create_ruleset' | 'umask';
 
 // Checked against asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64). Syscalls added
-// since 5.x (424 and up) share one number on every architecture.
+// since 5.x (424 and up) share one number on every architecture. aarch64 has none of the legacy
+// path calls (open, creat, mkdir, mknod, symlink, link, unlink, rmdir, rename, chmod) nor
+// renameat: only their *at forms (undefined here: -1).
 export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> = {
   x86_64: {
     socket: 41, socketpair: 53, keyctl: 250, add_key: 248, request_key: 249, ioctl: 16, clone: 56, unshare: 272, setns: 308,
@@ -62,8 +79,10 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433,
     clone3: 435, mount_setattr: 442, open_tree_attr: 467,
-    chmod: 90, fchmod: 91, fchmodat: 268, fchmodat2: 452, open: 2, openat: 257, openat2: 437, creat: 85,
-    mkdir: 83, mkdirat: 258, mknod: 133, mknodat: 259,
+    open: 2, creat: 85, openat: 257, openat2: 437, mkdir: 83, mkdirat: 258, mknod: 133, mknodat: 259,
+    symlink: 88, symlinkat: 266, link: 86, linkat: 265, unlink: 87, unlinkat: 263, rmdir: 84,
+    rename: 82, renameat: 264, renameat2: 316, truncate: 76, chmod: 90, fchmod: 91, fchmodat: 268,
+    fchmodat2: 452, seccomp: 317, landlock_create_ruleset: 444, umask: 95,
   },
   aarch64: {
     socket: 198, socketpair: 199, keyctl: 219, add_key: 217, request_key: 218, ioctl: 29, clone: 220, unshare: 97, setns: 268,
@@ -71,19 +90,12 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     io_uring_setup: 425, io_uring_enter: 426, io_uring_register: 427,
     open_tree: 428, move_mount: 429, fsopen: 430, fsconfig: 431, fsmount: 432, fspick: 433,
     clone3: 435, mount_setattr: 442, open_tree_attr: 467,
-    // aarch64 has only the *at forms; -1 marks a syscall that does not exist there.
-    chmod: -1, fchmod: 52, fchmodat: 53, fchmodat2: 452, open: -1, openat: 56, openat2: 437, creat: -1,
-    mkdir: -1, mkdirat: 34, mknod: -1, mknodat: 33,
+    open: -1, creat: -1, openat: 56, openat2: 437, mkdir: -1, mkdirat: 34, mknod: -1, mknodat: 33,
+    symlink: -1, symlinkat: 36, link: -1, linkat: 37, unlink: -1, unlinkat: 35, rmdir: -1,
+    rename: -1, renameat: -1, renameat2: 276, truncate: 45, chmod: -1, fchmod: 52, fchmodat: 53,
+    fchmodat2: 452, seccomp: 277, landlock_create_ruleset: 444, umask: 166,
   },
 };
-
-/** Syscalls whose mode argument (index) may carry S_ISUID/S_ISGID, and the flags argument that
- *  makes it count (open*: only with O_CREAT/O_TMPFILE). */
-const MODE_ARGS: Array<{ name: SyscallName; mode: number; flags?: number }> = [
-  { name: 'chmod', mode: 1 }, { name: 'fchmod', mode: 1 }, { name: 'fchmodat', mode: 2 }, { name: 'fchmodat2', mode: 2 },
-  { name: 'creat', mode: 1 }, { name: 'open', mode: 2, flags: 1 }, { name: 'openat', mode: 3, flags: 2 },
-  { name: 'mkdir', mode: 1 }, { name: 'mkdirat', mode: 2 }, { name: 'mknod', mode: 1 }, { name: 'mknodat', mode: 2 },
-];
 
 export const AF_UNIX = 1;
 export const AF_INET = 2;
@@ -99,18 +111,25 @@ export const TIOCLINUX = 0x541c;
 // signal in its low byte, so CLONE_NEWTIME (0x80) only means "new time namespace" for unshare().
 export const CLONE_NAMESPACE_FLAGS = 0x7e020000;
 export const CLONE_NEWTIME = 0x80;
-export const S_ISUID = 0o4000;
-export const S_ISGID = 0o2000;
-// x86_64 and aarch64 share these values: O_CREAT 0100, O_TMPFILE (__O_TMPFILE | O_DIRECTORY) 020200000.
+
+// <fcntl.h>, <sys/stat.h> (the same values on x86_64 and aarch64)
+export const O_ACCMODE = 0o3;
 export const O_CREAT = 0o100;
-export const O_TMPFILE_BIT = 0o20000000;
+export const O_TRUNC = 0o1000;
+export const O_PATH = 0o10000000;
+export const O_TMPFILE_BIT = 0o20000000; // __O_TMPFILE
+export const S_ISUID_GID = 0o6000;
 
 // <linux/seccomp.h>
 export const SECCOMP_RET_KILL_PROCESS = 0x80000000;
 export const SECCOMP_RET_ERRNO = 0x00050000;
+export const SECCOMP_RET_USER_NOTIF = 0x7fc00000;
 export const SECCOMP_RET_ALLOW = 0x7fff0000;
+export const SECCOMP_SET_MODE_FILTER = 1;
+export const SECCOMP_FILTER_FLAG_NEW_LISTENER = 8;
 export const EPERM = 1;
 export const ENOSYS = 38;
+export const EOPNOTSUPP = 95;
 
 // <linux/filter.h> opcodes used here.
 export const BPF_LD_W_ABS = 0x20;
@@ -118,6 +137,7 @@ export const BPF_JEQ_K = 0x15;
 export const BPF_JSET_K = 0x45;
 export const BPF_RET_K = 0x06;
 export const BPF_ALU_AND_K = 0x54;
+export const BPF_JA = 0x05;
 
 // struct seccomp_data offsets (little-endian: the low half of args[i] comes first).
 const OFF_NR = 0;
@@ -162,10 +182,63 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   jeq(nr.socket, 'socket');
   if (!opts.allowUnixSockets) jeq(nr.socketpair, 'socketpair');
   jeq(nr.ioctl, 'ioctl');
-  jeq(nr.openat2, 'enosys');
-  const modeCalls = MODE_ARGS.filter((m) => nr[m.name] >= 0);
-  for (const m of modeCalls) jeq(nr[m.name], `mode:${m.name}`);
+  const sup = opts.supervise === true;
+  const has = (n: SyscallName): boolean => nr[n] >= 0;
+  const on = (n: SyscallName, target: Target): void => { if (has(n)) jeq(nr[n], target); };
+  on('openat2', 'enosys');
+  // Path calls: [syscall, index of its flags argument (opens) / mode argument (others)].
+  on('open', 'open');
+  on('openat', 'openat');
+  on('creat', 'creat');
+  // chmod family and mkdir/mknod: the mode is argument 1 (legacy calls) or 2 (*at calls).
+  for (const n of ['chmod', 'fchmod', 'mkdir', 'mknod'] as const) on(n, 'mode1');
+  for (const n of ['fchmodat', 'fchmodat2', 'mkdirat', 'mknodat'] as const) on(n, 'mode2');
+  if (sup) {
+    for (const n of ['symlink', 'symlinkat', 'link', 'linkat', 'unlink', 'unlinkat', 'rmdir', 'rename', 'renameat',
+      'renameat2', 'truncate', 'umask'] as const) on(n, 'notify');
+    on('seccomp', 'seccomp');
+    on('landlock_create_ruleset', 'eopnotsupp');
+  }
   ret(SECCOMP_RET_ALLOW);
+
+  // A mode argument with setuid/setgid bits → EPERM (with or without the supervisor: one
+  // behaviour); else to the supervisor, or allowed. The kernel reads modes as umode_t and open
+  // flags as int: the low 32 bits are the value.
+  const then = sup ? 'notify' : 'allow';
+  const modeAt = (i: number) => {
+    ld(argLow(i));
+    jset(S_ISUID_GID, 'eperm');
+    items.push({ code: BPF_JA, k: 0, jt: then });
+  };
+  label('mode1');
+  modeAt(1);
+  label('mode2');
+  modeAt(2);
+  // open(path, flags, mode) / openat(dirfd, path, flags, mode): the mode counts only when the
+  // call creates (O_CREAT, O_TMPFILE); the supervisor gets every open that can write.
+  for (const [name, flagsArg] of [['open', 1], ['openat', 2]] as const) {
+    if (!has(name)) continue;
+    label(name);
+    ld(argLow(flagsArg));
+    jset(O_PATH, 'allow');
+    jset(O_CREAT | O_TMPFILE_BIT, `${name}Mode`);
+    if (sup) jset(O_ACCMODE | O_TRUNC, 'notify');
+    ret(SECCOMP_RET_ALLOW);
+    label(`${name}Mode`);
+    modeAt(flagsArg + 1);
+  }
+  if (has('creat')) {
+    label('creat');
+    modeAt(1);
+  }
+  if (sup) {
+    label('seccomp');
+    ld(argLow(0));
+    items.push({ code: BPF_JEQ_K, k: SECCOMP_SET_MODE_FILTER, jf: 'allow' });
+    ld(argLow(1));
+    jset(SECCOMP_FILTER_FLAG_NEW_LISTENER, 'eperm');
+    ret(SECCOMP_RET_ALLOW);
+  }
 
   // Argument checks read only the low 32 bits: the kernel takes these arguments as int /
   // unsigned int (socket family, ioctl cmd) or uses only their low 32 bits (clone flags).
@@ -196,17 +269,6 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   jeq(TIOCSTI, 'eperm');
   jeq(TIOCLINUX, 'eperm');
   ret(SECCOMP_RET_ALLOW);
-  // The kernel reads modes as umode_t and open flags as int: the low 32 bits are the value.
-  for (const m of modeCalls) {
-    label(`mode:${m.name}`);
-    if (m.flags !== undefined) {
-      ld(argLow(m.flags));
-      items.push({ code: BPF_JSET_K, k: O_CREAT | O_TMPFILE_BIT, jf: 'allow' });
-    }
-    ld(argLow(m.mode));
-    jset(S_ISUID | S_ISGID, 'eperm');
-    ret(SECCOMP_RET_ALLOW);
-  }
 
   label('allow');
   ret(SECCOMP_RET_ALLOW);
@@ -214,6 +276,12 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   ret(SECCOMP_RET_ERRNO | EPERM);
   label('enosys');
   ret(SECCOMP_RET_ERRNO | ENOSYS);
+  if (sup) {
+    label('notify');
+    ret(SECCOMP_RET_USER_NOTIF);
+    label('eopnotsupp');
+    ret(SECCOMP_RET_ERRNO | EOPNOTSUPP);
+  }
   label('kill');
   ret(SECCOMP_RET_KILL_PROCESS);
 
@@ -242,9 +310,11 @@ function assemble(items: Item[]): Buffer {
   for (const item of items) {
     if ('label' in item) continue;
     out.writeUInt16LE(item.code, pc * 8);
-    out.writeUInt8(offset(item.jt), pc * 8 + 2);
-    out.writeUInt8(offset(item.jf), pc * 8 + 3);
-    out.writeUInt32LE(item.k >>> 0, pc * 8 + 4);
+    // BPF_JA jumps by k (its jt/jf are unused); the label is kept in jt.
+    const ja = item.code === BPF_JA;
+    out.writeUInt8(ja ? 0 : offset(item.jt), pc * 8 + 2);
+    out.writeUInt8(ja ? 0 : offset(item.jf), pc * 8 + 3);
+    out.writeUInt32LE(ja ? offset(item.jt) : item.k >>> 0, pc * 8 + 4);
     pc++;
   }
   return out;

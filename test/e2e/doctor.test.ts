@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSy
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SECCOMP_HELPER_PATH } from '../../src/paths.js';
-import { SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { NO_SUPERVISOR, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-doctor-');
 afterAll(async () => {
@@ -147,11 +147,12 @@ describe('what killed runs leave behind', () => {
     // starting later would clear the dead run's leftovers itself).
     const other = join(w.root, 'other');
     mkdirSync(other);
-    const live = await startBackground(['-c', 'echo started; echo ready; sleep 60'], w.home, other);
+    // Placeholders exist only without the seccomp supervisor (an old kernel): forced here.
+    const live = await startBackground(['-c', 'echo started; echo ready; sleep 60'], w.home, other, NO_SUPERVISOR);
     const liveFiles = readdirSync(other);
     // A run killed with SIGKILL while its placeholders exist (a directory outside a repository:
     // the placeholders include .git, .bashrc, …).
-    const dead = await startBackground(['-c', 'echo started; echo ready; sleep 60'], w.home, w.cwd);
+    const dead = await startBackground(['-c', 'echo started; echo ready; sleep 60'], w.home, w.cwd, NO_SUPERVISOR);
     dead.child.kill('SIGKILL');
     await dead.exit;
     const placeholders = readdirSync(w.cwd);

@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, st
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, processesWith, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { attempt, NO_SUPERVISOR, processesWith, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const HELPER = join(dirname(SRT_BIN), '..', 'seccomp', 'build', 'srt-seccomp');
@@ -103,9 +103,9 @@ describe('holes found in review (fail until fixed)', () => {
   // directory the command wrote (core.fsmonitor runs on the next `git status` outside).
   // The same holds for a linked worktree's `.git/worktrees/<name>/commondir`.
   // srt protects an existing `commondir`/`gitdir` and the whole `worktrees/` dir; a missing
-  // `.git/commondir` cannot be masked (an empty placeholder breaks git), so srt removes one the
-  // command created when the run ends, with a warning.
-  it('a .git/commondir the command creates is gone when srt returns, so git outside never reads config or hooks the command wrote', async () => {
+  // `.git/commondir` cannot be created (the supervisor refuses it; test/e2e/protect.test.ts has
+  // the run without it).
+  it('a .git/commondir cannot be created, so git outside never reads config or hooks the command wrote', async () => {
     const { base, home, cwd } = scratch();
     const git = (dir: string, ...args: string[]) => execFileSync('git', ['-c', 'init.defaultBranch=main', '-c', 'user.email=e@x', '-c', 'user.name=n', ...args], { cwd: dir, stdio: 'ignore', env: { ...process.env, HOME: home } });
     git(cwd, 'init', '-q');
@@ -120,9 +120,9 @@ describe('holes found in review (fail until fixed)', () => {
       attempt('wtGitdir', 'echo /tmp/elsewhere/.git > .git/worktrees/wt/gitdir'),
     ].join('\n');
     const r = await srt(['--', 'sh', '-c', script], { home, cwd });
-    expect(results(r.stdout)).toEqual({ commondir: 'yes', wtCommondir: 'no', wtGitdir: 'no' });
+    expect(results(r.stdout)).toEqual({ commondir: 'no', wtCommondir: 'no', wtGitdir: 'no' });
     expect(existsSync(join(cwd, '.git', 'commondir'))).toBe(false);
-    expect(r.stderr).toMatch(/srt: warning: removed \S+\/\.git\/commondir, created inside the sandbox/);
+    expect(r.stderr).toMatch(/srt: refused writing \.git\/commondir \(protected\)/);
     // What the user would run next, outside the sandbox.
     await execa('git', ['status'], { cwd, reject: false, env: { HOME: home } });
     await execa('git', ['status'], { cwd: join(base, 'wt'), reject: false, env: { HOME: home } });
@@ -238,7 +238,8 @@ describe('holes found in review (fail until fixed)', () => {
   it('SIGQUIT to srt ends the command and leaves nothing behind', async () => {
     const { home, cwd } = scratch();
     const marker = `7${process.pid}${Date.now() % 100000}`;
-    const { child, out, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; exec sleep ${marker}`], home, cwd);
+    // Without the supervisor, so that there are placeholders to clean up.
+    const { child, out, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; exec sleep ${marker}`], home, cwd, NO_SUPERVISOR);
     const runDir = dirname(out().split('\n')[0]!);
     dirs.push({ cleanup: () => rmSync(runDir, { recursive: true, force: true }) });
     expect(readdirSync(cwd).length).toBeGreaterThan(0); // the placeholders of this run
@@ -386,7 +387,8 @@ describe('escapes that are refused (regressions)', () => {
     expect(processesWith(m2)).toEqual([]);
     expect(existsSync(runDir)).toBe(false);
     expect(readdirSync(cwd)).toEqual([]);
-    expect(readdirSync(join(home, '.srt/state'))).toEqual([]);
+    const state = join(home, '.srt/state');
+    expect(existsSync(state) ? readdirSync(state) : []).toEqual([]);
   });
 
   it('a missing or foreign seccomp helper stops the run with 125 and nothing runs', async () => {

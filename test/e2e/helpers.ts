@@ -94,6 +94,9 @@ export function results(stdout: unknown): Record<string, string> {
   return Object.fromEntries(String(stdout).split('\n').filter((l) => /^\w+=(yes|no)$/.test(l)).map((l) => l.split('=') as [string, string]));
 }
 
+/** The environment that makes srt use placeholders instead of the seccomp supervisor (test switch). */
+export const NO_SUPERVISOR = { SRT_TEST_NO_SUPERVISOR: '1' };
+
 /** Host processes whose command line contains `marker`. */
 export function processesWith(marker: string): string[] {
   const out: string[] = [];
@@ -115,8 +118,8 @@ export interface Background {
 }
 
 /** Start srt in the background (tracked); resolves once the command printed a `ready` line. */
-export function startBackground(args: string[], home: string, cwd: string): Promise<Background> {
-  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'ignore'] }));
+export function startBackground(args: string[], home: string, cwd: string, env: Record<string, string> = {}): Promise<Background> {
+  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', ...env }, stdio: ['ignore', 'pipe', 'ignore'] }));
   const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
   let out = '';
   return new Promise((resolve, reject) => {

@@ -5,7 +5,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFil
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { processesWith, REPO, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
+import { NO_SUPERVISOR, processesWith, REPO, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(async () => {
@@ -131,17 +131,18 @@ describe('signals and cleanup', () => {
     expect(processesWith(marker)).toEqual([]);
   });
 
-  it('a run killed with SIGKILL leaves its state file; a later run keeps a live run\'s placeholders and reaps a dead one\'s', async () => {
+  // Placeholders exist only without the seccomp supervisor (old kernels): forced here.
+  it('without the supervisor: a run killed with SIGKILL leaves its state file; a later run keeps a live run\'s placeholders and reaps a dead one\'s', async () => {
     const { home, cwd } = scratch();
     // Run A (live) holds placeholders for the missing protected names in cwd.
-    const a = await startBackground(['--', 'sh', '-c', 'echo $TMPDIR; echo ready; exec sleep 1000'], home, cwd);
+    const a = await startBackground(['--', 'sh', '-c', 'echo $TMPDIR; echo ready; exec sleep 1000'], home, cwd, NO_SUPERVISOR);
     // SIGKILL leaves A's run dir behind by nature; the test removes it.
     dirs.push({ cleanup: () => rmSync(dirname(a.firstLine), { recursive: true, force: true }) });
     const stateA = join(home, '.srt/state', `${a.child.pid}.json`);
     expect(existsSync(stateA)).toBe(true);
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     // Run B finishes normally while A lives: A's placeholders stay.
-    expect((await srt(['--', 'true'], { home, cwd })).exitCode).toBe(0);
+    expect((await srt(['--', 'true'], { home, cwd, env: NO_SUPERVISOR })).exitCode).toBe(0);
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     expect(existsSync(join(cwd, '.vscode'))).toBe(true);
     // Kill A with SIGKILL: its state file, placeholders and run dir remain (stale).
@@ -151,7 +152,7 @@ describe('signals and cleanup', () => {
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     expect(existsSync(dirname(a.firstLine))).toBe(true);
     // Run C reaps the dead run's leftovers, is itself protected all the same, and cleans up after itself.
-    const c = await srt(['--', 'sh', '-c', 'echo evil > .bashrc'], { home, cwd });
+    const c = await srt(['--', 'sh', '-c', 'echo evil > .bashrc'], { home, cwd, env: NO_SUPERVISOR });
     expect(c.exitCode).not.toBe(0);
     expect(readdirSync(cwd)).toEqual([]);
     expect(readdirSync(join(home, '.srt/state'))).toEqual([]);

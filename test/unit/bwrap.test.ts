@@ -346,3 +346,49 @@ describe('deny globs with names bwrap cannot be given', () => {
     expect(plan.warnings).toEqual(['filesystem.denyRead: /h/*.pem: /h/odd holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered']);
   });
 });
+
+describe('every writable root and the protected-path supervisor', () => {
+  const via = (link: string, target: string, system = false) => ({ link, target, system });
+  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 4 } } };
+
+  it('an allowWrite entry through a symlink a sandbox could have planted is refused, naming the link', () => {
+    const p = policy({ allowWrite: [rule('/w/build'), rule('/var/run/x'), rule('/h/sys/x')] });
+    const f = facts({
+      '/w/build': { real: '/etc', kind: 'dir', via: [via('/w/build', '/etc')] },
+      // A root-owned link in a root-owned directory (the system's own layout) stays usable…
+      '/var/run/x': { real: '/run/x', kind: 'dir', via: [via('/var/run', '/run', true)] },
+      // …but not inside the home directory, cwd or another writable root.
+      '/h/sys/x': { real: '/opt/x', kind: 'dir', via: [via('/h/sys', '/opt', true)] },
+    });
+    const plan = buildBwrapPlan(p, f, ['true']);
+    expect(plan.warnings).toContain('filesystem.allowWrite: /w/build: runs through the symlink /w/build -> /etc; entry ignored (a sandboxed command could have planted that link; name the directory it points to instead)');
+    expect(plan.warnings.some((w) => w.includes('/h/sys -> /opt'))).toBe(true);
+    expect(plan.writable).toEqual(['/w', '/r/tmp', '/run/x']);
+  });
+
+  it('with the supervisor: no placeholders for missing write-denied paths; their rules list both spellings', () => {
+    const targets = [{ path: '/w/.bashrc', kind: 'file' as const }, { path: '/w/.vscode', kind: 'dir' as const }, { path: '/w/.git/hooks', kind: 'dir' as const }];
+    const p = policy({ denyWrite: [rule('/w/.env')], allowWrite: [rule('/data')] });
+    const f = facts({
+      '/w/.bashrc': { real: '/w/dotfiles/bashrc', kind: 'file', via: [via('/w/.bashrc', 'dotfiles/bashrc')] },
+      '/w/.vscode': missing('/w/.vscode'), '/w/.git/hooks': missing('/w/.git/hooks', '/w/.git'), '/w/.env': missing('/w/.env'), '/data': dir('/data'),
+    }, { ...sup, protectedTargets: targets });
+    const plan = buildBwrapPlan(p, f, ['true']);
+    expect(plan.placeholders).toEqual([]);
+    expect(mounts(plan.args)).toContain('ro-bind /w/dotfiles/bashrc');
+    expect(plan.protectedRoots).toEqual(['/w', '/data']);
+    expect(plan.protectedPaths).toEqual(expect.arrayContaining(['/w/.env', '/w/.bashrc', '/w/dotfiles/bashrc', '/w/.vscode', '/w/.git/hooks']));
+    const args = plan.args.slice(plan.args.indexOf('/h/srt-seccomp'));
+    expect(args.join(' ')).toContain('--protect /r/protect.rules --report-fd 4 --filter /r/f.bpf --');
+    // Without it, the same plan needs the placeholders.
+    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [] } }, ['true']);
+    expect(fallback.placeholders.map((ph) => ph.path)).toEqual(['/w/.env', '/w/.vscode', '/w/.git']);
+  });
+
+  it('warns when a writable root holds the home directory', () => {
+    const none = buildBwrapPlan(policy(), facts({}), ['true']);
+    expect(none.warnings.join()).not.toMatch(/home directory/);
+    const plan = buildBwrapPlan(policy({ allowWrite: [rule('/')] }, { home: '/h' }), facts({ '/': dir('/') }), ['true']);
+    expect(plan.warnings).toContain('the whole home directory /h is writable in this sandbox (through /): apart from srt\'s protected paths, the command can change any of your files there, including ones other programs run later');
+  });
+});

@@ -1,58 +1,134 @@
 import { describe, expect, it } from 'vitest';
-import { protectedSearchArgs, protectedTargets } from '../../src/profiles/protected.js';
+import {
+  encodeRules, GIT_INTERNALS, hooksPathDir, parseReport, protectedLinkNames, protectedPlan, protectedSearchArgs, refusalLines,
+  type ProtectedInput, type RootScan,
+} from '../../src/profiles/protected.js';
 
-const base = { cwd: '/w', home: '/h', root: '/w', depth: 2, managedDir: '/etc/srt', gitFiles: [] };
+const root = (r: Partial<RootScan> = {}): RootScan => ({ root: '/w', found: [], links: [], gitFiles: [], inRepo: false, ...r });
+const input = (i: Partial<ProtectedInput> = {}): ProtectedInput => ({
+  roots: [root()], home: '/h', projectRoot: '/w', depth: 2, managedDir: '/etc/srt', repoHooks: [], workTrees: [], ...i,
+});
+const paths = (i: Partial<ProtectedInput> = {}) => protectedPlan(input(i)).targets.map((t) => `${t.kind} ${t.path}`);
 
-describe('protected paths', () => {
-  it('covers every name in cwd, bare-repo conversion, project/user/managed srt dirs', () => {
-    const paths = protectedTargets({ ...base, found: [] }).map((t) => `${t.kind} ${t.path}`);
-    for (const f of ['.bashrc', '.bash_profile', '.zshrc', '.zprofile', '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', '.bash_login', '.zshenv', '.zlogin', 'HEAD']) {
-      expect(paths).toContain(`file /w/${f}`);
-    }
-    for (const d of ['.vscode', '.idea', '.srt', 'objects', 'refs']) expect(paths).toContain(`dir /w/${d}`);
-    expect(paths).toContain('dir /h/.srt');
-    expect(paths).toContain('dir /etc/srt');
+describe('protected-path plan', () => {
+  it('every SPEC §3 name at the top of a root, project/user/managed srt paths, the user settings file', () => {
+    const p = paths();
+    for (const f of ['.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.zshrc', '.zshenv', '.zprofile', '.zlogin', '.profile',
+      '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', '.pre-commit-config.yaml']) expect(p).toContain(`file /w/${f}`);
+    for (const d of ['.vscode', '.idea', '.claude', '.cursor', '.devcontainer', '.zed', '.srt']) expect(p).toContain(`dir /w/${d}`);
+    expect(p).toEqual(expect.arrayContaining(['dir /h/.srt', 'file /h/.srt-settings.json', 'file /h/.srt-settings.yaml', 'dir /etc/srt']));
   });
 
-  it('outside a repository `.git` itself is uncreatable; inside one its hooks and config are masked', () => {
-    const none = protectedTargets({ ...base, found: [] }).map((t) => `${t.kind} ${t.path}`);
-    expect(none).toContain('dir /w/.git');
-    expect(none.filter((p) => p.includes('/w/.git/'))).toEqual([]);
-    const repo = protectedTargets({ ...base, found: ['.git/HEAD'] }).map((t) => `${t.kind} ${t.path}`);
-    expect(repo).toEqual(expect.arrayContaining(['dir /w/.git/hooks', 'file /w/.git/config']));
-    expect(repo).not.toContain('dir /w/.git');
+  it('applies to every writable root, not only cwd', () => {
+    const p = paths({ roots: [root(), root({ root: '/h/projects', found: ['app/.git/HEAD', 'app/.bashrc'] })] });
+    expect(p).toEqual(expect.arrayContaining(['file /h/projects/.bashrc', 'dir /h/projects/.vscode', 'dir /h/projects/app/.git/hooks',
+      'file /h/projects/app/.git/config', 'file /h/projects/app/.bashrc', 'dir /h/projects/app/.claude']));
   });
 
-  it('nested finds within the depth, through files inside protected dirs and repositories', () => {
-    const found = ['a/b/.bashrc', 'a/b/c/.bashrc', 'x/.vscode/settings.json', 'x/y/z/.vscode/s.json', 'r/.git/HEAD', 'p/q/.git/HEAD', '.git/modules/sub/HEAD'];
-    const paths = protectedTargets({ ...base, found }).map((t) => t.path);
-    expect(paths).toContain('/w/a/b/.bashrc');
-    expect(paths).not.toContain('/w/a/b/c/.bashrc'); // depth 3 > 2
-    expect(paths).toContain('/w/x/.vscode');
-    expect(paths).not.toContain('/w/x/y/z/.vscode');
-    expect(paths).toContain('/w/r/.git/hooks');
-    expect(paths).toContain('/w/p/q/.git/config');
-    expect(paths).toContain('/w/.git/modules/sub/hooks');
+  it('outside a repository `.git`, HEAD, objects/ and refs/ are uncreatable at the top; never where a repository is', () => {
+    expect(paths()).toEqual(expect.arrayContaining(['dir /w/.git', 'file /w/HEAD', 'dir /w/objects', 'dir /w/refs']));
+    const repo = paths({ roots: [root({ found: ['.git/HEAD'] })] });
+    expect(repo).toEqual(expect.arrayContaining(['dir /w/.git/hooks', 'file /w/.git/config', 'file /w/.git/commondir']));
+    for (const p of ['dir /w/.git', 'file /w/HEAD', 'dir /w/objects', 'dir /w/refs']) expect(repo).not.toContain(p);
+    // A root below a repository's top (srt started in a subdirectory) is in a repository too.
+    const sub = paths({ roots: [root({ root: '/w/sub', inRepo: true })] });
+    expect(sub).not.toContain('file /w/sub/HEAD');
+    expect(sub).not.toContain('dir /w/sub/.git');
   });
 
-  it('a linked worktree protects its .git file, the main repository hooks/config/commondir and every worktree\'s redirects', () => {
-    const gitFiles = [{ file: '/w/.git', gitDir: '/m/.git/worktrees/w', commonDir: '/m/.git', worktreeDirs: ['/m/.git/worktrees/w', '/m/.git/worktrees/other'] }];
-    const paths = protectedTargets({ ...base, found: ['.git'], gitFiles }).map((t) => t.path);
-    expect(paths).toEqual(expect.arrayContaining(['/w/.git', '/m/.git/hooks', '/m/.git/config', '/m/.git/commondir',
+  it('nested finds within the depth: files, directories through a file inside, repositories, submodules, *.code-workspace', () => {
+    const found = ['a/b/.bashrc', 'a/b/c/.bashrc', 'x/.devcontainer/devcontainer.json', 'x/y/z/.vscode/s.json', 'r/.git/HEAD',
+      'p/q/.git/HEAD', '.git/modules/sub/HEAD', 'ws/team.code-workspace'];
+    const p = protectedPlan(input({ roots: [root({ found })] })).targets.map((t) => t.path);
+    expect(p).toEqual(expect.arrayContaining(['/w/a/b/.bashrc', '/w/x/.devcontainer', '/w/r/.git/hooks', '/w/p/q/.git/config',
+      '/w/.git/modules/sub/hooks', '/w/.git/modules/sub/config', '/w/ws/team.code-workspace', '/w/r/.claude']));
+    expect(p).not.toContain('/w/a/b/c/.bashrc'); // depth 3 > 2: the supervisor covers it
+    expect(p).not.toContain('/w/x/y/z/.vscode');
+  });
+
+  it('symlinks with a protected name are kept as links, a `.git` link as a repository', () => {
+    const p = paths({ roots: [root({ links: ['.bashrc', 'a/.vscode', 'm/.git', '.git/hooks', 'd/x.code-workspace'] })] });
+    expect(p).toEqual(expect.arrayContaining(['file /w/.bashrc', 'dir /w/a/.vscode', 'dir /w/m/.git/hooks', 'file /w/m/.git/config',
+      'dir /w/.git/hooks', 'file /w/d/x.code-workspace', 'file /w/m/.bashrc']));
+  });
+
+  it('a linked worktree: its .git file, the main repository internals, every worktree\'s redirects; its own git dir is exempt', () => {
+    const gitFiles = [{ file: '/w/.git', gitDir: '/m/.git/worktrees/w', commonDir: '/m/.git', worktreeDirs: ['/m/.git/worktrees/w', '/m/.git/worktrees/o'] }];
+    const plan = protectedPlan(input({ roots: [root({ found: ['.git'], gitFiles, inRepo: true }), root({ root: '/m/.git', isGitDir: true, found: ['modules/s/HEAD'], inRepo: true })] }));
+    const p = plan.targets.map((t) => t.path);
+    expect(p).toEqual(expect.arrayContaining(['/w/.git', '/m/.git/hooks', '/m/.git/config', '/m/.git/commondir',
       '/m/.git/worktrees/w/config.worktree', '/m/.git/worktrees/w/commondir', '/m/.git/worktrees/w/gitdir',
-      '/m/.git/worktrees/other/commondir', '/m/.git/worktrees/other/gitdir']));
-    // The worktree's own git dir (index, HEAD) stays writable.
-    expect(paths).not.toContain('/m/.git/worktrees');
-    expect(paths).not.toContain('/w/.git/hooks');
+      '/m/.git/worktrees/o/commondir', '/m/.git/worktrees/o/gitdir', '/m/.git/modules/s/config', '/m/.git/modules/s/hooks']));
+    expect(p).not.toContain('/m/.git/worktrees');
+    expect(p).not.toContain('/m/.git/.bashrc');
+    expect(plan.rules.exempt).toEqual(['/m/.git/worktrees/w']);
   });
 
-  it('a repository\'s commondir and worktrees/ are protected (they redirect git to other config and hooks)', () => {
-    const paths = protectedTargets({ ...base, found: ['.git/HEAD', 'r/.git/HEAD'] }).map((t) => t.path);
-    expect(paths).toEqual(expect.arrayContaining(['/w/.git/commondir', '/w/.git/worktrees', '/w/r/.git/commondir', '/w/r/.git/worktrees']));
+  it('core.hooksPath: each repository\'s (relative to its work tree, ~ expanded), husky 9\'s parent, the global one everywhere', () => {
+    const p = paths({
+      repoHooks: [{ workTree: '/w', hooksPath: '.husky/_' }, { workTree: '/w/r', hooksPath: '~/hooks' }, { workTree: '/w/s', hooksPath: '/opt/h' }],
+      globalHooksPath: '.githooks', workTrees: ['/w', '/w/r'],
+    });
+    expect(p).toEqual(expect.arrayContaining(['dir /w/.husky/_', 'dir /w/.husky', 'dir /h/hooks', 'dir /opt/h', 'dir /w/.githooks', 'dir /w/r/.githooks']));
+    // A one-component relative global hooksPath is also a name protected at any depth.
+    expect(protectedPlan(input({ globalHooksPath: '.githooks' })).rules.names).toContain('.githooks');
+    expect(hooksPathDir('hooks', '/w', '/h')).toBe('/w/hooks');
   });
 
-  it('searches hidden and ignored files to depth+2', () => {
+  it('the home set only when a writable root holds the home directory', () => {
+    expect(protectedPlan(input()).homeWritable).toBe(false);
+    expect(paths()).not.toContain('dir /h/.ssh');
+    const plan = protectedPlan(input({ roots: [root({ root: '/h' })] }));
+    expect(plan.homeWritable).toBe(true);
+    const p = plan.targets.map((t) => `${t.kind} ${t.path}`);
+    for (const d of ['.config/git', '.ssh', '.local/bin', '.config/systemd/user', '.config/autostart', '.claude', '.cursor']) expect(p).toContain(`dir /h/${d}`);
+    expect(p).toContain('file /h/.bashrc');
+    expect(protectedPlan(input({ roots: [root({ root: '/' })] })).homeWritable).toBe(true);
+  });
+
+  it('supervisor rules: names, suffixes, git internals, markers; encoded as NUL-terminated records', () => {
+    const { rules } = protectedPlan(input());
+    expect(rules.names).toEqual(expect.arrayContaining(['.bashrc', '.vscode', '.claude', '.srt']));
+    expect(rules.suffixes).toEqual(['.code-workspace']);
+    expect(rules.gitInternals).toEqual([...GIT_INTERNALS]);
+    expect(rules.markers).toEqual(['.git', 'HEAD']);
+    const buf = encodeRules({ ...rules, names: ['.bashrc'], gitInternals: ['hooks'], suffixes: [], markers: ['.git'] }, ['/w'], ['/h/.srt']);
+    expect(buf.toString()).toBe('W/w\0P/h/.srt\0N.bashrc\0Ghooks\0M.git\0');
+    // srt's own TMPDIR lies below the protected ~/.srt and is free of every rule.
+    expect(encodeRules({ ...rules, names: [], gitInternals: [], suffixes: [], markers: [] }, ['/w'], ['/h/.srt'], ['/h/.srt/run/1/tmp']).toString())
+      .toBe('F/h/.srt/run/1/tmp\0W/w\0P/h/.srt\0');
+    expect(() => encodeRules(rules, ['/w\0x'], [])).toThrow(/cannot be encoded/);
+  });
+
+  it('searches hidden and ignored files to depth+2; symlink names include .git internals', () => {
     const args = protectedSearchArgs(3);
-    expect(args).toEqual(expect.arrayContaining(['--files', '--hidden', '--no-ignore', '--max-depth', '5']));
+    expect(args).toEqual(expect.arrayContaining(['--files', '--hidden', '--no-ignore', '--max-depth', '5', '*.code-workspace']));
+    expect(protectedSearchArgs(3, true)).toContain('/modules/**/HEAD');
+    expect(protectedLinkNames()).toEqual(expect.arrayContaining(['.bashrc', '.git', 'hooks', '*.code-workspace']));
+  });
+});
+
+describe('supervisor report', () => {
+  it('parses refusals and created markers, ignoring a record cut short', () => {
+    const buf = Buffer.from('R\0create\0/w/.bashrc\0C\0/w/sub/.git\0R\0write\0/w/.git/config\0R\0cre');
+    expect(parseReport(buf)).toEqual({
+      refused: [{ op: 'create', path: '/w/.bashrc' }, { op: 'write', path: '/w/.git/config' }],
+      created: ['/w/sub/.git'],
+    });
+  });
+
+  it('one line per path, relative to cwd, at most N then a count', () => {
+    const refused = [
+      { op: 'create', path: '/w/.git/hooks/pre-commit' }, { op: 'write', path: '/w/.git/hooks/pre-commit' },
+      { op: 'remove', path: '/w/.bashrc' }, { op: 'move', path: '/elsewhere/.vscode' },
+      ...Array.from({ length: 12 }, (_, i) => ({ op: 'create', path: `/w/d${i}/.bashrc` })),
+    ];
+    const lines = refusalLines(refused, '/w', 3);
+    expect(lines).toEqual([
+      'refused writing .git/hooks/pre-commit (protected)',
+      'refused removing .bashrc (protected)',
+      'refused moving /elsewhere/.vscode (protected)',
+      '… and 12 more refused writes to protected paths',
+    ]);
   });
 });
