@@ -349,7 +349,7 @@ describe('deny globs with names bwrap cannot be given', () => {
 
 describe('every writable root and the protected-path supervisor', () => {
   const via = (link: string, target: string, system = false) => ({ link, target, system });
-  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 4 } } };
+  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
 
   it('an allowWrite entry through a symlink a sandbox could have planted is refused, naming the link', () => {
     const p = policy({ allowWrite: [rule('/w/build'), rule('/var/run/x'), rule('/h/sys/x')] });
@@ -379,9 +379,9 @@ describe('every writable root and the protected-path supervisor', () => {
     expect(plan.protectedRoots).toEqual(['/w', '/data']);
     expect(plan.protectedPaths).toEqual(expect.arrayContaining(['/w/.env', '/w/.bashrc', '/w/dotfiles/bashrc', '/w/.vscode', '/w/.git/hooks']));
     const args = plan.args.slice(plan.args.indexOf('/h/srt-seccomp'));
-    expect(args.join(' ')).toContain('--protect /r/protect.rules --report-fd 4 --filter /r/f.bpf --');
+    expect(args.join(' ')).toContain('--protect /r/protect.rules --report-fd 6 --filter /r/f.bpf --');
     // Without it, the same plan needs the placeholders.
-    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [] } }, ['true']);
+    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [] } }, ['true']);
     expect(fallback.placeholders.map((ph) => ph.path)).toEqual(['/w/.env', '/w/.vscode', '/w/.git']);
   });
 
