@@ -547,7 +547,8 @@ describe('the supervisor itself', () => {
     const helper = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('srt-seccomp');
     const [bwrap] = children(bg.child.pid!);
     const outer = children(bwrap!).find(helper);
-    const init = children(outer!).find(helper);
+    // init is the helper's child that runs the command (the network relay is one too, childless).
+    const init = children(outer!).find((pid) => helper(pid) && children(pid).length > 0);
     expect(readFileSync(`/proc/${init}/cmdline`, 'utf8')).toContain('srt-seccomp');
     expect(readdirSync(`/proc/${init}/task`).length).toBe(2);
     process.kill(init!, 'SIGKILL');
