@@ -31,7 +31,7 @@
 //
 // The call runs with the command's uid/gids (the same user), no capabilities, the command's
 // umask (/proc/PID/status, cached per process) and its Landlock domain; setuid/setgid bits are
-// stripped from creation modes. A FIFO opened for writing without a reader would block this
+// stripped from creation modes (the filter refuses such modes before they get here). A FIFO opened for writing without a reader would block this
 // thread, so such an open is finished by a short-lived worker thread.
 //
 // Rules come from srt's pure plan (src/profiles/protected.ts) in a file of NUL-terminated
