@@ -13,7 +13,7 @@
 //   write: under cwd, TMPDIR or allowWrite AND under no denyWrite/protected path (denyWrite wins
 //          whatever its depth) AND readable.
 
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { isGlob, isWithin } from '../glob.js';
 import type { PathRule, Policy, Scope } from '../policy.js';
 import type { ProtectedTarget } from './protected.js';
@@ -391,6 +391,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     return true;
   };
   const cwdReal = landing(policy.cwd).real;
+  // Started in a repository's subdirectory: its .git is outside what the command may write, so
+  // commits (and every git command that writes) fail inside. Say it once, with the remedy.
+  if (!fsPolicy.disabled && policy.root !== policy.cwd && !writableByRoots(join(policy.root, '.git'))) {
+    warnings.push(`the repository's .git (${join(policy.root, '.git')}) is outside the writable paths, so git commits fail inside; run srt from ${policy.root}, or add it to filesystem.allowWrite`);
+  }
   if (!fsPolicy.disabled && !readable(cwdReal)) {
     warnings.push(`the current directory ${cwdReal} is inside a denyRead region that only managed or cli settings may re-open: the command sees it empty and cannot write it`);
   }

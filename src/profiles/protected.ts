@@ -5,7 +5,7 @@
 // (seccomp/supervisor.c) applies at any depth. The platform side (src/platform/search.ts) runs
 // the searches and reads git's pointer files and configs.
 
-import { dirname, isAbsolute, join, posix, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, posix, resolve } from 'node:path';
 
 export const PROTECTED_FILE_NAMES = [
   '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.zshrc', '.zshenv', '.zprofile', '.zlogin',
@@ -354,7 +354,9 @@ export function refusalLines(refused: SupervisorReport['refused'], cwd: string, 
   for (const [path, op] of seen) {
     if (lines.length === max) break;
     const shown = within(path, cwd) && path !== cwd ? posix.relative(cwd, path) : path;
-    lines.push(`refused ${VERBS[op] ?? 'writing'} ${shown} (protected)`);
+    // A new top-level .git would turn a directory that is no repository into one.
+    const why = basename(path) === '.git' && op === 'create' ? 'protected: srt keeps a directory that is not a repository from becoming one; run git init outside srt' : 'protected';
+    lines.push(`refused ${VERBS[op] ?? 'writing'} ${shown} (${why})`);
   }
   if (seen.size > max) lines.push(`… and ${seen.size - max} more refused writes to protected paths`);
   return lines;

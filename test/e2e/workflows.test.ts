@@ -90,6 +90,25 @@ describe('clients that ignore the proxy variables', () => {
   });
 });
 
+describe('git', () => {
+  it('started in a repository subdirectory: a warning that commits fail, with the remedy', async () => {
+    const repo = join(tmp.path, 'gitrepo');
+    mkdirSync(join(repo, 'sub'), { recursive: true });
+    await execa('git', ['init', '-q', repo]);
+    const r = await srt(['--', 'true'], { home, cwd: join(repo, 'sub') });
+    expect(r.stderr).toContain(`srt: warning: the repository's .git (${join(repo, '.git')}) is outside the writable paths, so git commits fail inside; run srt from ${repo}, or add it to filesystem.allowWrite`);
+    expect((await srt(['--', 'true'], { home, cwd: repo })).stderr).not.toContain('outside the writable paths');
+  });
+
+  it('git init where there is no repository is refused, saying why; a nested one works', async () => {
+    const plain = join(tmp.path, 'plain');
+    mkdirSync(plain);
+    const r = await srt(['-c', 'git init -q . 2>/dev/null; mkdir sub && git init -q sub && echo nested-ok'], { home, cwd: plain });
+    expect(r.stdout).toBe('nested-ok');
+    expect(r.stderr).toContain('srt: refused writing .git (protected: srt keeps a directory that is not a repository from becoming one; run git init outside srt)');
+  });
+});
+
 describe('a working directory you cannot write', () => {
   it('runs, read-only inside, and leaves nothing behind', async () => {
     const ro = join(tmp.path, 'readonly');
