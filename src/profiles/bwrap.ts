@@ -14,9 +14,12 @@
 //          whatever its depth) AND readable.
 
 import { dirname, join } from 'node:path';
-import { isGlob, isWithin } from '../glob.js';
-import type { PathRule, Policy, Scope } from '../policy.js';
+import { isWithin } from '../glob.js';
+import type { PathRule, Policy } from '../policy.js';
+import { CREDENTIAL, literalOf, SRT_OWN, TRUST, trustOf } from './access.js';
 import type { ProtectedTarget } from './protected.js';
+
+export { literalOf };
 
 export type PathKind = 'file' | 'dir' | 'missing' | 'impossible';
 
@@ -125,14 +128,6 @@ export interface BwrapPlan {
 
 
 
-/** A rule's path with a trailing `/**` dropped; null when glob syntax remains. */
-export function literalOf(rule: Pick<PathRule, 'path' | 'glob'>): string | null {
-  if (!rule.glob) return rule.path;
-  const trimmed = rule.path.replace(/\/\*\*$/, '');
-  if (trimmed !== '' && !isGlob(trimmed)) return trimmed;
-  return null;
-}
-
 /** Read-side entries whose globs are expanded at wrap time (denyWrite is expanded too: it only adds). */
 export function globRules(policy: Policy): PathRule[] {
   const fs = policy.filesystem;
@@ -158,24 +153,6 @@ export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktre
   for (const t of targets) paths.add(t.path);
   if (worktree) paths.add(worktree.commonDir).add(worktree.gitDir);
   return [...paths];
-}
-
-/**
- * How far a scope's allowRead/allowWrite reaches over another scope's denies: an allow re-opens a
- * deny only of equal or lower trust. The current directory is the caller's own choice at
- * invocation, like a CLI flag. srt's own files (TMPDIR, run dir, helper) rank above every scope;
- * credential denies above everything.
- */
-const TRUST: Record<Scope, number> = { managed: 3, cli: 2, default: 2, user: 1, local: 0, project: 0 };
-const SRT_OWN = 10;
-const CREDENTIAL = Infinity;
-
-/** A parent directory's project file ranks between the project root's files and the user: a
- *  nested repository cannot re-open its parents' denies. */
-const OUTSIDE_ROOT = 0.5;
-
-function trustOf(rule: Pick<PathRule, 'source'>): number {
-  return rule.source.outsideRoot ? OUTSIDE_ROOT : TRUST[rule.source.scope];
 }
 
 function depthOf(p: string): number {
