@@ -80,6 +80,8 @@ export interface AccessRules {
   writeDenies: AccessRule[];
   warnings: string[];
   notes: string[];
+  /** Why no sandbox may start (fail closed): a deny entry srt cannot resolve. */
+  errors: string[];
 }
 
 export interface AccessFacts {
@@ -87,6 +89,9 @@ export interface AccessFacts {
   landings: ReadonlyMap<string, Landing>;
   tmpDir: string;
   runDir: string;
+  /** The directory holding every run's directory: hidden but for `runDir`, so concurrent runs
+   *  never see each other's TMPDIR or files. */
+  runRoot?: string;
   /** srt's own files the sandbox must read (helper, Node preload, undici). */
   runtimeFiles?: { path: string }[];
   worktree?: { commonDir: string; gitDir: string };
@@ -125,23 +130,31 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
   const fs = policy.filesystem;
   const warnings: string[] = [];
   const notes: string[] = [];
+  const errors: string[] = [];
   const landing = (p: string): Landing => facts.landings.get(p) ?? { real: p, kind: 'missing', firstMissing: p };
   const regionOf = (r: PathRule): Region => {
     const { base, tail } = baseOf(r);
     return tail === undefined ? { base: landing(base).real } : { base: landing(base).real, tail };
   };
+  const resolvable = (key: string, r: PathRule): boolean => {
+    const l = landing(baseOf(r).base);
+    if (l.kind !== 'impossible' || l.why !== 'loop') return true;
+    errors.push(`${key}: ${r.original}: srt cannot tell where ${l.real} leads (its symlinks loop or nest deeper than 40); fix the path or remove the entry`);
+    return false;
+  };
   const fromRule = (kind: AccessKind, r: PathRule, trust = trustOf(r)): AccessRule =>
     ({ kind, region: regionOf(r), trust, origin: `${kind} ${r.original} (${describe(r.source)})` });
   const own = (kind: AccessKind, base: string, origin: string): AccessRule => ({ kind, region: { base }, trust: SRT_OWN, origin });
 
-  const readDenies = credentialRules(policy).map((r) => fromRule('credential', r, CREDENTIAL));
+  const readDenies = credentialRules(policy).filter((r) => resolvable('credentials.files', r)).map((r) => fromRule('credential', r, CREDENTIAL));
   const ownWritable = [own('srt', facts.tmpDir, 'srt TMPDIR')];
   if (fs.disabled) {
     // Only credential files stay hidden; everything else is the host's, writable where the user may write.
     const all: AccessRule = { kind: 'cwd', region: { base: '/' }, trust: TRUST.default, origin: 'filesystem.disabled' };
-    return { readDenies, readAllows: [], writeRoots: [all], ownWritable, writeDenies: [], warnings, notes };
+    return { readDenies, readAllows: [], writeRoots: [all], ownWritable, writeDenies: [], warnings, notes, errors };
   }
-  readDenies.unshift(...fs.denyRead.map((r) => fromRule('denyRead', r)));
+  readDenies.unshift(...fs.denyRead.filter((r) => resolvable('filesystem.denyRead', r)).map((r) => fromRule('denyRead', r)));
+  if (facts.runRoot) readDenies.push(own('srt', facts.runRoot, "other runs' directories"));
 
   const writeRoots: AccessRule[] = [];
   const cwd = landing(policy.cwd);
@@ -176,10 +189,10 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
   ];
   const rootPaths = writeRoots.map((w) => w.region.base);
   const writeDenies: AccessRule[] = [
-    ...fs.denyWrite.map((r) => fromRule('denyWrite', r)),
+    ...fs.denyWrite.filter((r) => resolvable('filesystem.denyWrite', r)).map((r) => fromRule('denyWrite', r)),
     ...facts.protect(rootPaths).map((p): AccessRule => ({ kind: 'protected', region: p.region, trust: Infinity, origin: `protected ${p.why}` })),
   ];
-  const rules = { readDenies, readAllows, writeRoots, ownWritable, writeDenies, warnings, notes };
+  const rules = { readDenies, readAllows, writeRoots, ownWritable, writeDenies, warnings, notes, errors };
   const cwdRead = mayRead(rules, cwd.real);
   if (!cwdRead.allowed) {
     warnings.push(`the current directory ${cwd.real} is inside a denyRead region that only managed or cli settings may re-open (${cwdRead.rule!.origin}): the command sees it empty and cannot write it`);
