@@ -7,7 +7,8 @@ import { createRequire } from 'node:module';
 import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { PACKAGE_JSON } from './paths.js';
-import type { CommandSpec, Sandbox as SandboxType } from './sandbox.js';
+import type { PlatformBackend, PlatformName } from './platform/backend.js';
+import type { CommandSpec } from './sandbox.js';
 import type { LoadOptions, SettingsReport } from './settings/index.js';
 
 const EXIT_SRT_FAILURE = 125;
@@ -22,6 +23,7 @@ interface PolicyOptions {
 interface RunOptions extends PolicyOptions {
   command?: string;
   dryRun?: boolean;
+  platform?: PlatformName;
   debug?: boolean;
   controlFd?: number;
 }
@@ -40,6 +42,11 @@ function parseFd(value: string): number {
     throw new InvalidArgumentError('must be a file descriptor number of 3 or more (0-2 are stdio)');
   }
   return Number(value);
+}
+
+function parsePlatform(value: string): PlatformName {
+  if (value === 'linux' || value === 'macos') return value;
+  throw new InvalidArgumentError('must be linux or macos');
 }
 
 function parsePort(value: string): number {
@@ -121,10 +128,10 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       throw new Fatal([`--control-fd ${opts.controlFd}: not an open file descriptor`]);
     }
   }
-  let sandbox: SandboxType | undefined;
+  let sandbox: PlatformBackend | undefined;
   let stopControl = () => {};
   try {
-    sandbox = await Sandbox.create({ policy: report.policy, debug });
+    sandbox = await Sandbox.create({ policy: report.policy, debug, ...(opts.platform ? { platform: opts.platform } : {}) });
     if (opts.dryRun) {
       process.stdout.write(sandbox.dryRun(spec).replace(/\n?$/, '\n'));
       return 0;
@@ -151,7 +158,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
  * the merged network policy replaces the running one for new connections. A bad line is
  * reported and changes nothing. Returns the function that stops reading.
  */
-async function followControlFd(fd: number, report: SettingsReport, sandbox: SandboxType): Promise<() => void> {
+async function followControlFd(fd: number, report: SettingsReport, sandbox: PlatformBackend): Promise<() => void> {
   const [{ createReadStream }, { Socket }, { createInterface }, { SettingsError }] = await Promise.all([
     import('node:fs'), import('node:net'), import('node:readline'), import('./settings/index.js'),
   ]);
@@ -205,6 +212,7 @@ Examples:
   srt -c 'make && make check'           explicit shell command
   srt --allow-domain github.com -- git fetch
   srt --dry-run -- ls                   print the sandbox plan without running anything
+  srt --dry-run --platform macos -- ls  print the Seatbelt profile macOS would run it with (on any platform)
   srt config                            show the merged settings and where each value comes from
   srt trust                             approve this repository's .srt/settings.json (its allow entries then apply)
   srt -- config                         run a program named "config"
@@ -233,6 +241,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .option('-c, --command <string>', 'run STRING with bash -c (sh -c if there is no bash)');
   addPolicyOptions(program)
     .option('--dry-run', 'print the sandbox plan (mounts, environment, proxy) and exit without running')
+    .option('--platform <name>', 'the sandbox to build: linux (bubblewrap) or macos (Seatbelt); default: this host\'s. With --dry-run, macos prints the Seatbelt profile on any platform', parsePlatform)
     .option('-d, --debug', 'print details to stderr (same as SRT_DEBUG=1)')
     .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs', parseFd)
     .addHelpText('after', HELP_AFTER)

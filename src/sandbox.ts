@@ -26,6 +26,7 @@ import { shellQuote } from './shell.js';
 import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
 import type { ForwardListen, ProxyHandle } from './proxy/server.js';
+import { hostPlatform, type PlatformBackend, type PlatformName } from './platform/backend.js';
 
 export type CommandSpec = { argv: string[] } | { shell: string };
 
@@ -64,8 +65,8 @@ function isRepositoryHead(rel: string): boolean {
 }
 
 /** What the sandbox runs or loads of srt itself: the helper, the Node preload and undici. */
-function runtimeFiles(helperPath: string): { path: string; kind: 'file' | 'dir' }[] {
-  const files: { path: string; kind: 'file' | 'dir' }[] = [{ path: realpathSync(helperPath), kind: 'file' }];
+export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' | 'dir' }[] {
+  const files: { path: string; kind: 'file' | 'dir' }[] = helperPath ? [{ path: realpathSync(helperPath), kind: 'file' }] : [];
   try {
     files.push({ path: realpathSync(NODE_PRELOAD_PATH), kind: 'file' });
     files.push({ path: dirname(realpathSync(createRequire(NODE_PRELOAD_PATH).resolve('undici/package.json'))), kind: 'dir' });
@@ -78,7 +79,7 @@ function runtimeFiles(helperPath: string): { path: string; kind: 'file' | 'dir' 
  * and AWS pairs, since masking (sentinels swapped back by the proxy) is not built yet. Failing
  * closed: a secret the user asked srt to guard is withheld rather than passed in as it is.
  */
-function withheldEnv(policy: Policy): string[] {
+export function withheldEnv(policy: Policy): string[] {
   const names = new Set(policy.credentials.envVars.map((e) => e.name));
   for (const p of policy.credentials.awsPairs) {
     for (const n of [p.accessKeyIdVar, p.secretAccessKeyVar, p.sessionTokenVar]) if (n) names.add(n);
@@ -91,7 +92,7 @@ function withheldEnv(policy: Policy): string[] {
  * sandboxed): the command could rewrite srt, or its launcher, and the next run would execute
  * that code outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
  */
-function selfWritableWarnings(writable: string[]): string[] {
+export function selfWritableWarnings(writable: string[]): string[] {
   const launcher = process.argv[1] ? resolve(process.argv[1]) : undefined;
   const mine = [PACKAGE_ROOT, ...(launcher ? [launcher] : [])];
   const exposed = mine.filter((p) => writable.some((w) => isWithin(p, w)));
@@ -106,7 +107,7 @@ function selfWritableWarnings(writable: string[]): string[] {
 }
 
 /** The startup warning for every credential srt withholds instead of masking. */
-function maskWarnings(policy: Policy): string[] {
+export function maskWarnings(policy: Policy): string[] {
   const masked = [
     ...policy.credentials.envVars.filter((e) => e.mode === 'mask').map((e) => `$${e.name}`),
     ...policy.credentials.files.filter((f) => f.mode === 'mask').map((f) => f.path),
@@ -149,13 +150,50 @@ function relayPlan(policy: Policy, runDir: string, warnings: string[]): { relays
   return { relays, exposes, forwards };
 }
 
+/** The argv a command spec runs: a string goes to bash -c (sh -c where there is no bash). */
+export function commandArgv(cmd: CommandSpec): string[] {
+  if ('argv' in cmd) return cmd.argv;
+  return [findOnPath('bash') ? 'bash' : 'sh', '-c', cmd.shell];
+}
+
+/** Like execvp: 127 when not found, 126 when not executable; null when it can be started. */
+export function checkCommand(cmd: string, pathEnv: string, cwd: string): { status: number; message: string } | null {
+  const candidates = cmd.includes('/')
+    ? [isAbsolute(cmd) ? cmd : resolve(cwd, cmd)]
+    : pathEnv.split(':').filter(Boolean).map((d) => join(resolve(cwd, d), cmd));
+  let sawNonExec = false;
+  // Like a shell's PATH search: unreadable PATH entries count as "not there".
+  for (const c of candidates) {
+    try {
+      if (statSync(c).isDirectory()) { sawNonExec = true; continue; }
+    } catch {
+      continue;
+    }
+    try {
+      accessSync(c, fsConstants.X_OK);
+      return null;
+    } catch {
+      sawNonExec = true;
+    }
+  }
+  return sawNonExec ? { status: 126, message: 'permission denied (not executable)' } : { status: 127, message: 'command not found' };
+}
+
 let proxyModuleLoad: Promise<typeof import('./proxy/server.js')> | undefined;
 /** The proxy is loaded only for runs that need it, so startup does not pay for it otherwise. */
-function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
+export function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
   return (proxyModuleLoad ??= import('./proxy/server.js'));
 }
 
-export class Sandbox {
+export interface SandboxOptions {
+  policy: Policy;
+  debug?: boolean;
+  /** Default: this host's. `macos` also works on Linux for dryRun (to review the Seatbelt profile). */
+  platform?: PlatformName;
+}
+
+export class Sandbox implements PlatformBackend {
+  readonly platform = 'linux' as const;
   private readonly warnings: string[] = [];
   /** Lines for the end of the run: refused protected writes, repositories disabled, paths set aside. */
   private readonly endNotes: string[] = [];
@@ -190,10 +228,13 @@ export class Sandbox {
     this.placeholders = new PlaceholderSet(policy.home);
   }
 
-  /** Validate dependencies and gather everything the run needs. Throws SandboxError. */
-  static async create(opts: { policy: Policy; debug?: boolean }): Promise<Sandbox> {
+  /** Validate dependencies and gather everything the run needs, for this host's backend or the
+   *  one `opts.platform` names. Throws SandboxError. */
+  static async create(opts: SandboxOptions): Promise<PlatformBackend> {
     const { policy } = opts;
-    if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build yet`);
+    const platform = opts.platform ?? hostPlatform();
+    if (platform === 'macos') return (await import('./platform/macos.js')).MacosSandbox.create(opts);
+    if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build`);
     const warnings: string[] = [];
 
     const helper = findSeccompHelper();
@@ -341,8 +382,7 @@ export class Sandbox {
   }
 
   private argvOf(cmd: CommandSpec): string[] {
-    if ('argv' in cmd) return cmd.argv;
-    return [findOnPath('bash') ? 'bash' : 'sh', '-c', cmd.shell];
+    return commandArgv(cmd);
   }
 
   /** The bwrap plan; a SandboxError when srt cannot build a sandbox that keeps every deny. */
@@ -456,7 +496,7 @@ export class Sandbox {
     const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges() };
     for (const name of withheldEnv(this.policy)) delete env[name];
 
-    const missing = this.checkCommand(argv[0]!, env.PATH ?? '');
+    const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
     if (missing) {
       process.stderr.write(`srt: ${argv[0]}: ${missing.message}\n`);
       return missing.status;
@@ -619,29 +659,6 @@ export class Sandbox {
       } catch { /* absent or unreadable */ }
     }
     try { return readFileSync(path, 'utf8'); } catch { return ''; }
-  }
-
-  /** Like execvp: 127 when not found, 126 when not executable; null when it can be started. */
-  private checkCommand(cmd: string, pathEnv: string): { status: number; message: string } | null {
-    const candidates = cmd.includes('/')
-      ? [isAbsolute(cmd) ? cmd : resolve(this.policy.cwd, cmd)]
-      : pathEnv.split(':').filter(Boolean).map((d) => join(resolve(this.policy.cwd, d), cmd));
-    let sawNonExec = false;
-    // Like a shell's PATH search: unreadable PATH entries count as "not there".
-    for (const c of candidates) {
-      try {
-        if (statSync(c).isDirectory()) { sawNonExec = true; continue; }
-      } catch {
-        continue;
-      }
-      try {
-        accessSync(c, fsConstants.X_OK);
-        return null;
-      } catch {
-        sawNonExec = true;
-      }
-    }
-    return sawNonExec ? { status: 126, message: 'permission denied (not executable)' } : { status: 127, message: 'command not found' };
   }
 
   /** Replace the network policy of a running sandbox (`--control-fd`): new connections follow it. */

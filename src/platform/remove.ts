@@ -20,7 +20,9 @@ export function removeTree(path: string): string | null {
   if (!chmod || !rm) return 'chmod/rm not found in the system directories';
   // -R without -L/-H: symlinks met in the walk are not followed (GNU chmod does not change them).
   spawnSync(chmod, ['-R', 'u+rwx', '--', path], { stdio: 'ignore' });
-  const r = spawnSync(rm, ['-rf', '--one-file-system', '--', path], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
+  // Never into another file system mounted below (GNU --one-file-system, BSD/macOS -x).
+  const oneFs = process.platform === 'linux' ? '--one-file-system' : '-x';
+  const r = spawnSync(rm, ['-rf', oneFs, '--', path], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   if (!lstatSync(path, { throwIfNoEntry: false })) return null;
   return r.stderr.trim().split('\n')[0] || `rm exited with ${r.status}`;
 }

@@ -129,7 +129,15 @@ export function setAside(path: string): string | null {
 }
 
 function pidAlive(pid: number): boolean {
-  return processStartTime(pid) !== null;
+  if (processStartTime(pid) !== null) return true;
+  if (process.platform === 'linux') return false;
+  // No /proc (macOS): signal 0 tells whether the pid exists (EPERM: it does, another user's).
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (e) {
+    return (e as NodeJS.ErrnoException).code === 'EPERM';
+  }
 }
 
 /** What runs killed with SIGKILL left behind (read only; `reapStale` removes it). */

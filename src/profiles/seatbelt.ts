@@ -31,9 +31,6 @@ import {
 import type { Landing } from './bwrap.js';
 import { protectedPatterns } from './protected.js';
 
-/** The managed settings directory on macOS (SPEC §2.1). */
-export const MACOS_MANAGED_DIR = '/Library/Application Support/srt';
-
 /** -D parameters whose values exist only once the proxy listens (`localhost:PORT`). */
 export const HTTP_PROXY_PARAM = 'SRT_HTTP_PROXY';
 export const SOCKS_PROXY_PARAM = 'SRT_SOCKS_PROXY';

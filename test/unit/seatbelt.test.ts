@@ -7,7 +7,7 @@ import type { Policy } from '../../src/policy.js';
 import { mayRead, mayWrite } from '../../src/profiles/access.js';
 import type { Landing } from '../../src/profiles/bwrap.js';
 import {
-  buildSeatbeltProfile, HTTP_PROXY_PARAM, MACOS_MANAGED_DIR, SOCKS_PROXY_PARAM, type SeatbeltFacts, type SeatbeltPlan,
+  buildSeatbeltProfile, HTTP_PROXY_PARAM, SOCKS_PROXY_PARAM, type SeatbeltFacts, type SeatbeltPlan,
 } from '../../src/profiles/seatbelt.js';
 import { allowDomains, cli, credentialFile, local, managed, policy, project, user } from './policy-fixtures.js';
 import { loadProfile, type Query } from './sbpl-checker.js';
@@ -20,7 +20,7 @@ function facts(more: Partial<SeatbeltFacts> = {}): SeatbeltFacts {
   return {
     landings: new Map(), tmpDir: `${RUN}/tmp`, runDir: RUN, runRoot: `${HOME}/.srt/run`,
     runtimeFiles: [{ path: '/opt/srt/dist/proxy/node-preload.cjs' }],
-    cwdIsRepository: true, cwdGitFile: false, terminals: ['/dev/ttys003'], managedDir: MACOS_MANAGED_DIR, logTag: 'srt-0123456789ab',
+    cwdIsRepository: true, cwdGitFile: false, terminals: ['/dev/ttys003'], managedDir: '/Library/Application Support/srt', logTag: 'srt-0123456789ab',
     ...more,
   };
 }

@@ -1,0 +1,392 @@
+// The macOS backend: `sandbox-exec -p PROFILE -D NAME=VALUE … -- CMD` with the Seatbelt profile
+// built from the policy (profiles/seatbelt.ts). The filtering proxy listens on loopback TCP ports
+// (there is no network namespace: the profile lets the command reach only those ports); the
+// environment, exit statuses, signal forwarding and cleanup are the Linux backend's.
+//
+// Violations: every denial of this run's profile carries a per-run tag (`(with message …)`);
+// while the command runs, `log stream` follows the unified log for lines with that tag, and the
+// file and network ones are reported when the command ends (where `log` may be used: an admin
+// account, or sudo). `log show --predicate 'eventMessage CONTAINS "TAG"' --last 5m` finds them
+// afterwards too (the tag is printed with --debug).
+//
+// On Linux this module only builds and prints the profile (--dry-run --platform macos).
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { isatty } from 'node:tty';
+import type { Policy } from '../policy.js';
+import { mayRead, mayWrite } from '../profiles/access.js';
+import type { Landing } from '../profiles/bwrap.js';
+import {
+  buildSeatbeltProfile, HTTP_PROXY_PARAM, loopbackPorts, seatbeltPaths, SOCKS_PROXY_PARAM, type SeatbeltPlan,
+} from '../profiles/seatbelt.js';
+import { sandboxProxyEnv, NODE_PRELOAD_PATH } from '../proxy/env.js';
+import type { ProxyHandle } from '../proxy/server.js';
+import {
+  checkCommand, commandArgv, loadProxyModule, maskWarnings, runtimeFiles, SandboxError, selfWritableWarnings, withheldEnv,
+  type CommandSpec, type SandboxOptions,
+} from '../sandbox.js';
+import { defaultManagedPaths } from '../settings/files.js';
+import { describeSource } from '../settings/report.js';
+import { shellQuote } from '../shell.js';
+import type { PlatformBackend } from './backend.js';
+import { resolveLanding } from './landing.js';
+import { removeTree } from './remove.js';
+import { FORWARDED_SIGNALS, signalExit } from './run.js';
+import { readGitFile } from './search.js';
+import { reapStale } from './state.js';
+
+/** Fixed system paths: never from PATH (a planted `sandbox-exec` would run the command unsandboxed). */
+const SANDBOX_EXEC = '/usr/bin/sandbox-exec';
+const LOG = '/usr/bin/log';
+const NC = '/usr/bin/nc';
+/** Time the unified log gets to deliver the last denials after the command ends. */
+const LOG_GRACE_MS = 300;
+const LOG_START_MS = 1500;
+const MAX_REPORTED = 20;
+/** Stand-ins for the proxy ports in --dry-run output (the ports are chosen when the proxy starts). */
+const DRY_HTTP = 65001;
+const DRY_SOCKS = 65002;
+
+/** Where a path lands, in its on-disk case on macOS (volumes are case-insensitive; rules are not). */
+function land(path: string): Landing {
+  const l = resolveLanding(path);
+  if (process.platform !== 'darwin') return l;
+  const existing = l.kind === 'file' || l.kind === 'dir' ? l.real : l.kind === 'missing' && l.firstMissing ? dirname(l.firstMissing) : null;
+  if (!existing) return l;
+  try {
+    const canonical = realpathSync.native(existing);
+    const real = canonical + l.real.slice(existing.length);
+    return l.firstMissing ? { ...l, real, firstMissing: canonical + l.firstMissing.slice(existing.length) } : { ...l, real };
+  } catch {
+    return l;
+  }
+}
+
+/** The terminal devices srt's stdio are (`/dev/ttys003`), so the command keeps its own terminal only. */
+function terminalDevices(): string[] {
+  if (process.platform !== 'darwin') return [];
+  const rdevs = new Set<number>();
+  for (const fd of [0, 1, 2]) {
+    try { if (isatty(fd)) rdevs.add(fstatSync(fd).rdev); } catch { /* closed */ }
+  }
+  if (rdevs.size === 0) return [];
+  const out: string[] = [];
+  for (const name of readdirSync('/dev')) {
+    if (!/^ttys\d+$/.test(name)) continue;
+    try { if (rdevs.has(statSync(`/dev/${name}`).rdev)) out.push(`/dev/${name}`); } catch { /* gone */ }
+  }
+  return out;
+}
+
+interface Denial { process: string; op: string; target: string }
+
+/** `Sandbox: cat(4242) deny(1) file-read-data /Users/a/.ssh/id_rsa srt-…` → its parts. */
+export function parseDenial(message: string, tag: string): Denial | null {
+  const m = /Sandbox: (.+?)\(\d+\) deny\(\d+\) (\S+)(?: (.*))?$/.exec(message.trim());
+  if (!m) return null;
+  let target = (m[3] ?? '').trim();
+  if (target.endsWith(tag)) target = target.slice(0, -tag.length).trim();
+  return { process: m[1]!, op: m[2]!, target };
+}
+
+export class MacosSandbox implements PlatformBackend {
+  readonly platform = 'macos' as const;
+  private disposed = false;
+  private ran = false;
+  private running = false;
+  private proxy: ProxyHandle | undefined;
+  private proxyModule: typeof import('../proxy/server.js') | undefined;
+  private readonly denials = new Map<string, Denial>();
+  private readonly onExit = () => this.cleanupSync();
+  private readonly onSignal = (sig: NodeJS.Signals) => {
+    if (this.running) return; // run() forwards it to the command
+    this.cleanupSync();
+    process.exit(signalExit(sig));
+  };
+
+  private constructor(
+    readonly policy: Policy,
+    private readonly debug: boolean,
+    private readonly runDir: string,
+    private readonly tmpDir: string,
+    private readonly plan: SeatbeltPlan,
+    private readonly tag: string,
+  ) {}
+
+  static async create(opts: SandboxOptions): Promise<MacosSandbox> {
+    const { policy } = opts;
+    try { reapStale(policy.home); } catch { /* the lock is busy: they stay for the next run */ }
+
+    const gitPath = join(policy.cwd, '.git');
+    const cwdGitFile = lstatSync(gitPath, { throwIfNoEntry: false })?.isFile() ?? false;
+    const git = cwdGitFile ? readGitFile(gitPath) : null;
+    const worktree = git && git.commonDir !== git.gitDir ? { commonDir: git.commonDir, gitDir: git.gitDir } : undefined;
+    const landings = new Map<string, Landing>();
+    for (const p of [...seatbeltPaths(policy, worktree), policy.home, policy.root]) landings.set(p, land(p));
+
+    const runRoot = join(policy.home, '.srt', 'run');
+    let runDir: string;
+    try {
+      mkdirSync(runRoot, { recursive: true, mode: 0o700 });
+      runDir = mkdtempSync(join(runRoot, `${process.pid}-`));
+    } catch (e) {
+      throw new SandboxError(`cannot create the run directory under ${runRoot}: ${(e as Error).message}`);
+    }
+    try {
+      const tmpDir = join(runDir, 'tmp');
+      mkdirSync(tmpDir, { mode: 0o700 });
+      const tag = `srt-${randomBytes(6).toString('hex')}`;
+      const realRun = land(runDir).real;
+      const plan = buildSeatbeltProfile(policy, {
+        landings, tmpDir: join(realRun, 'tmp'), runDir: realRun, runRoot: dirname(realRun),
+        runtimeFiles: runtimeFiles(),
+        ...(worktree ? { worktree } : {}),
+        cwdIsRepository: cwdGitFile || existsSync(join(gitPath, 'HEAD')),
+        cwdGitFile,
+        terminals: terminalDevices(),
+        managedDir: dirname(defaultManagedPaths('darwin')[0]!),
+        logTag: tag,
+      });
+      if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
+      const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag);
+      process.on('exit', sb.onExit);
+      for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
+      return sb;
+    } catch (e) {
+      removeTree(runDir);
+      throw e;
+    }
+  }
+
+  /** The -D parameters, the proxy's among them. */
+  private params(http: number, socks: number): [string, string][] {
+    return [...this.plan.params, [HTTP_PROXY_PARAM, `localhost:${http}`], [SOCKS_PROXY_PARAM, `localhost:${socks}`]];
+  }
+
+  private sandboxArgs(argv: string[], http: number, socks: number): string[] {
+    return ['-p', this.plan.profile, ...this.params(http, socks).flatMap(([k, v]) => ['-D', `${k}=${v}`]), '--', ...argv];
+  }
+
+  /** What the command's environment gains: the Linux variables, with the proxy on its real ports. */
+  private envChanges(http: number, socks: number): Record<string, string> {
+    return {
+      TMPDIR: this.tmpDir,
+      SRT_SANDBOX: '1',
+      ...sandboxProxyEnv({ httpPort: http, socksPort: socks, nodePreloadPath: NODE_PRELOAD_PATH, baseEnv: process.env }),
+      // macOS has no socat; its netcat speaks HTTP CONNECT.
+      GIT_SSH_COMMAND: `ssh -o ProxyCommand='${NC} -X connect -x 127.0.0.1:${http} %h %p'`,
+    };
+  }
+
+  private startupWarnings(): string[] {
+    return [...new Set([...maskWarnings(this.policy), ...selfWritableWarnings(this.plan.writable), ...this.plan.warnings])];
+  }
+
+  dryRun(cmd: CommandSpec): string {
+    const argv = commandArgv(cmd);
+    const ports = (s: string) => s.replaceAll(String(DRY_HTTP), 'HTTP_PORT').replaceAll(String(DRY_SOCKS), 'SOCKS_PORT');
+    const lines = [
+      '# sandbox-exec command (the profile is the text below; each -D value is one argument)',
+      [
+        [SANDBOX_EXEC, '-p', '"$SEATBELT_PROFILE"'],
+        ...this.params(DRY_HTTP, DRY_SOCKS).map(([k, v]) => ['-D', shellQuote(`${k}=${v}`)]),
+        ['--', ...argv.map(shellQuote)],
+      ].map((g) => ports(g.join(' '))).join(' \\\n  '),
+      '',
+      '# Seatbelt profile (SEATBELT_PROFILE)',
+      this.plan.profile.trimEnd(),
+      '',
+      '# network',
+      "127.0.0.1:HTTP_PORT and 127.0.0.1:SOCKS_PORT: srt's filtering HTTP and SOCKS5 proxies (the ports are chosen when they start)",
+    ];
+    const own = this.policy.network;
+    if (own.httpProxyPort !== undefined) lines.push(`the HTTP proxy relays to your own proxy on 127.0.0.1:${own.httpProxyPort}`);
+    if (own.socksProxyPort !== undefined) lines.push(`the SOCKS5 proxy relays to your own proxy on 127.0.0.1:${own.socksProxyPort}`);
+    for (const p of loopbackPorts(own)) lines.push(`localhost:${p}: reached directly (network.allowedDomains; macOS has no private loopback)`);
+    lines.push('', '# environment changes (everything else inherited)');
+    for (const [k, v] of Object.entries(this.envChanges(DRY_HTTP, DRY_SOCKS))) lines.push(ports(`${k}=${shellQuote(v)}`));
+    for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
+    if (this.policy.ignored.length) {
+      lines.push('', '# settings entries ignored (srt config shows them too)');
+      for (const i of this.policy.ignored) lines.push(`${i.key}${i.value !== undefined ? ` ${i.value}` : ''} (${describeSource(i.source, this.policy)}): ${i.reason}`);
+    }
+    const warnings = this.startupWarnings();
+    if (warnings.length) lines.push('', '# warnings', ...warnings.map((w) => `srt: warning: ${w}`));
+    return `${lines.join('\n')}\n`;
+  }
+
+  async run(cmd: CommandSpec): Promise<number> {
+    if (this.disposed) throw new Error('Sandbox already disposed');
+    if (this.ran) throw new Error('Sandbox.run() may be called once; create a new Sandbox for another command');
+    this.ran = true;
+    for (const w of this.startupWarnings()) process.stderr.write(`srt: warning: ${w}\n`);
+    if (this.debug) {
+      for (const n of this.plan.notes) process.stderr.write(`srt[debug]: ${n}\n`);
+      process.stderr.write(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log\n`);
+    }
+    if (process.platform !== 'darwin' || !existsSync(SANDBOX_EXEC)) {
+      process.stderr.write(process.platform !== 'darwin'
+        ? 'srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here\n'
+        : `srt: ${SANDBOX_EXEC} is missing; srt needs it to sandbox commands on macOS\n`);
+      return 125;
+    }
+    const argv = commandArgv(cmd);
+    const missing = checkCommand(argv[0]!, process.env.PATH ?? '', this.policy.cwd);
+    if (missing) {
+      process.stderr.write(`srt: ${argv[0]}: ${missing.message}\n`);
+      return missing.status;
+    }
+    try {
+      this.proxyModule = await loadProxyModule();
+      const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
+      this.proxy = await this.proxyModule.startProxy({
+        network: this.policy.network,
+        listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
+        ...(log ? { log } : {}),
+      });
+    } catch (e) {
+      this.cleanupSync();
+      process.stderr.write(`srt: cannot start the network proxy: ${(e as Error).message}\n`);
+      return 125;
+    }
+    const http = this.proxy.httpPort!;
+    const socks = this.proxy.socksPort!;
+    const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges(http, socks) };
+    for (const name of withheldEnv(this.policy)) delete env[name];
+
+    let logger: ChildProcess | undefined;
+    try {
+      // The profile must compile and apply before the command may start (fail closed, clear error).
+      const [refused, started] = await Promise.all([this.preflight(http, socks), this.followLog()]);
+      logger = started;
+      if (refused !== null) {
+        process.stderr.write(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run\n`);
+        return 125;
+      }
+      this.running = true;
+      return await this.launch(this.sandboxArgs(argv, http, socks), env);
+    } finally {
+      this.running = false;
+      if (logger) await this.stopLog(logger);
+      await this.proxy.close();
+      this.cleanupSync();
+    }
+  }
+
+  /** Null when the profile compiles and applies (`sandbox-exec … /usr/bin/true`), else why not. */
+  private preflight(http: number, socks: number): Promise<string | null> {
+    return new Promise((resolve) => {
+      const child = spawn(SANDBOX_EXEC, this.sandboxArgs(['/usr/bin/true'], http, socks), { stdio: ['ignore', 'ignore', 'pipe'], cwd: this.policy.cwd });
+      let err = '';
+      child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
+      const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+      child.on('error', (e) => { clearTimeout(timer); resolve(e.message); });
+      child.on('close', (code, sig) => {
+        clearTimeout(timer);
+        resolve(code === 0 ? null : err.trim().split('\n').pop() || (sig ? `killed by ${sig}` : `exit status ${code}`));
+      });
+    });
+  }
+
+  /** Run the command in its own session (no controlling terminal: no TIOCSTI into your shell),
+   *  forwarding signals to its process group; nothing of the group outlives the command. */
+  private launch(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const child = spawn(SANDBOX_EXEC, args, { stdio: 'inherit', env, cwd: this.policy.cwd, detached: true });
+      const pgid = child.pid;
+      const onSignal = (sig: NodeJS.Signals) => { if (pgid) try { process.kill(-pgid, sig); } catch { /* gone */ } };
+      for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
+      const done = () => {
+        for (const s of FORWARDED_SIGNALS) process.off(s, onSignal);
+        if (pgid) try { process.kill(-pgid, 'SIGKILL'); } catch { /* none left */ }
+      };
+      child.on('error', (e) => { done(); reject(e); });
+      child.on('exit', (code, sig) => {
+        done();
+        resolve(sig ? signalExit(sig) : (code ?? 125));
+      });
+    });
+  }
+
+  /** Follow the unified log for this run's denials; resolves once `log` listens (or gave up). */
+  private followLog(): Promise<ChildProcess | undefined> {
+    if (!existsSync(LOG)) return Promise.resolve(undefined);
+    return new Promise((resolve) => {
+      const child = spawn(LOG, ['stream', '--style', 'ndjson', '--predicate', `eventMessage CONTAINS "${this.tag}"`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      let buffered = '';
+      let ready = false;
+      const timer = setTimeout(() => { ready = true; resolve(child); }, LOG_START_MS);
+      const start = () => { if (!ready) { ready = true; clearTimeout(timer); resolve(child); } };
+      child.stdout!.setEncoding('utf8').on('data', (d: string) => {
+        start(); // its first output is the "Filtering the log data…" header
+        buffered += d;
+        const lines = buffered.split('\n');
+        buffered = lines.pop()!;
+        for (const line of lines) this.recordLogLine(line);
+      });
+      child.stderr!.setEncoding('utf8').on('data', (d: string) => {
+        if (this.debug) process.stderr.write(`srt[debug]: log stream: ${d.trim()}\n`);
+      });
+      child.on('error', () => { clearTimeout(timer); resolve(undefined); });
+      child.on('exit', () => start());
+    });
+  }
+
+  private recordLogLine(line: string): void {
+    let message: string | undefined;
+    try {
+      message = (JSON.parse(line) as { eventMessage?: string }).eventMessage;
+    } catch { return; }
+    const d = message ? parseDenial(message, this.tag) : null;
+    if (!d) return;
+    if (this.debug) process.stderr.write(`srt[debug]: seatbelt: ${message}\n`);
+    // Service lookups and the like are noise to report; files and network are what users act on.
+    if (!/^(file-|network-|process-exec)/.test(d.op)) return;
+    this.denials.set(`${d.op} ${d.target}`, d);
+  }
+
+  private stopLog(child: ChildProcess): Promise<void> {
+    return new Promise((resolve) => {
+      if (child.exitCode !== null || child.signalCode !== null) return resolve();
+      const timer = setTimeout(() => child.kill('SIGTERM'), LOG_GRACE_MS);
+      child.on('exit', () => { clearTimeout(timer); resolve(); });
+    });
+  }
+
+  /** Replace the network policy for new connections (loopback ports in the profile stay as they were). */
+  updateNetwork(network: Policy['network']): void {
+    this.policy.network = network;
+    this.proxy?.setNetwork(network);
+  }
+
+  violations(): string[] {
+    const out = this.proxy && this.proxyModule ? this.proxy.violations().map(this.proxyModule.formatViolation) : [];
+    const denials = [...this.denials.values()];
+    for (const d of denials.slice(0, MAX_REPORTED)) out.push(`srt: sandbox refused ${d.op} ${d.target} (${d.process})${this.reason(d)}`);
+    if (denials.length > MAX_REPORTED) out.push(`srt: … and ${denials.length - MAX_REPORTED} more sandbox refusals (--debug lists them)`);
+    return out;
+  }
+
+  /** Why, from the access model, for a file operation on a path. */
+  private reason(d: Denial): string {
+    if (!d.target.startsWith('/')) return '';
+    const rules = this.plan.rules;
+    const v = d.op.startsWith('file-write') ? mayWrite(rules, d.target) : d.op.startsWith('file-read') || d.op === 'process-exec' ? mayRead(rules, d.target) : null;
+    return !v || v.allowed ? '' : ` — ${v.why}`;
+  }
+
+  private cleanupSync(): void {
+    removeTree(this.runDir);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.disposed) return;
+    this.disposed = true;
+    this.cleanupSync();
+    process.off('exit', this.onExit);
+    for (const s of FORWARDED_SIGNALS) process.off(s, this.onSignal);
+  }
+}
