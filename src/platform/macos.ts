@@ -46,6 +46,13 @@ const NC = '/usr/bin/nc';
 const LOG_GRACE_MS = 300;
 const LOG_START_MS = 1500;
 const MAX_REPORTED = 20;
+/**
+ * TEST ONLY — never derived from settings, environment or the command line: a stand-in for
+ * sandbox-exec, so the runner's lifecycle (statuses, signals, process groups, watchdog, cleanup)
+ * can be tested on Linux. The stand-in runs commands without any sandbox.
+ */
+export const testOnly: { sandboxExec?: string } = {};
+
 /** Stand-ins for the proxy ports in --dry-run output (the ports are chosen when the proxy starts). */
 const DRY_HTTP = 65001;
 const DRY_SOCKS = 65002;
@@ -100,6 +107,8 @@ export class MacosSandbox implements PlatformBackend {
   private proxy: ProxyHandle | undefined;
   private proxyModule: typeof import('../proxy/server.js') | undefined;
   private readonly denials = new Map<string, Denial>();
+  /** Helper processes of the run (log stream, watchdog): stopped by cleanup whatever happens. */
+  private readonly helpers = new Set<ChildProcess>();
   private readonly onExit = () => this.cleanupSync();
   private readonly onSignal = (sig: NodeJS.Signals) => {
     if (this.running) return; // run() forwards it to the command
@@ -227,7 +236,8 @@ export class MacosSandbox implements PlatformBackend {
       for (const n of this.plan.notes) process.stderr.write(`srt[debug]: ${n}\n`);
       process.stderr.write(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log\n`);
     }
-    if (process.platform !== 'darwin' || !existsSync(SANDBOX_EXEC)) {
+    const sandboxExec = testOnly.sandboxExec ?? SANDBOX_EXEC;
+    if (!testOnly.sandboxExec && (process.platform !== 'darwin' || !existsSync(SANDBOX_EXEC))) {
       process.stderr.write(process.platform !== 'darwin'
         ? 'srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here\n'
         : `srt: ${SANDBOX_EXEC} is missing; srt needs it to sandbox commands on macOS\n`);
@@ -260,14 +270,14 @@ export class MacosSandbox implements PlatformBackend {
     let logger: ChildProcess | undefined;
     try {
       // The profile must compile and apply before the command may start (fail closed, clear error).
-      const [refused, started] = await Promise.all([this.preflight(http, socks), this.followLog()]);
+      const [refused, started] = await Promise.all([this.preflight(sandboxExec, http, socks), this.followLog()]);
       logger = started;
       if (refused !== null) {
         process.stderr.write(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run\n`);
         return 125;
       }
       this.running = true;
-      return await this.launch(this.sandboxArgs(argv, http, socks), env);
+      return await this.launch(sandboxExec, this.sandboxArgs(argv, http, socks), env);
     } finally {
       this.running = false;
       if (logger) await this.stopLog(logger);
@@ -277,9 +287,9 @@ export class MacosSandbox implements PlatformBackend {
   }
 
   /** Null when the profile compiles and applies (`sandbox-exec … /usr/bin/true`), else why not. */
-  private preflight(http: number, socks: number): Promise<string | null> {
+  private preflight(sandboxExec: string, http: number, socks: number): Promise<string | null> {
     return new Promise((resolve) => {
-      const child = spawn(SANDBOX_EXEC, this.sandboxArgs(['/usr/bin/true'], http, socks), { stdio: ['ignore', 'ignore', 'pipe'], cwd: this.policy.cwd });
+      const child = spawn(sandboxExec, this.sandboxArgs(['/usr/bin/true'], http, socks), { stdio: ['ignore', 'ignore', 'pipe'], cwd: this.policy.cwd });
       let err = '';
       child.stderr!.setEncoding('utf8').on('data', (d: string) => { err += d; });
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
@@ -292,15 +302,17 @@ export class MacosSandbox implements PlatformBackend {
   }
 
   /** Run the command in its own session (no controlling terminal: no TIOCSTI into your shell),
-   *  forwarding signals to its process group; nothing of the group outlives the command. */
-  private launch(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+   *  forwarding signals to its process group; nothing of the group outlives the command, nor srt. */
+  private launch(sandboxExec: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
     return new Promise((resolve, reject) => {
-      const child = spawn(SANDBOX_EXEC, args, { stdio: 'inherit', env, cwd: this.policy.cwd, detached: true });
+      const child = spawn(sandboxExec, args, { stdio: 'inherit', env, cwd: this.policy.cwd, detached: true });
       const pgid = child.pid;
+      const watchdog = pgid ? this.watch(pgid) : undefined;
       const onSignal = (sig: NodeJS.Signals) => { if (pgid) try { process.kill(-pgid, sig); } catch { /* gone */ } };
       for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
       const done = () => {
         for (const s of FORWARDED_SIGNALS) process.off(s, onSignal);
+        this.stopHelper(watchdog); // first, so it never signals a process group number reused later
         if (pgid) try { process.kill(-pgid, 'SIGKILL'); } catch { /* none left */ }
       };
       child.on('error', (e) => { done(); reject(e); });
@@ -311,11 +323,33 @@ export class MacosSandbox implements PlatformBackend {
     });
   }
 
+  /**
+   * macOS has no die-with-parent: a watchdog in its own session holds the read end of a pipe
+   * only srt writes to. When srt ends in any way (SIGKILL included) the pipe closes, and the
+   * watchdog kills the command's process group and srt's log follower.
+   */
+  private watch(pgid: number): ChildProcess {
+    const also = [...this.helpers].map((h) => h.pid).filter((p): p is number => p !== undefined).join(' ');
+    const child = spawn('/bin/sh', ['-c', `read _; kill -KILL -${pgid} ${also} 2>/dev/null`], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+    child.stdin!.on('error', () => { /* it was stopped first */ });
+    (child.stdin as unknown as { unref(): void }).unref();
+    child.unref();
+    this.helpers.add(child);
+    return child;
+  }
+
+  private stopHelper(child: ChildProcess | undefined): void {
+    if (!child) return;
+    this.helpers.delete(child);
+    if (child.exitCode === null && child.signalCode === null) try { child.kill('SIGKILL'); } catch { /* gone */ }
+  }
+
   /** Follow the unified log for this run's denials; resolves once `log` listens (or gave up). */
   private followLog(): Promise<ChildProcess | undefined> {
     if (!existsSync(LOG)) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       const child = spawn(LOG, ['stream', '--style', 'ndjson', '--predicate', `eventMessage CONTAINS "${this.tag}"`], { stdio: ['ignore', 'pipe', 'pipe'] });
+      this.helpers.add(child);
       let buffered = '';
       let ready = false;
       const timer = setTimeout(() => { ready = true; resolve(child); }, LOG_START_MS);
@@ -348,11 +382,12 @@ export class MacosSandbox implements PlatformBackend {
     this.denials.set(`${d.op} ${d.target}`, d);
   }
 
+  /** Give the log the last denials, then stop it. */
   private stopLog(child: ChildProcess): Promise<void> {
     return new Promise((resolve) => {
-      if (child.exitCode !== null || child.signalCode !== null) return resolve();
-      const timer = setTimeout(() => child.kill('SIGTERM'), LOG_GRACE_MS);
-      child.on('exit', () => { clearTimeout(timer); resolve(); });
+      if (child.exitCode !== null || child.signalCode !== null) { this.helpers.delete(child); return resolve(); }
+      const timer = setTimeout(() => this.stopHelper(child), LOG_GRACE_MS);
+      child.on('exit', () => { clearTimeout(timer); this.helpers.delete(child); resolve(); });
     });
   }
 
@@ -379,6 +414,7 @@ export class MacosSandbox implements PlatformBackend {
   }
 
   private cleanupSync(): void {
+    for (const h of [...this.helpers]) this.stopHelper(h);
     removeTree(this.runDir);
   }
 

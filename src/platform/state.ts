@@ -64,6 +64,7 @@ const LOCK_WAIT_MS = 10_000;
  * killed mid-section) is taken over.
  */
 function withLock<T>(home: string, fn: () => T): T {
+  mkdirSync(stateDir(home), { recursive: true, mode: 0o700 }); // a run without placeholders has not made it
   const lock = join(stateDir(home), '.lock');
   const deadline = Date.now() + LOCK_WAIT_MS;
   for (;;) {
