@@ -3,6 +3,7 @@
 // (it removes what killed runs left behind, never a live run's files).
 
 import { execFile } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { release } from 'node:os';
 import { dirname } from 'node:path';
 import { isWithin } from './glob.js';
@@ -59,15 +60,27 @@ function run(file: string, args: string[]): Promise<{ ok: boolean; out: string }
   });
 }
 
+/** macOS: sandbox-exec is there and can apply a profile (it cannot inside another sandbox). */
+async function sandboxExecCheck(): Promise<Check> {
+  const sandboxExec = '/usr/bin/sandbox-exec';
+  if (!existsSync(sandboxExec)) return { id: 'sandbox-exec', title: 'sandbox-exec', status: 'error', detail: `${sandboxExec} is missing`, fix: 'srt needs the sandbox-exec of macOS' };
+  const r = await run(sandboxExec, ['-p', '(version 1)(allow default)', '/usr/bin/true']);
+  return r.ok
+    ? { id: 'sandbox-exec', title: 'sandbox-exec', status: 'ok', detail: `${sandboxExec} applies a profile` }
+    : { id: 'sandbox-exec', title: 'sandbox-exec', status: 'error', detail: `${sandboxExec} cannot apply a profile here (${r.out || 'no output'})`, fix: 'run srt outside any other sandbox (Seatbelt profiles do not nest)' };
+}
+
 async function dependencyChecks(): Promise<Check[]> {
   const checks: Check[] = [];
   const linux = process.platform === 'linux';
+  const mac = process.platform === 'darwin';
   checks.push({
     id: 'platform', title: 'platform',
-    status: linux ? 'ok' : 'error',
+    status: linux || mac ? 'ok' : 'error',
     detail: `${process.platform} ${process.arch}, kernel ${release()}`,
-    ...(linux ? {} : { fix: `this build sandboxes on Linux only (macOS support: see the README)` }),
+    ...(linux || mac ? {} : { fix: 'srt sandboxes on Linux and macOS only' }),
   });
+  if (mac) checks.push(await sandboxExecCheck());
   if (!linux) return checks;
 
   const bwrap = findSystemTool('bwrap');

@@ -11,9 +11,9 @@
 //
 // On Linux this module only builds and prints the profile (--dry-run --platform macos).
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isatty } from 'node:tty';
 import type { Policy } from '../policy.js';
@@ -42,6 +42,7 @@ import { reapStale } from './state.js';
 const SANDBOX_EXEC = '/usr/bin/sandbox-exec';
 const LOG = '/usr/bin/log';
 const NC = '/usr/bin/nc';
+const PS = '/bin/ps';
 /** Time the unified log gets to deliver the last denials after the command ends. */
 const LOG_GRACE_MS = 300;
 const LOG_START_MS = 1500;
@@ -86,6 +87,39 @@ function terminalDevices(): string[] {
     try { if (rdevs.has(statSync(`/dev/${name}`).rdev)) out.push(`/dev/${name}`); } catch { /* gone */ }
   }
   return out;
+}
+
+/** Is srt in its terminal's foreground process group (a `+` in ps's STAT)? */
+function inForeground(): boolean {
+  try {
+    return execFileSync(PS, ['-o', 'stat=', '-p', String(process.pid)], { encoding: 'utf8', timeout: 5000 }).includes('+');
+  } catch {
+    return true; // cannot tell: behave as a program run in the foreground does
+  }
+}
+
+/**
+ * The command's stdio: a terminal on stdout or stderr goes in write-only (a new open of the same
+ * device), as on Linux without a pty — the descriptor the shell gave is usually readable too, and
+ * the command, in its own session, is never stopped by SIGTTIN from reading keystrokes through it.
+ */
+function plainStdio(): { stdio: StdioOptions; opened: number[] } {
+  const opened: number[] = [];
+  const devices = terminalDevices();
+  const out = [1, 2].map((fd) => {
+    if (!isatty(fd)) return 'inherit' as const;
+    const rdev = fstatSync(fd).rdev;
+    const device = devices.find((d) => statSync(d).rdev === rdev) ?? (process.platform === 'linux' ? `/proc/self/fd/${fd}` : undefined);
+    try {
+      if (!device) throw new Error('no device');
+      const w = openSync(device, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
+      opened.push(w);
+      return w;
+    } catch {
+      return 'ignore' as const; // cannot be made write-only: no terminal rather than a readable one
+    }
+  });
+  return { stdio: ['inherit', out[0]!, out[1]!], opened };
 }
 
 interface Denial { process: string; op: string; target: string }
@@ -303,15 +337,30 @@ export class MacosSandbox implements PlatformBackend {
 
   /** Run the command in its own session (no controlling terminal: no TIOCSTI into your shell),
    *  forwarding signals to its process group; nothing of the group outlives the command, nor srt. */
-  private launch(sandboxExec: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+  private async launch(sandboxExec: string, args: string[], env: NodeJS.ProcessEnv): Promise<number> {
+    // With a terminal on stdin the command reads it directly: never while srt is in the background.
+    const tty = isatty(0);
+    while (tty && !inForeground()) process.kill(process.pid, 'SIGSTOP');
+    const { stdio, opened } = plainStdio();
     return new Promise((resolve, reject) => {
-      const child = spawn(sandboxExec, args, { stdio: 'inherit', env, cwd: this.policy.cwd, detached: true });
+      const child = spawn(sandboxExec, args, { stdio, env, cwd: this.policy.cwd, detached: true });
+      for (const fd of opened) closeSync(fd);
       const pgid = child.pid;
       const watchdog = pgid ? this.watch(pgid) : undefined;
-      const onSignal = (sig: NodeJS.Signals) => { if (pgid) try { process.kill(-pgid, sig); } catch { /* gone */ } };
-      for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
+      const group = (sig: NodeJS.Signals) => { if (pgid) try { process.kill(-pgid, sig); } catch { /* gone */ } };
+      // Job control from outside (the command has no controlling terminal): Ctrl-Z freezes the
+      // command and stops srt; when srt continues, so does the command — unless srt is now in the
+      // background and the command could read the terminal, then both stay stopped.
+      const onStop = () => {
+        group('SIGSTOP');
+        do process.kill(process.pid, 'SIGSTOP'); while (tty && !inForeground());
+        group('SIGCONT');
+      };
+      process.on('SIGTSTP', onStop);
+      for (const s of FORWARDED_SIGNALS) process.on(s, group);
       const done = () => {
-        for (const s of FORWARDED_SIGNALS) process.off(s, onSignal);
+        process.off('SIGTSTP', onStop);
+        for (const s of FORWARDED_SIGNALS) process.off(s, group);
         this.stopHelper(watchdog); // first, so it never signals a process group number reused later
         if (pgid) try { process.kill(-pgid, 'SIGKILL'); } catch { /* none left */ }
       };

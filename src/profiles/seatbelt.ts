@@ -227,6 +227,8 @@ const MACH_SERVICES: [string, string][] = [
 const DEV_READ = ['/dev', '/dev/null', '/dev/zero', '/dev/random', '/dev/urandom', '/dev/tty', '/dev/dtracehelper', '/dev/stdin', '/dev/stdout', '/dev/stderr'];
 const DEV_WRITE = ['/dev/null', '/dev/zero', '/dev/tty', '/dev/dtracehelper'];
 const PTY_DEVICES = '^/dev/ttys[0-9]+$';
+/** The terminal controls ordinary programs use (tcgetattr, tcsetattr, window size). */
+const TERMINAL_IOCTLS = ['TIOCGETA', 'TIOCSETA', 'TIOCSETAW', 'TIOCSETAF', 'TIOCGWINSZ'];
 
 /** Forwarded local services: allowed loopback entries with a port (the sandbox shares the host's loopback). */
 export function loopbackPorts(network: Policy['network']): number[] {
@@ -334,7 +336,9 @@ export function buildSeatbeltProfile(policy: Policy, facts: SeatbeltFacts): Seat
   const writable = any([commented('srt\'s TMPDIR (removed after the run)', tmp), underRoots]);
   rule(undefined, 'allow', 'file-write*', writeReadable ? all([commented('only what is readable', writeReadable), writable]) : writable);
   rule('devices: data only, never their node', 'allow', 'file-write-data', ...DEV_WRITE.map(literal), subpathConst('/dev/fd'), ...terminals);
-  rule('terminal and device controls (isatty, window size) on the devices above', 'allow', 'file-ioctl', ...DEV_WRITE.map(literal), ...terminals);
+  rule('device controls on the devices above that are no terminal', 'allow', 'file-ioctl', ...DEV_WRITE.filter((d) => d !== '/dev/tty').map(literal));
+  rule('the terminal: get and set its modes and read its size (isatty, raw mode); never TIOCSTI (typing into your shell)',
+    'allow', 'file-ioctl', all([any([literal('/dev/tty'), ...terminals]), any(TERMINAL_IOCTLS.map((c) => sx('ioctl-command', c)))]));
 
   // Narrowing denies: written last, so they win over the allows above.
   section('Narrowing denies (last match wins)');

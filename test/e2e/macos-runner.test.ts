@@ -32,6 +32,9 @@ function runner(args: string[], opts: { home: string; cwd: string; env?: Record<
 const alive = (pid: number) => {
   try { return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8')); } catch { return false; }
 };
+/** The process state letter (R, S, T, Z, …). */
+const state = (pid: number) => /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
+
 async function until(what: () => boolean, ms = 5000): Promise<boolean> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 25))) if (what()) return true;
   return what();
@@ -84,6 +87,20 @@ describe('macOS runner lifecycle (stand-in sandbox-exec, Linux)', () => {
     expect(r.stdout).toMatch(/status=0/);
     const pid = Number(readFileSync(pidFile, 'utf8'));
     expect(await until(() => !alive(pid))).toBe(true);
+  });
+
+  it('Ctrl-Z (SIGTSTP) freezes the command and stops srt; SIGCONT resumes both', async () => {
+    const pidFile = join(work.path, 'loop.pid');
+    let srtPid = 0;
+    const run = runner(['/bin/sh', '-c', `echo $$ > ${pidFile}; while :; do sleep 0.05; done`], { home: home.path, cwd: work.path, onSpawn: (pid) => { srtPid = pid; } });
+    expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '')).toBe(true);
+    const cmd = Number(readFileSync(pidFile, 'utf8'));
+    process.kill(srtPid, 'SIGTSTP');
+    expect(await until(() => state(cmd) === 'T' && state(srtPid) === 'T')).toBe(true);
+    process.kill(srtPid, 'SIGCONT');
+    expect(await until(() => state(cmd) !== 'T' && state(srtPid) !== 'T')).toBe(true);
+    process.kill(srtPid, 'SIGTERM');
+    expect((await run).stdout).toMatch(/status=143/);
   });
 
   it('SIGTERM to srt reaches the command; SIGKILL of srt still ends the command (watchdog) and the next run reaps the run directory', async () => {

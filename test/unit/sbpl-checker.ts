@@ -66,7 +66,9 @@ export const KNOWN_OPERATIONS = new Set([
 ]);
 const PATH_FILTERS = new Set(['literal', 'subpath', 'regex']);
 const KNOWN_FILTERS = new Set([...PATH_FILTERS, 'require-all', 'require-any', 'require-not', 'vnode-type', 'target',
-  'sysctl-name', 'sysctl-name-prefix', 'global-name', 'remote', 'local', 'socket-domain']);
+  'sysctl-name', 'sysctl-name-prefix', 'global-name', 'remote', 'local', 'socket-domain', 'ioctl-command']);
+/** Terminal ioctl names SBPL knows (<sys/ttycom.h>). */
+const IOCTL_NAMES = new Set(['TIOCGETA', 'TIOCSETA', 'TIOCSETAW', 'TIOCSETAF', 'TIOCGWINSZ', 'TIOCSWINSZ', 'TIOCSTI', 'TIOCSCTTY']);
 const VNODE_TYPES = new Set(['DIRECTORY', 'REGULAR-FILE', 'SYMLINK', 'CHARACTER-DEVICE']);
 
 export interface Rule { action: 'allow' | 'deny'; ops: string[]; filters: Node[]; message?: string }
@@ -125,6 +127,8 @@ export function validateProfile(nodes: Node[], params: ReadonlyMap<string, strin
         const v = str(f.items[1], 'unix-socket path', params);
         if (f.items[0].text === 'path-regex') { checkEre(v); regexes.push(v); } else if (!v.startsWith('/')) throw new Error(`unix-socket path ${v} is not absolute`);
       }
+    } else if (head === 'ioctl-command') {
+      if (args.length !== 1 || args[0]?.kind !== 'atom' || !IOCTL_NAMES.has(args[0].text)) throw new Error('ioctl-command needs one known ioctl name');
     } else if (head === 'socket-domain') {
       if (args[0]?.kind !== 'atom' || args[0].text !== 'AF_UNIX') throw new Error('socket-domain: only AF_UNIX');
     } else {
@@ -248,6 +252,7 @@ export interface Query {
   sysctl?: string;
   target?: 'self' | 'same-sandbox' | 'others';
   socketDomain?: string;
+  ioctl?: string;
 }
 
 const opMatches = (ruleOp: string, op: string) => ruleOp === 'default' || ruleOp === op || (ruleOp.endsWith('*') && op.startsWith(ruleOp.slice(0, -1)));
@@ -291,6 +296,7 @@ export class Evaluator {
       case 'sysctl-name-prefix': return q.sysctl?.startsWith(value()) ?? false;
       case 'global-name': return q.machName === value();
       case 'socket-domain': return q.socketDomain === (args[0] as { text: string }).text;
+      case 'ioctl-command': return q.ioctl === (args[0] as { text: string }).text;
       case 'remote': case 'local': {
         const kind = (args[0] as { text: string }).text;
         if (kind === 'ip') {

@@ -262,7 +262,11 @@ describe('Seatbelt profile semantics', () => {
     const dev = (op: string, path: string) => ev.allows({ op, path, type: 'CHARACTER-DEVICE' });
     expect(dev('file-read-data', '/dev/ttys003')).toBe(true);
     expect(dev('file-write-data', '/dev/ttys003')).toBe(true);
-    expect(dev('file-ioctl', '/dev/ttys003')).toBe(true);
+    const ioctl = (path: string, name: string) => ev.allows({ op: 'file-ioctl', path, type: 'CHARACTER-DEVICE', ioctl: name });
+    for (const name of ['TIOCGETA', 'TIOCSETA', 'TIOCGWINSZ']) expect(ioctl('/dev/ttys003', name), name).toBe(true);
+    expect(ioctl('/dev/ttys003', 'TIOCSTI')).toBe(false); // no typing into the shell, even for a root caller
+    expect(ioctl('/dev/ttys004', 'TIOCGETA')).toBe(false);
+    expect(ioctl('/dev/dtracehelper', 'TIOCSTI')).toBe(true); // not a terminal: any control
     for (const p of ['/dev/ttys004', '/dev/disk0', '/dev/rdisk1s2', '/dev/bpf0', '/dev/ptmx']) expect(dev('file-read-data', p), p).toBe(false);
     expect(dev('file-write-data', '/dev/null')).toBe(true);
     expect(dev('file-write-unlink', '/dev/null')).toBe(false);
