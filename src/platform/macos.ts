@@ -17,7 +17,8 @@ import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, 
 import { dirname, join } from 'node:path';
 import { isatty } from 'node:tty';
 import type { Policy } from '../policy.js';
-import { mayRead, mayWrite } from '../profiles/access.js';
+import { denyGlobRules, mayRead, mayWrite } from '../profiles/access.js';
+import { globToRegExp } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import {
   buildSeatbeltProfile, HTTP_PROXY_PARAM, loopbackPorts, seatbeltPaths, SOCKS_PROXY_PARAM, type SeatbeltPlan,
@@ -35,7 +36,7 @@ import type { PlatformBackend } from './backend.js';
 import { resolveLanding } from './landing.js';
 import { removeTree } from './remove.js';
 import { FORWARDED_SIGNALS, signalExit } from './run.js';
-import { readGitFile } from './search.js';
+import { expandGlob, readGitFile, SearchError } from './search.js';
 import { reapStale } from './state.js';
 
 /** Fixed system paths: never from PATH (a planted `sandbox-exec` would run the command unsandboxed). */
@@ -169,6 +170,20 @@ export class MacosSandbox implements PlatformBackend {
     const worktree = git && git.commonDir !== git.gitDir ? { commonDir: git.commonDir, gitDir: git.gitDir } : undefined;
     const landings = new Map<string, Landing>();
     for (const p of [...seatbeltPaths(policy, worktree), policy.home, policy.root]) landings.set(p, land(p));
+    // A symlink whose name matches a deny glob is covered where it leads (Seatbelt judges the
+    // target's path), so the existing matches are looked up, as on Linux.
+    const globTargets = new Map<string, string[]>();
+    try {
+      for (const r of denyGlobRules(policy)) {
+        const re = globToRegExp(r.path);
+        // (Names that are not UTF-8 need nothing here: the regex matches bytes.)
+        const targets = expandGlob(r.path).matches.map((l) => land(l.real).real).filter((t) => !re.test(t));
+        if (targets.length) globTargets.set(r.path, [...new Set(targets)]);
+      }
+    } catch (e) {
+      if (e instanceof SearchError) throw new SandboxError(e.message);
+      throw e;
+    }
 
     const runRoot = join(policy.home, '.srt', 'run');
     let runDir: string;
@@ -192,6 +207,7 @@ export class MacosSandbox implements PlatformBackend {
         terminals: terminalDevices(),
         managedDir: dirname(defaultManagedPaths('darwin')[0]!),
         logTag: tag,
+        globTargets,
       });
       if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
       const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag);

@@ -97,6 +97,9 @@ export interface AccessFacts {
   worktree?: { commonDir: string; gitDir: string };
   /** The protected paths for these write roots (real paths). */
   protect: (writeRoots: string[]) => ProtectedRegion[];
+  /** Where existing matches of a deny glob lead, keyed by the rule's path, where that is not
+   *  itself a match (a symlink whose name matches): the deny covers the target too. */
+  globTargets?: ReadonlyMap<string, string[]>;
 }
 
 /** Credential files are unreadable inside: `deny`, and `mask` too (no sentinel copy yet on Linux, none ever on macOS). */
@@ -110,6 +113,12 @@ function baseOf(rule: PathRule): { base: string; tail?: string } {
   if (lit !== null) return { base: lit };
   const base = globBase(rule.path);
   return { base, tail: rule.path.slice(base === '/' ? 1 : base.length + 1) };
+}
+
+/** Deny-side glob rules (their matching symlinks' targets are denied too: `globTargets`). */
+export function denyGlobRules(policy: Policy): PathRule[] {
+  const fs = policy.filesystem;
+  return [...fs.denyRead, ...fs.denyWrite, ...credentialRules(policy)].filter((r) => r.glob && literalOf(r) === null);
 }
 
 /** Every literal path (and glob base) whose landing the platform must resolve. */
@@ -144,16 +153,22 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
   };
   const fromRule = (kind: AccessKind, r: PathRule, trust = trustOf(r)): AccessRule =>
     ({ kind, region: regionOf(r), trust, origin: `${kind} ${r.original} (${describe(r.source)})` });
+  /** A deny rule, and for a glob the targets its matching symlinks lead to. */
+  const denyRules = (kind: AccessKind, r: PathRule, trust = trustOf(r)): AccessRule[] => {
+    const rule = fromRule(kind, r, trust);
+    const targets = r.glob ? facts.globTargets?.get(r.path) ?? [] : [];
+    return [rule, ...targets.map((t) => ({ ...rule, region: { base: t }, origin: `${rule.origin}, where a match leads: ${t}` }))];
+  };
   const own = (kind: AccessKind, base: string, origin: string): AccessRule => ({ kind, region: { base }, trust: SRT_OWN, origin });
 
-  const readDenies = credentialRules(policy).filter((r) => resolvable('credentials.files', r)).map((r) => fromRule('credential', r, CREDENTIAL));
+  const readDenies = credentialRules(policy).filter((r) => resolvable('credentials.files', r)).flatMap((r) => denyRules('credential', r, CREDENTIAL));
   const ownWritable = [own('srt', facts.tmpDir, 'srt TMPDIR')];
   if (fs.disabled) {
     // Only credential files stay hidden; everything else is the host's, writable where the user may write.
     const all: AccessRule = { kind: 'cwd', region: { base: '/' }, trust: TRUST.default, origin: 'filesystem.disabled' };
     return { readDenies, readAllows: [], writeRoots: [all], ownWritable, writeDenies: [], warnings, notes, errors };
   }
-  readDenies.unshift(...fs.denyRead.filter((r) => resolvable('filesystem.denyRead', r)).map((r) => fromRule('denyRead', r)));
+  readDenies.unshift(...fs.denyRead.filter((r) => resolvable('filesystem.denyRead', r)).flatMap((r) => denyRules('denyRead', r)));
   if (facts.runRoot) readDenies.push(own('srt', facts.runRoot, "other runs' directories"));
 
   const writeRoots: AccessRule[] = [];
@@ -189,7 +204,7 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
   ];
   const rootPaths = writeRoots.map((w) => w.region.base);
   const writeDenies: AccessRule[] = [
-    ...fs.denyWrite.filter((r) => resolvable('filesystem.denyWrite', r)).map((r) => fromRule('denyWrite', r)),
+    ...fs.denyWrite.filter((r) => resolvable('filesystem.denyWrite', r)).flatMap((r) => denyRules('denyWrite', r)),
     ...facts.protect(rootPaths).map((p): AccessRule => ({ kind: 'protected', region: p.region, trust: Infinity, origin: `protected ${p.why}` })),
   ];
   const rules = { readDenies, readAllows, writeRoots, ownWritable, writeDenies, warnings, notes, errors };

@@ -51,6 +51,8 @@ export interface SeatbeltFacts {
   managedDir: string;
   /** Marks this run's denials in the system log (`srt-<hex>`). */
   logTag: string;
+  /** Where existing matches of deny globs lead (symlinks), by rule path (access.ts). */
+  globTargets?: ReadonlyMap<string, string[]>;
 }
 
 export interface SeatbeltPlan {
@@ -251,6 +253,7 @@ export function buildSeatbeltProfile(policy: Policy, facts: SeatbeltFacts): Seat
     ...(facts.runRoot ? { runRoot: facts.runRoot } : {}),
     ...(facts.runtimeFiles ? { runtimeFiles: facts.runtimeFiles } : {}),
     ...(facts.worktree ? { worktree: facts.worktree } : {}),
+    ...(facts.globTargets ? { globTargets: facts.globTargets } : {}),
     protect: (roots) => protectedPatterns({
       roots, cwd: landing(policy.cwd).real, home: landing(policy.home).real, root: landing(policy.root).real,
       managedDir: facts.managedDir, cwdIsRepository: facts.cwdIsRepository, cwdGitFile: facts.cwdGitFile,

@@ -1,7 +1,7 @@
 // `--platform`: the real srt prints either backend's plan on this (Linux) host. The macOS plan is
 // taken apart the way sandbox-exec would get it (the profile text and each -D argument) and
 // checked structurally and against paths of this run; running it here is refused cleanly.
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadProfile } from '../unit/sbpl-checker.js';
@@ -67,6 +67,20 @@ describe('srt --platform', () => {
     expect(r.stdout).toMatch(/^HTTP_PROXY=http:\/\/127\.0\.0\.1:HTTP_PORT$/m);
     expect(r.stdout).toMatch(/^TMPDIR=.*\/\.srt\/run\/\d+-\w+\/tmp$/m);
     expect(readdirSync(join(home.path, '.srt', 'run'))).toEqual([]); // the dry run's directory is gone
+  });
+
+  it('a symlink whose name matches a deny glob is denied where it leads', async () => {
+    mkdirSync(join(home.path, 'keys'), { recursive: true });
+    mkdirSync(join(home.path, 'data'), { recursive: true });
+    writeFileSync(join(home.path, 'data', 'secret.txt'), 'k');
+    symlinkSync(join(home.path, 'data', 'secret.txt'), join(home.path, 'keys', 'link.pem'));
+    const r = await srt(['--dry-run', '--platform', 'macos', '--deny-read', '~/**/*.pem', '--', 'true'], { home: home.path, cwd: work.path });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const { profile, params } = parseMacDryRun(r.stdout);
+    const ev = loadProfile(profile, params.map(([k, v]) => [k, v.replace(/(HTTP|SOCKS)_PORT$/, '40000')]));
+    expect(ev.allows({ op: 'file-read-data', path: join(home.path, 'data', 'secret.txt'), type: 'REGULAR-FILE' })).toBe(false);
+    expect(ev.allows({ op: 'file-read-data', path: join(home.path, 'data', 'other.txt'), type: 'REGULAR-FILE' })).toBe(true);
+    expect(ev.allows({ op: 'file-read-data', path: join(home.path, 'x', 'new.pem'), type: 'REGULAR-FILE' })).toBe(false);
   });
 
   it('--dry-run --platform linux prints the bubblewrap plan', async () => {

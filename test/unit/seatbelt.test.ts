@@ -90,7 +90,8 @@ const scenarios: Record<string, () => SeatbeltPlan> = {
   globs: () => buildSeatbeltProfile(policy({
     denyRead: [user(`${HOME}/**/*.pem`, '~/**/*.pem'), user(`${CWD}/secrets/*/key?[0-9].txt`, 'secrets/*/key?[0-9].txt')],
     allowRead: [user(`${CWD}/secrets/ok`, 'secrets/ok'), user(`${HOME}/**/*.pem`, '~/**/*.pem (as allow)')],
-  }), facts()),
+    denyWrite: [user(`${CWD}/**/*.lock`, '**/*.lock')],
+  }), facts({ globTargets: new Map([[`${CWD}/**/*.lock`, [`${HOME}/data/real-lockfile`]]]) })),
   credentials: () => buildSeatbeltProfile(policy({ allowRead: [managed(`${HOME}/.ssh`, '~/.ssh')] }, {
     credentials: { envVars: [], files: [credentialFile(`${HOME}/.ssh`), credentialFile(`${HOME}/.config/gh/hosts.yml`, 'mask')], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
   }), facts()),
@@ -216,11 +217,15 @@ describe('Seatbelt profile semantics', () => {
   });
 
   it('globs: anchored, `*` within a segment, `**` across, classes and `?`; a glob allow re-opens only the same glob', () => {
-    const ev = load(scenarios.globs!());
+    const plan = scenarios.globs!();
+    const ev = load(plan);
     expect(ev.allows(q('file-read-data', `${HOME}/a/b/server.pem`))).toBe(true); // the same glob re-opens it (as allow)
     expect(ev.allows(q('file-read-data', `${CWD}/secrets/x/keyA7.txt`))).toBe(false);
     expect(ev.allows(q('file-read-data', `${CWD}/secrets/x/keyA77.txt`))).toBe(true);
     expect(ev.allows(q('file-read-data', `${CWD}/secrets/x/y/keyA7.txt`))).toBe(true);
+    // A symlink matching a deny glob is covered where it leads.
+    expect(ev.allows(q('file-write-data', `${CWD}/yarn.lock`))).toBe(false);
+    expect(plan.rules.writeDenies.some((d) => d.region.base === `${HOME}/data/real-lockfile`)).toBe(true);
     // The deny names a deeper path than the allow: the more specific rule wins.
     expect(ev.allows(q('file-read-data', `${CWD}/secrets/ok/keyA7.txt`))).toBe(false);
     expect(ev.allows(q('file-read-data', `${CWD}/secrets/ok/keyA77.txt`))).toBe(true);
