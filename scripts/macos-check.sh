@@ -118,6 +118,9 @@ inside -- /usr/bin/security find-generic-password -s srt-macos-check; no 'no key
 inside -- /bin/ps -E -p $$ -o command=
 if grep -q 'HOME=' "$scratch/out"; then fail "another process's environment is readable (ps -E)"; else pass "another process's environment stays unreadable"; fi
 inside -- /usr/bin/open -g -a Finder; no 'no application launch through LaunchServices (open -a)'
+inside -- /usr/bin/defaults write com.example.srt-macos-check planted yes
+! /usr/bin/defaults read com.example.srt-macos-check planted >/dev/null 2>&1; ok 'no preference writes (cfprefsd applies user-preference-write)'
+/usr/bin/defaults delete com.example.srt-macos-check >/dev/null 2>&1
 for t in /dev/ttys000 /dev/ttys001 /dev/ttys002; do
   [ -e "$t" ] || continue
   inside -- /bin/dd if="$t" of=/dev/null count=0; no "another terminal ($t) cannot be opened"
