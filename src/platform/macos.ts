@@ -169,7 +169,7 @@ export class MacosSandbox implements PlatformBackend {
     const git = cwdGitFile ? readGitFile(gitPath) : null;
     const worktree = git && git.commonDir !== git.gitDir ? { commonDir: git.commonDir, gitDir: git.gitDir } : undefined;
     const landings = new Map<string, Landing>();
-    for (const p of [...seatbeltPaths(policy, worktree), policy.home, policy.root]) landings.set(p, land(p));
+    for (const p of seatbeltPaths(policy, worktree)) landings.set(p, land(p));
     // A symlink whose name matches a deny glob is covered where it leads (Seatbelt judges the
     // target's path), so the existing matches are looked up, as on Linux.
     const globTargets = new Map<string, string[]>();
@@ -359,27 +359,37 @@ export class MacosSandbox implements PlatformBackend {
     while (tty && !inForeground()) process.kill(process.pid, 'SIGSTOP');
     const { stdio, opened } = plainStdio();
     return new Promise((resolve, reject) => {
-      const child = spawn(sandboxExec, args, { stdio, env, cwd: this.policy.cwd, detached: true });
-      for (const fd of opened) closeSync(fd);
-      const pgid = child.pid;
-      const watchdog = pgid ? this.watch(pgid) : undefined;
-      const group = (sig: NodeJS.Signals) => { if (pgid) try { process.kill(-pgid, sig); } catch { /* gone */ } };
+      // Listeners first: a signal that arrives while the command starts is delivered once it has.
+      let pgid: number | undefined;
+      const pending: NodeJS.Signals[] = [];
+      const group = (sig: NodeJS.Signals) => {
+        if (pgid === undefined) { pending.push(sig); return; }
+        try { process.kill(-pgid, sig); } catch { /* gone */ }
+      };
       // Job control from outside (the command has no controlling terminal): Ctrl-Z freezes the
       // command and stops srt; when srt continues, so does the command — unless srt is now in the
       // background and the command could read the terminal, then both stay stopped.
       const onStop = () => {
-        group('SIGSTOP');
+        if (pgid !== undefined) try { process.kill(-pgid, 'SIGSTOP'); } catch { /* gone */ }
         do process.kill(process.pid, 'SIGSTOP'); while (tty && !inForeground());
-        group('SIGCONT');
+        if (pgid !== undefined) try { process.kill(-pgid, 'SIGCONT'); } catch { /* gone */ }
       };
       process.on('SIGTSTP', onStop);
       for (const s of FORWARDED_SIGNALS) process.on(s, group);
+      let watchdog: ChildProcess | undefined;
       const done = () => {
         process.off('SIGTSTP', onStop);
         for (const s of FORWARDED_SIGNALS) process.off(s, group);
         this.stopHelper(watchdog); // first, so it never signals a process group number reused later
-        if (pgid) try { process.kill(-pgid, 'SIGKILL'); } catch { /* none left */ }
+        if (pgid !== undefined) try { process.kill(-pgid, 'SIGKILL'); } catch { /* none left */ }
       };
+      const child = spawn(sandboxExec, args, { stdio, env, cwd: this.policy.cwd, detached: true });
+      for (const fd of opened) closeSync(fd);
+      pgid = child.pid;
+      if (pgid !== undefined) {
+        watchdog = this.watch(pgid);
+        for (const sig of pending.splice(0)) group(sig);
+      }
       child.on('error', (e) => { done(); reject(e); });
       child.on('exit', (code, sig) => {
         done();

@@ -72,7 +72,7 @@ export interface SeatbeltPlan {
 
 /** Every literal path whose landing the platform must resolve. */
 export function seatbeltPaths(policy: Policy, worktree?: SeatbeltFacts['worktree']): string[] {
-  return [...new Set([...accessPaths(policy, worktree), ...policy.network.allowUnixSockets])];
+  return [...new Set([...accessPaths(policy, worktree), policy.home, policy.root, ...policy.network.allowUnixSockets])];
 }
 
 // --- SBPL text

@@ -7,7 +7,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadProfile } from '../unit/sbpl-checker.js';
-import { REPO, tempDir, track } from './helpers.js';
+import { REPO, stopStragglers, tempDir, track } from './helpers.js';
 
 const FAKE = join(REPO, 'test', 'e2e', 'fixtures', 'fake-sandbox-exec.sh');
 const RUNNER = join(REPO, 'test', 'e2e', 'fixtures', 'macos-runner.mjs');
@@ -18,6 +18,8 @@ function runner(args: string[], opts: { home: string; cwd: string; env?: Record<
   return new Promise((resolve) => {
     const child = track(spawn(process.execPath, [RUNNER, FAKE, ...args], {
       cwd: opts.cwd, env: { PATH: process.env.PATH, HOME: opts.home, LANG: 'C.UTF-8', ...opts.env }, stdio: ['ignore', 'pipe', 'pipe'],
+      // Its own process group: job-control signals other tests send to theirs never reach it.
+      detached: true,
     }));
     let stdout = '';
     let stderr = '';
@@ -35,7 +37,7 @@ const alive = (pid: number) => {
 /** The process state letter (R, S, T, Z, …). */
 const state = (pid: number) => /^\d+ \(.*\) (\S)/.exec(readFileSync(`/proc/${pid}/stat`, 'utf8'))?.[1];
 
-async function until(what: () => boolean, ms = 5000): Promise<boolean> {
+async function until(what: () => boolean, ms = 15_000): Promise<boolean> {
   for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 25))) if (what()) return true;
   return what();
 }
@@ -44,7 +46,7 @@ describe('macOS runner lifecycle (stand-in sandbox-exec, Linux)', () => {
   let home: ReturnType<typeof tempDir>;
   let work: ReturnType<typeof tempDir>;
   beforeAll(() => { home = tempDir('srt-home-'); work = tempDir('srt-work-'); });
-  afterAll(() => { home.cleanup(); work.cleanup(); });
+  afterAll(async () => { await stopStragglers(); home.cleanup(); work.cleanup(); });
   const runDirs = () => (existsSync(join(home.path, '.srt', 'run')) ? readdirSync(join(home.path, '.srt', 'run')) : []);
 
   it('passes the profile and every -D parameter, the proxy ports among them; the environment points at that proxy; status and cleanup', async () => {
@@ -90,15 +92,20 @@ describe('macOS runner lifecycle (stand-in sandbox-exec, Linux)', () => {
   });
 
   it('Ctrl-Z (SIGTSTP) freezes the command and stops srt; SIGCONT resumes both', async () => {
-    const pidFile = join(work.path, 'loop.pid');
+    const counterFile = join(work.path, 'counter');
     let srtPid = 0;
-    const run = runner(['/bin/sh', '-c', `echo $$ > ${pidFile}; while :; do sleep 0.05; done`], { home: home.path, cwd: work.path, onSpawn: (pid) => { srtPid = pid; } });
-    expect(await until(() => existsSync(pidFile) && readFileSync(pidFile, 'utf8').trim() !== '')).toBe(true);
-    const cmd = Number(readFileSync(pidFile, 'utf8'));
+    const run = runner(['/bin/sh', '-c', `i=0; while :; do i=$((i+1)); echo $i > ${counterFile}; sleep 0.02; done`], { home: home.path, cwd: work.path, onSpawn: (pid) => { srtPid = pid; } });
+    const counter = () => (existsSync(counterFile) ? readFileSync(counterFile, 'utf8').trim() : '');
+    expect(await until(() => counter() !== '')).toBe(true);
     process.kill(srtPid, 'SIGTSTP');
-    expect(await until(() => state(cmd) === 'T' && state(srtPid) === 'T')).toBe(true);
+    expect(await until(() => state(srtPid) === 'T')).toBe(true);
+    // Frozen (a process of the group may show D while its vfork child is stopped): no progress.
+    await new Promise((r) => setTimeout(r, 300));
+    const frozen = counter();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(counter()).toBe(frozen);
     process.kill(srtPid, 'SIGCONT');
-    expect(await until(() => state(cmd) !== 'T' && state(srtPid) !== 'T')).toBe(true);
+    expect(await until(() => counter() !== frozen && state(srtPid) !== 'T')).toBe(true);
     process.kill(srtPid, 'SIGTERM');
     expect((await run).stdout).toMatch(/status=143/);
   });
