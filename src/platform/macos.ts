@@ -13,7 +13,7 @@
 
 import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, statSync } from 'node:fs';
+import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { isatty } from 'node:tty';
 import type { Policy } from '../policy.js';
@@ -21,9 +21,10 @@ import { denyGlobRules, mayRead, mayWrite } from '../profiles/access.js';
 import { globToRegExp } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import {
-  buildSeatbeltProfile, HTTP_PROXY_PARAM, loopbackPorts, seatbeltPaths, SOCKS_PROXY_PARAM, type SeatbeltPlan,
+  buildSeatbeltProfile, HTTP_PROXY_PARAM, seatbeltPaths, SOCKS_PROXY_PARAM, type SeatbeltPlan,
 } from '../profiles/seatbelt.js';
 import { sandboxProxyEnv, NODE_PRELOAD_PATH } from '../proxy/env.js';
+import { forwardedPorts } from '../proxy/local-services.js';
 import type { ProxyHandle } from '../proxy/server.js';
 import {
   checkCommand, commandArgv, loadProxyModule, maskWarnings, runtimeFiles, SandboxError, selfWritableWarnings, withheldEnv,
@@ -234,9 +235,12 @@ export class MacosSandbox implements PlatformBackend {
     return {
       TMPDIR: this.tmpDir,
       SRT_SANDBOX: '1',
-      ...sandboxProxyEnv({ httpPort: http, socksPort: socks, nodePreloadPath: NODE_PRELOAD_PATH, baseEnv: process.env }),
-      // macOS has no socat; its netcat speaks HTTP CONNECT.
-      GIT_SSH_COMMAND: `ssh -o ProxyCommand='${NC} -X connect -x 127.0.0.1:${http} %h %p'`,
+      // No seccomp helper on macOS: its netcat speaks HTTP CONNECT, for ssh and git:// alike.
+      ...sandboxProxyEnv({
+        httpPort: http, socksPort: socks, nodePreloadPath: NODE_PRELOAD_PATH, baseEnv: process.env,
+        sshProxyCommand: `${NC} -X connect -x 127.0.0.1:${http} %h %p`,
+        gitProxyCommand: join(this.runDir, 'git-proxy'),
+      }),
     };
   }
 
@@ -264,7 +268,8 @@ export class MacosSandbox implements PlatformBackend {
     const own = this.policy.network;
     if (own.httpProxyPort !== undefined) lines.push(`the HTTP proxy relays to your own proxy on 127.0.0.1:${own.httpProxyPort}`);
     if (own.socksProxyPort !== undefined) lines.push(`the SOCKS5 proxy relays to your own proxy on 127.0.0.1:${own.socksProxyPort}`);
-    for (const p of loopbackPorts(own)) lines.push(`localhost:${p}: reached directly (network.allowedDomains; macOS has no private loopback)`);
+    for (const f of forwardedPorts(own)) lines.push(`localhost:${f.port}: reached directly (network.allowedDomains "${f.rule}"; macOS has no private loopback)`);
+    for (const e of own.exposePorts) lines.push(`localhost:${e.sandboxPort}: the command may listen there and the host reach it (network.exposePorts)`);
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges(DRY_HTTP, DRY_SOCKS))) lines.push(ports(`${k}=${shellQuote(v)}`));
     for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
@@ -314,6 +319,8 @@ export class MacosSandbox implements PlatformBackend {
     }
     const http = this.proxy.httpPort!;
     const socks = this.proxy.socksPort!;
+    // git:// URLs: git runs GIT_PROXY_COMMAND with the host and port, without a shell.
+    writeFileSync(join(this.runDir, 'git-proxy'), `#!/bin/sh\nexec ${NC} -X connect -x 127.0.0.1:${http} "$1" "$2"\n`, { mode: 0o500 });
     const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges(http, socks) };
     for (const name of withheldEnv(this.policy)) delete env[name];
 

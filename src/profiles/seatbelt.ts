@@ -24,6 +24,7 @@
 import { dirname } from 'node:path';
 import { isWithin, literalTokens, parseGlob, tokensToEre } from '../glob.js';
 import type { Policy } from '../policy.js';
+import { forwardedPorts } from '../proxy/local-services.js';
 import {
   accessPaths, buildAccessRules, coverDepth, regionTokens, sameRegion,
   type AccessRule, type AccessRules, type Region,
@@ -232,18 +233,6 @@ const PTY_DEVICES = '^/dev/ttys[0-9]+$';
 /** The terminal controls ordinary programs use (tcgetattr, tcsetattr, window size). */
 const TERMINAL_IOCTLS = ['TIOCGETA', 'TIOCSETA', 'TIOCSETAW', 'TIOCSETAF', 'TIOCGWINSZ'];
 
-/** Forwarded local services: allowed loopback entries with a port (the sandbox shares the host's loopback). */
-export function loopbackPorts(network: Policy['network']): number[] {
-  const allow = network.allowManagedDomainsOnly ? network.allowedDomains.filter((d) => d.source.scope === 'managed') : network.allowedDomains;
-  const ports = new Set<number>();
-  for (const { rule } of allow) {
-    if (rule.kind !== 'host' || rule.port === undefined) continue;
-    const loopback = rule.host === 'localhost' || rule.host.endsWith('.localhost') || rule.host === '::1' || (rule.ip === 4 && rule.host.startsWith('127.'));
-    if (loopback) ports.add(rule.port);
-  }
-  return [...ports].sort((a, b) => a - b);
-}
-
 export function buildSeatbeltProfile(policy: Policy, facts: SeatbeltFacts): SeatbeltPlan {
   const params = new Params();
   const warnings: string[] = [];
@@ -372,10 +361,18 @@ export function buildSeatbeltProfile(policy: Policy, facts: SeatbeltFacts): Seat
   rule('Unix socket creation (socketpair, child stdio); connecting and binding are decided below', 'allow', 'system-socket', sx('socket-domain', 'AF_UNIX'));
   rule('srt\'s HTTP and SOCKS5 proxies (they decide every destination)', 'allow', 'network-outbound',
     sx('remote', 'ip', sx('param', sbplString(HTTP_PROXY_PARAM))), sx('remote', 'ip', sx('param', sbplString(SOCKS_PROXY_PARAM))));
-  const ports = loopbackPorts(policy.network);
+  const ports = [...new Set(forwardedPorts(policy.network).map((f) => f.port))].sort((a, b) => a - b);
   if (ports.length) {
     rule('local services named in network.allowedDomains (localhost:PORT), reached directly', 'allow', 'network-outbound',
       ...ports.map((p) => sx('remote', 'ip', sbplString(`localhost:${p}`))));
+  }
+  const exposed = [...new Set(policy.network.exposePorts.map((e) => e.sandboxPort))].sort((a, b) => a - b);
+  for (const e of policy.network.exposePorts) {
+    if (e.hostPort !== e.sandboxPort) warnings.push(`network.exposePorts ${e.hostPort}:${e.sandboxPort}: macOS has no private loopback, so the host reaches the command's server at localhost:${e.sandboxPort} itself (no remapping)`);
+  }
+  if (exposed.length) {
+    rule('network.exposePorts: servers the command starts on these loopback ports (the host reaches them directly)', 'allow', 'network-bind', 'network-inbound',
+      ...exposed.map((p) => sx('local', 'ip', sbplString(`localhost:${p}`))));
   }
   if (policy.network.allowLocalBinding) {
     rule('network.allowLocalBinding: listen on loopback and connect to loopback servers', 'allow', 'network-bind', 'network-inbound', sx('local', 'ip', sbplString('localhost:*')));

@@ -13,7 +13,9 @@ export interface SandboxProxyEnvOptions {
   /** Absolute path of node-preload.cjs (NODE_PRELOAD_PATH); must be readable inside the sandbox. */
   nodePreloadPath: string;
   /** The seccomp helper (readable inside): its `--connect` mode is ssh's ProxyCommand. */
-  helperPath: string;
+  helperPath?: string;
+  /** ssh's ProxyCommand instead of the helper's (`%h %p` are ssh's; macOS has no helper: nc). */
+  sshProxyCommand?: string;
   /** An executable inside the sandbox that runs `helper --connect` for `HOST PORT` (git runs
    *  GIT_PROXY_COMMAND without a shell, so it must be one program: see gitProxyScript). */
   gitProxyCommand?: string;
@@ -43,6 +45,7 @@ export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, st
   const http = `http://127.0.0.1:${opts.httpPort}`;
   const socks = `socks5h://127.0.0.1:${opts.socksPort}`;
   const noProxy = 'localhost,127.0.0.1,::1';
+  const proxyCommand = opts.sshProxyCommand ?? (opts.helperPath ? `${shellQuote(opts.helperPath)} --connect 127.0.0.1:${opts.httpPort} %h %p` : undefined);
   const env: Record<string, string> = {
     HTTP_PROXY: http,
     HTTPS_PROXY: http,
@@ -52,7 +55,7 @@ export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, st
     https_proxy: http,
     all_proxy: socks,
     no_proxy: noProxy,
-    GIT_SSH_COMMAND: `ssh -o ${shellQuote(`ProxyCommand=${shellQuote(opts.helperPath)} --connect 127.0.0.1:${opts.httpPort} %h %p`)}`,
+    ...(proxyCommand ? { GIT_SSH_COMMAND: `ssh -o ${shellQuote(`ProxyCommand=${proxyCommand}`)}` } : {}),
     GRPC_PROXY: http,
     grpc_proxy: http,
     RSYNC_PROXY: `127.0.0.1:${opts.httpPort}`,

@@ -26,7 +26,7 @@ export function policy(fs: Partial<Policy['filesystem']> = {}, extra: Partial<Po
     cwd: '/Users/ann/proj', home: '/Users/ann', root: '/Users/ann/proj',
     network: {
       allowedDomains: [], deniedDomains: [], deniedDomainReasons: {}, strictAllowlist: true, allowManagedDomainsOnly: false,
-      deniedResolvedAddresses: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false,
+      deniedResolvedAddresses: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false, exposePorts: [],
       ...network,
     },
     filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false, ...fs },

@@ -100,7 +100,10 @@ const scenarios: Record<string, () => SeatbeltPlan> = {
   'all-unix-sockets': () => buildSeatbeltProfile(policy({}, {}, { allowAllUnixSockets: true }), facts()),
   'every-rule-group': () => buildSeatbeltProfile(policy({}, {
     allowPty: true, allowAppleEvents: true, enableWeakerNetworkIsolation: true,
-  }, { allowLocalBinding: true, allowedDomains: allowDomains('github.com', 'localhost:5432', '127.0.0.1:6379', '[::1]:8080', 'localhost') }), facts()),
+  }, { allowedDomains: allowDomains('github.com', 'localhost:5432', '127.0.0.1:6379', '[::1]:8080', 'localhost') }), facts()),
+  'local-binding-and-exposed-ports': () => buildSeatbeltProfile(policy({}, {}, {
+    allowLocalBinding: true, exposePorts: [{ hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000, source: { scope: 'user' } }, { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80, source: { scope: 'user' } }],
+  }), facts()),
   'filesystem-disabled': () => buildSeatbeltProfile(policy({ disabled: true }, {
     credentials: { envVars: [], files: [credentialFile(`${HOME}/.netrc`)], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
   }), facts()),
@@ -253,9 +256,18 @@ describe('Seatbelt profile semantics', () => {
 
     const g = load(scenarios['every-rule-group']!());
     for (const port of [5432, 6379, 8080]) expect(g.allows({ op: 'network-outbound', remoteIp: `localhost:${port}` })).toBe(true);
-    expect(g.allows({ op: 'network-bind', localIp: 'localhost:3000' })).toBe(true);
-    expect(g.allows({ op: 'network-inbound', localIp: 'localhost:3000' })).toBe(true);
+    expect(g.allows({ op: 'network-outbound', remoteIp: 'localhost:5433' })).toBe(false);
+    expect(g.allows({ op: 'network-bind', localIp: 'localhost:3000' })).toBe(false);
     expect(g.allows({ op: 'network-outbound', remoteIp: '*:443' })).toBe(false);
+    const b = load(scenarios['local-binding-and-exposed-ports']!());
+    expect(b.allows({ op: 'network-bind', localIp: 'localhost:3001' })).toBe(true);
+    expect(b.allows({ op: 'network-inbound', localIp: 'localhost:3001' })).toBe(true);
+    expect(b.allows({ op: 'network-outbound', remoteIp: 'localhost:3001' })).toBe(true);
+    expect(b.allows({ op: 'network-outbound', remoteIp: '*:443' })).toBe(false);
+    const exposedOnly = load(buildSeatbeltProfile(policy({}, {}, { exposePorts: [{ hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000, source: { scope: 'user' } }] }), facts()));
+    expect(exposedOnly.allows({ op: 'network-bind', localIp: 'localhost:3000' })).toBe(true);
+    expect(exposedOnly.allows({ op: 'network-bind', localIp: 'localhost:3001' })).toBe(false);
+    expect(scenarios['local-binding-and-exposed-ports']!().warnings.join()).toContain('network.exposePorts 8080:80: macOS has no private loopback');
     for (const op of ['pseudo-tty', 'appleevent-send']) expect(g.allows({ op })).toBe(true);
     expect(g.allows({ op: 'mach-lookup', machName: 'com.apple.trustd.agent' })).toBe(true);
     expect(g.allows({ op: 'file-read-data', path: '/dev/ttys009', type: 'CHARACTER-DEVICE' })).toBe(true);
