@@ -13,8 +13,8 @@
 
 import { execFileSync, spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, statSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, realpathSync, statSync, writeFileSync, readFileSync } from 'node:fs';
+import { dirname, isAbsolute, join } from 'node:path';
 import { isatty } from 'node:tty';
 import type { Policy } from '../policy.js';
 import { denyGlobRules, mayRead, mayWrite } from '../profiles/access.js';
@@ -30,6 +30,8 @@ import {
   checkCommand, commandArgv, loadProxyModule, maskWarnings, runtimeFiles, SandboxError, selfWritableWarnings, withheldEnv,
   type CommandSpec, type SandboxOptions,
 } from '../sandbox.js';
+import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
+import { hooksPathDir } from '../profiles/protected.js';
 import { defaultManagedPaths } from '../settings/files.js';
 import { describeSource } from '../settings/report.js';
 import { shellQuote } from '../shell.js';
@@ -124,6 +126,36 @@ function plainStdio(): { stdio: StdioOptions; opened: number[] } {
   return { stdio: ['inherit', out[0]!, out[1]!], opened };
 }
 
+function readConfig(file: string): GitConfigEntry[] {
+  try {
+    return parseGitConfig(readFileSync(file, 'utf8'));
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * The hooks directories git obeys: `core.hooksPath` of the repository holding cwd, and of the
+ * global and system config (a relative one-component global value is a name protected
+ * everywhere, like `.husky`; another relative one is resolved in this repository).
+ */
+function hooksPaths(policy: Policy, gitDir: string | undefined): { dirs: string[]; name?: string } {
+  const dirs: string[] = [];
+  let name: string | undefined;
+  const workTree = policy.root;
+  if (gitDir) {
+    const v = gitConfigValue([...readConfig(join(gitDir, 'config')), ...readConfig(join(gitDir, 'config.worktree'))], 'core.hooksPath');
+    if (v) dirs.push(hooksPathDir(v, workTree, policy.home));
+  }
+  const xdg = process.env.XDG_CONFIG_HOME || join(policy.home, '.config');
+  const g = gitConfigValue([...readConfig('/etc/gitconfig'), ...readConfig(join(xdg, 'git', 'config')), ...readConfig(join(policy.home, '.gitconfig'))], 'core.hooksPath');
+  if (g !== undefined) {
+    if (!isAbsolute(g) && !g.startsWith('~') && !g.includes('/') && g !== '.' && g !== '..') name = g;
+    else dirs.push(hooksPathDir(g, workTree, policy.home));
+  }
+  return { dirs, ...(name ? { name } : {}) };
+}
+
 interface Denial { process: string; op: string; target: string }
 
 /** `Sandbox: cat(4242) deny(1) file-read-data /Users/a/.ssh/id_rsa srt-…` → its parts. */
@@ -169,6 +201,10 @@ export class MacosSandbox implements PlatformBackend {
     const cwdGitFile = lstatSync(gitPath, { throwIfNoEntry: false })?.isFile() ?? false;
     const git = cwdGitFile ? readGitFile(gitPath) : null;
     const worktree = git && git.commonDir !== git.gitDir ? { commonDir: git.commonDir, gitDir: git.gitDir } : undefined;
+    const rootGit = join(policy.root, '.git');
+    const repoGitDir = git?.commonDir ?? (existsSync(join(rootGit, 'HEAD')) ? rootGit : (readGitFile(rootGit)?.commonDir));
+    const hooks = hooksPaths(policy, repoGitDir);
+    const hooksLandings = hooks.dirs.map((d) => land(d).real);
     const landings = new Map<string, Landing>();
     for (const p of seatbeltPaths(policy, worktree)) landings.set(p, land(p));
     // A symlink whose name matches a deny glob is covered where it leads (Seatbelt judges the
@@ -209,6 +245,8 @@ export class MacosSandbox implements PlatformBackend {
         managedDir: dirname(defaultManagedPaths('darwin')[0]!),
         logTag: tag,
         globTargets,
+        hooksDirs: hooksLandings,
+        ...(hooks.name ? { hooksName: hooks.name } : {}),
       });
       if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
       const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag);

@@ -54,6 +54,10 @@ export interface SeatbeltFacts {
   logTag: string;
   /** Where existing matches of deny globs lead (symlinks), by rule path (access.ts). */
   globTargets?: ReadonlyMap<string, string[]>;
+  /** Directories `core.hooksPath` names (the repository's and the global config's), resolved. */
+  hooksDirs?: string[];
+  /** A global relative one-component `core.hooksPath`: protected as a name everywhere. */
+  hooksName?: string;
 }
 
 export interface SeatbeltPlan {
@@ -247,6 +251,8 @@ export function buildSeatbeltProfile(policy: Policy, facts: SeatbeltFacts): Seat
       roots, cwd: landing(policy.cwd).real, home: landing(policy.home).real, root: landing(policy.root).real,
       managedDir: facts.managedDir, cwdIsRepository: facts.cwdIsRepository, cwdGitFile: facts.cwdGitFile,
       ...(facts.worktree ? { worktree: facts.worktree } : {}),
+      ...(facts.hooksDirs ? { hooksDirs: facts.hooksDirs } : {}),
+      ...(facts.hooksName ? { hooksName: facts.hooksName } : {}),
       homeEntries: ['Library/LaunchAgents'],
     }),
   });

@@ -42,6 +42,7 @@ describe('srt --platform', () => {
     work = tempDir('srt-work-');
     mkdirSync(join(work.path, '.git'));
     writeFileSync(join(work.path, '.git', 'HEAD'), 'ref: refs/heads/main\n');
+    writeFileSync(join(work.path, '.git', 'config'), '[core]\n\thooksPath = .husky/_\n');
     mkdirSync(join(home.path, '.ssh'));
   });
   afterAll(() => { home.cleanup(); work.cleanup(); });
@@ -62,6 +63,9 @@ describe('srt --platform', () => {
     expect(q('file-write-create', join(work.path, '.git', 'hooks', 'pre-commit'))).toBe(false);
     expect(q('file-write-create', join(work.path, 'deep', 'er', '.vscode', 'tasks.json'))).toBe(false);
     expect(q('file-write-create', join(home.path, 'escape'))).toBe(false);
+    // core.hooksPath (husky 9: .husky/_, whose stubs run the scripts in .husky/).
+    expect(q('file-write-create', join(work.path, '.husky', 'pre-commit'))).toBe(false);
+    expect(q('file-write-create', join(work.path, '.husky', '_', 'h'))).toBe(false);
     expect(ev.allows({ op: 'network-outbound', remoteIp: 'localhost:5432' })).toBe(true);
     expect(ev.allows({ op: 'network-outbound', remoteIp: 'localhost:5433' })).toBe(false);
     expect(r.stdout).toMatch(/^HTTP_PROXY=http:\/\/127\.0\.0\.1:HTTP_PORT$/m);
