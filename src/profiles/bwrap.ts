@@ -6,7 +6,7 @@
 // shallow-to-deep so a deeper mount overrides a shallower one. bwrap takes every bind source
 // from the host root, so each mount sets its path's state independently of its parents.
 //   read:  a path is hidden when a denyRead covers it that no allowRead at least as specific
-//          re-opens; an allowRead re-opens only denies of scopes it may overrule (TRUST below:
+//          re-opens; an allowRead re-opens only denies of scopes it may overrule (TRUST in access.ts:
 //          a repository's settings never re-open what managed, cli or user settings deny, user
 //          settings never what managed or cli deny), and nothing re-opens a credential file. A
 //          path writable by policy counts as allowRead of its scope (writing blind makes no sense).
