@@ -561,7 +561,7 @@ time.sleep(2)`;
       const relay = relayPid(marker)!;
       expect(out.trim().split('\n')).toEqual(['relayed', 'relayed']);
       for (const f of ['CapPrm', 'CapEff', 'CapBnd', 'CapAmb']) expect(statusField(relay, f), f).toBe('0000000000000000');
-      expect(statusField(relay, 'State')).toMatch(/^S/); // not stopped
+      expect(statusField(relay, 'State')).toMatch(/^[SR]/); // sleeping or running (serving), never stopped
       // Not dumpable: its /proc files belong to root, its memory and descriptors are closed to ptrace.
       const r = await child;
       expect(r.exitCode, r.stderr).toBe(0);
