@@ -268,11 +268,8 @@ export function h2Frontend(stream: ServerHttp2Stream): Frontend {
       }
       // Trailers (gRPC's status) are known only once the body has ended.
       stream.respond(h, { waitForTrailers: true });
-      stream.once('wantTrailers', () => {
-        const t = r.trailers();
-        if (t.length === 0) stream.close();
-        else stream.sendTrailers(toH2Headers(t));
-      });
+      // With none, an empty trailer block ends the stream (close() would reset it instead).
+      stream.once('wantTrailers', () => stream.sendTrailers(toH2Headers(r.trailers())));
       ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
       pump(body, stream, () => stream.end(), () => stream.close(0x2));
     },

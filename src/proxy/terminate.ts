@@ -275,6 +275,7 @@ export class Terminator implements TlsTerminator {
     const onClientGone = () => fail();
     client.on('error', onClientGone);
     client.once('close', onClientGone);
+    client.once('end', onClientGone);
 
     if (info.sni !== undefined) {
       const sni = normalizeHost(info.sni);
@@ -323,6 +324,7 @@ export class Terminator implements TlsTerminator {
     }
     client.off('close', onClientGone);
     client.off('error', onClientGone);
+    client.off('end', onClientGone);
     client.unshift(hello);
     const tlsClient = new tls.TLSSocket(client as import('node:net').Socket, {
       isServer: true,
@@ -340,10 +342,12 @@ export class Terminator implements TlsTerminator {
     };
     tlsClient.once('error', onHandshakeError);
     tlsClient.once('close', abandon);
+    tlsClient.once('end', abandon);
     tlsClient.once('secure', () => {
       deadline.cancel();
       tlsClient.off('error', onHandshakeError);
       tlsClient.off('close', abandon);
+      tlsClient.off('end', abandon);
       tlsClient.on('error', () => tlsClient.destroy());
       this.gate.track(tlsClient);
       // node:http2 waits for this flag, which only a tls.Server would clear.
@@ -363,21 +367,35 @@ export class Terminator implements TlsTerminator {
     if (protocol === 'http/1.1' || up instanceof Error) return this.attachH1(session);
     if (typeof protocol === 'string' || (offered.length > 0 && !offered.some((p) => HTTP_ALPN.has(p)))) return this.relay(session, up);
     // No ALPN: whoever speaks first decides (an IMAPS-like server greets first; HTTP clients ask).
-    const fromClient = (chunk: Buffer) => {
+    const decided = () => {
+      c.off('data', fromClient);
       up.off('data', fromUpstream);
+      c.off('end', gone);
+      up.off('end', gone);
       c.pause();
+      up.pause();
+    };
+    const fromClient = (chunk: Buffer) => {
+      decided();
       c.unshift(chunk);
       if (/^[A-Z]{1,20}( |$)/.test(chunk.subarray(0, 21).toString('latin1'))) this.attachH1(session);
       else this.relay(session, up);
     };
     const fromUpstream = (chunk: Buffer) => {
-      c.off('data', fromClient);
-      up.pause();
+      decided();
       up.unshift(chunk);
       this.relay(session, up);
     };
-    c.once('data', fromClient);
-    up.once('data', fromUpstream);
+    // Half-open capable sockets: a side that ends before either spoke ends the tunnel.
+    const gone = () => {
+      decided();
+      c.destroy();
+      up.destroy();
+    };
+    c.on('data', fromClient);
+    up.on('data', fromUpstream);
+    c.once('end', gone);
+    up.once('end', gone);
   }
 
   private relay(session: Session, up: TLSSocket | Error): void {
@@ -397,6 +415,8 @@ export class Terminator implements TlsTerminator {
   }
 
   private attachH2(session: Session): void {
+    // HTTP/2 has no half-close: a client's FIN ends the connection (node:http2 would wait).
+    session.client.allowHalfOpen = false;
     this.attaching = session;
     try {
       this.h2.emit('connection', session.client);

@@ -104,21 +104,24 @@ export class Tunnels {
       client.destroy();
       upstream.destroy();
     };
-    client.on('error', fail);
-    upstream.on('error', fail);
-    client.once('close', fail);
-    upstream.once('close', fail);
+    // Either side ending (a FIN: the proxy's sockets are half-open capable) before the
+    // handshake is read ends the tunnel too.
+    for (const s of [client, upstream]) {
+      s.on('error', fail);
+      s.once('close', fail);
+      s.once('end', fail);
+    }
 
     let hello = head;
     const stopListening = () => {
       client.off('data', fromClient);
       upstream.off('data', fromUpstream);
-      client.off('error', fail);
-      upstream.off('error', fail);
-      client.off('close', fail);
-      upstream.off('close', fail);
-      client.pause();
-      upstream.pause();
+      for (const s of [client, upstream]) {
+        s.off('error', fail);
+        s.off('close', fail);
+        s.off('end', fail);
+        s.pause();
+      }
     };
     const opaque = (first: Buffer, to: Duplex) => {
       stopListening();
