@@ -1,0 +1,271 @@
+// TLS termination end to end: the real srt, the real sandbox, real clients inside (curl h1 and
+// h2, node https and fetch, python3 urllib and requests, git, pip, Java's HttpClient, a gRPC
+// call with @grpc/grpc-js) against HTTPS, HTTP/2 and gRPC servers on the host's loopback whose
+// certificates come from a test CA (openssl), which srt is told to trust (extraCaCertPaths).
+// Host servers listen on 127.0.0.2 (not in the sandbox's NO_PROXY), allowed as an IP literal.
+// Also: the CA key never enters the sandbox, whatever path is tried; CA problems stop the run;
+// --dry-run and `srt config` show the CA, never its key; `srt -- true` does not load node-forge.
+import { createHash } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http2 from 'node:http2';
+import https from 'node:https';
+import { createServer, type Server } from 'node:net';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as grpc from '@grpc/grpc-js';
+import { keyValues, REPO, srt, tempDir } from './helpers.js';
+import { listenOn, testPki } from './proxy-fixtures.js';
+
+const HOST = '127.0.0.2';
+const tmp = tempDir('srt-tls-');
+const home = join(tmp.path, 'home');
+const cwd = join(tmp.path, 'work');
+let pki: ReturnType<typeof testPki>;
+let H1 = 0, H2 = 0, GRPC = 0, EXCLUDED = 0, EXPIRED = 0, ECHO = 0;
+const hits: string[] = [];
+let wheel: Buffer;
+let excludedCert: { certPath: string };
+let grpcServer: grpc.Server;
+const servers: Array<https.Server | http2.Http2SecureServer | Server> = [];
+const hasJava = (() => {
+  try {
+    execFileSync('java', ['-version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+})();
+
+/** A minimal wheel (a zip) made with python's zipfile: what pip downloads from the index. */
+function makeWheel(path: string): Buffer {
+  execFileSync('python3', ['-c', [
+    'import sys, zipfile',
+    'z = zipfile.ZipFile(sys.argv[1], "w")',
+    'z.writestr("srt_demo/__init__.py", "VALUE = 42\\n")',
+    'z.writestr("srt_demo-1.2.3.dist-info/METADATA", "Metadata-Version: 2.1\\nName: srt-demo\\nVersion: 1.2.3\\n")',
+    'z.writestr("srt_demo-1.2.3.dist-info/WHEEL", "Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n")',
+    'z.writestr("srt_demo-1.2.3.dist-info/RECORD", "")',
+    'z.close()',
+  ].join('\n'), path]);
+  return readFileSync(path);
+}
+
+beforeAll(async () => {
+  mkdirSync(home);
+  mkdirSync(cwd);
+  pki = testPki(tmp.path);
+  wheel = makeWheel(join(tmp.path, 'srt_demo-1.2.3-py3-none-any.whl'));
+  // A bare repository served as static files (git's "dumb" HTTP protocol) over HTTPS.
+  const bare = join(tmp.path, 'repo.git');
+  const src = join(tmp.path, 'src-repo');
+  mkdirSync(src);
+  const git = (dir: string, ...args: string[]) =>
+    execFileSync('git', ['-c', 'user.name=t', '-c', 'user.email=t@t', '-c', 'init.defaultBranch=main', ...args], { cwd: dir, env: { PATH: process.env.PATH, HOME: home, GIT_CONFIG_NOSYSTEM: '1' }, stdio: 'ignore' });
+  git(tmp.path, 'init', '-q', '--bare', bare);
+  git(src, 'init', '-q');
+  writeFileSync(join(src, 'README'), 'cloned over terminated TLS\n');
+  git(src, 'add', 'README');
+  git(src, 'commit', '-q', '-m', 'first');
+  git(src, 'push', '-q', bare, 'HEAD:main');
+  git(bare, 'symbolic-ref', 'HEAD', 'refs/heads/main');
+  git(bare, 'update-server-info');
+
+  const cert = pki.leaf([`IP:${HOST}`]);
+  const h1 = https.createServer({ cert: cert.cert, key: cert.key, ALPNProtocols: ['http/1.1'] }, (req, res) => {
+    const url = req.url ?? '/';
+    hits.push(`h1 ${url} host=${req.headers.host}`);
+    if (url.startsWith('/repo.git/')) {
+      try {
+        res.end(readFileSync(join(bare, url.slice('/repo.git/'.length).split('?')[0]!)));
+      } catch {
+        res.writeHead(404).end();
+      }
+      return;
+    }
+    if (url === '/simple/srt-demo/') {
+      res.setHeader('content-type', 'text/html');
+      const sha = createHash('sha256').update(wheel).digest('hex');
+      res.end(`<html><body><a href="/files/srt_demo-1.2.3-py3-none-any.whl#sha256=${sha}">srt_demo-1.2.3-py3-none-any.whl</a></body></html>`);
+      return;
+    }
+    if (url === '/files/srt_demo-1.2.3-py3-none-any.whl') {
+      res.end(wheel);
+      return;
+    }
+    if (url === '/sse') {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      let n = 0;
+      const tick = setInterval(() => {
+        res.write(`data: ${n} ${Date.now()}\n\n`);
+        if (++n === 10) {
+          clearInterval(tick);
+          res.end();
+        }
+      }, 100);
+      res.on('close', () => clearInterval(tick));
+      return;
+    }
+    res.end(`hello ${url}`);
+  });
+  H1 = await listenOn(h1, HOST);
+  const h2 = http2.createSecureServer({ cert: cert.cert, key: cert.key });
+  h2.on('stream', (stream, headers) => {
+    hits.push(`h2 ${headers[':path']} authority=${headers[':authority']}`);
+    stream.respond({ ':status': 200 });
+    stream.end(`h2 hello ${headers[':path']}`);
+  });
+  await new Promise<void>((r) => h2.listen(0, HOST, r));
+  H2 = (h2.address() as { port: number }).port;
+  const expiredCert = pki.leaf([`IP:${HOST}`], { expired: true });
+  const expired = https.createServer({ cert: expiredCert.cert, key: expiredCert.key }, (_req, res) => {
+    hits.push('expired');
+    res.end('UPSTREAM DATA MUST NOT ARRIVE');
+  });
+  EXPIRED = await listenOn(expired, HOST);
+  excludedCert = pki.leaf(['IP:127.0.0.3'], { selfSigned: true });
+  const excluded = https.createServer({ cert: readFileSync(excludedCert.certPath), key: readFileSync(excludedCert.certPath.replace(/\.pem$/, '.key')) }, (_req, res) =>
+    res.end('excluded origin'),
+  );
+  EXCLUDED = await listenOn(excluded, '127.0.0.3');
+  const echo = createServer((s) => s.pipe(s));
+  await new Promise<void>((r) => echo.listen(0, HOST, r));
+  ECHO = (echo.address() as { port: number }).port;
+  servers.push(h1, h2, expired, excluded, echo);
+
+  grpcServer = new grpc.Server();
+  const raw = (b: Buffer) => b;
+  grpcServer.addService(
+    { say: { path: '/srt.test.Echo/Say', requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw, originalName: 'say' } } as unknown as grpc.ServiceDefinition,
+    {
+      say: (call: grpc.ServerUnaryCall<Buffer, Buffer>, cb: grpc.sendUnaryData<Buffer>) => {
+        hits.push(`grpc ${call.request.toString()}`);
+        cb(null, Buffer.from(`pong:${call.request.toString()}`));
+      },
+    },
+  );
+  GRPC = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync(`${HOST}:0`, grpc.ServerCredentials.createSsl(null, [{ cert_chain: Buffer.from(cert.cert), private_key: Buffer.from(cert.key) }]), (e, port) =>
+      e ? reject(e) : resolve(port),
+    ),
+  );
+});
+
+afterAll(async () => {
+  grpcServer?.forceShutdown();
+  for (const s of servers) {
+    if ('closeAllConnections' in s) s.closeAllConnections();
+    await new Promise((r) => s.close(r));
+  }
+  tmp.cleanup();
+});
+
+function settingsFile(settings: object): string {
+  const file = join(tmp.path, `settings-${Math.random().toString(36).slice(2)}.json`);
+  writeFileSync(file, JSON.stringify(settings));
+  return file;
+}
+
+const tlsSettings = (extra: object = {}) => ({
+  network: {
+    allowedDomains: [HOST, '127.0.0.3'],
+    tlsTerminate: { extraCaCertPaths: [pki.caPath], excludeDomains: ['127.0.0.3'], ...extra },
+  },
+});
+
+async function inSandbox(script: string, settings: object, env: Record<string, string> = {}) {
+  const r = await srt(['--settings', settingsFile(settings), '-c', script], { home, cwd, env, timeout: 90_000 });
+  return { ...r, results: keyValues(r.stdout) };
+}
+
+describe('real clients in the sandbox through TLS termination', () => {
+  it('curl (h1, h2), node, python (urllib, requests), git, pip, Java and gRPC all verify srt\'s leaf and reach the upstream', async () => {
+    const base = `https://${HOST}:${H1}`;
+    writeFileSync(join(cwd, 'Get.java'), [
+      'import java.net.URI; import java.net.http.*;',
+      'public class Get { public static void main(String[] a) throws Exception {',
+      '  HttpResponse<String> r = HttpClient.newHttpClient().send(HttpRequest.newBuilder(URI.create(a[0])).build(), HttpResponse.BodyHandlers.ofString());',
+      '  System.out.println("java=" + r.statusCode() + " " + r.body()); } }',
+    ].join('\n'));
+    writeFileSync(join(cwd, 'grpc-client.cjs'), [
+      `const grpc = require(${JSON.stringify(join(REPO, 'node_modules', '@grpc', 'grpc-js'))});`,
+      'const raw = (b) => b;',
+      "const Echo = grpc.makeGenericClientConstructor({ say: { path: '/srt.test.Echo/Say', requestStream: false, responseStream: false, requestSerialize: raw, requestDeserialize: raw, responseSerialize: raw, responseDeserialize: raw } }, 'Echo');",
+      // Default roots: Node's own plus NODE_EXTRA_CA_CERTS (srt's bundle).
+      'const c = new Echo(process.argv[2], grpc.credentials.createSsl());',
+      "c.say(Buffer.from('ping'), (e, r) => { console.log('grpc=' + (e ? 'ERR ' + e.code + ' ' + e.details : r.toString())); c.close(); });",
+    ].join('\n'));
+    const script = [
+      `curl -sS -v ${base}/curl 2>curl.err | sed 's/^/curl=/'; echo; echo curl_issuer=$(grep -o 'issuer: .*' curl.err)`,
+      `echo curl_h2=$(curl -sS --http2 -w ' %{http_version}' https://${HOST}:${H2}/two)`,
+      `echo node_https=$(node -e "require('https').get('${base}/https', r => { let b=''; r.on('data', d => b += d); r.on('end', () => console.log(b)); }).on('error', e => console.log('ERR', e.message))")`,
+      `echo node_fetch=$(node -e "fetch('${base}/fetch').then(r => r.text()).then(console.log, e => console.log('ERR', e.cause?.message ?? e.message))")`,
+      `echo urllib=$(python3 -c "import urllib.request; print(urllib.request.urlopen('${base}/urllib', timeout=10).read().decode())")`,
+      `echo requests=$(/usr/bin/python3 -c "import requests; print(requests.get('${base}/requests', timeout=10).text)")`,
+      `git clone -q ${base}/repo.git clone 2>git.err; echo git=$(cat clone/README) $(cat git.err)`,
+      `python3 -m pip download srt-demo --no-deps -d "$TMPDIR/dl" --index-url ${base}/simple/ --disable-pip-version-check -q 2>pip.err; echo pip=$(sha256sum "$TMPDIR"/dl/*.whl | cut -d' ' -f1) $(cat pip.err)`,
+      `node grpc-client.cjs ${HOST}:${GRPC}`,
+      // 127.0.0.2 stands in for a remote host here; Java keeps all of 127/8 off the proxy by default.
+      ...(hasJava ? [`java -Dhttp.nonProxyHosts= Get.java ${base}/java 2>java.err || cat java.err`] : []),
+    ].join('\n');
+    const before = hits.length;
+    const r = await inSandbox(script, tlsSettings());
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.results).toMatchObject({
+      curl: 'hello /curl',
+      curl_h2: 'h2 hello /two 2',
+      node_https: 'hello /https',
+      node_fetch: 'hello /fetch',
+      urllib: 'hello /urllib',
+      requests: 'hello /requests',
+      git: 'cloned over terminated TLS',
+      pip: createHash('sha256').update(wheel).digest('hex'),
+      grpc: 'pong:ping',
+    });
+    expect(r.results.curl_issuer).toMatch(/^issuer: O=srt; CN=srt ephemeral CA/);
+    if (hasJava) expect(r.results.java).toBe('200 hello /java');
+    // The upstreams saw the requests, each with the Host the client asked for.
+    const seen = hits.slice(before);
+    expect(seen).toEqual(expect.arrayContaining([`h1 /curl host=${HOST}:${H1}`, `h2 /two authority=${HOST}:${H2}`, 'grpc ping', `h1 /files/srt_demo-1.2.3-py3-none-any.whl host=${HOST}:${H1}`]));
+    if (hasJava) expect(seen).toContain(`h1 /java host=${HOST}:${H1}`);
+  }, 120_000);
+
+  it.skipIf(!hasJava)('Java sees the proxy and srt\'s trust store through JAVA_TOOL_OPTIONS', async () => {
+    const r = await inSandbox('echo "java_opts=$JAVA_TOOL_OPTIONS"', tlsSettings());
+    expect(r.results.java_opts).toMatch(/-Dhttps\.proxyHost=127\.0\.0\.1 -Dhttps\.proxyPort=3128 .*-Djavax\.net\.ssl\.trustStore=\S+\/trust\.p12 -Djavax\.net\.ssl\.trustStoreType=PKCS12$/);
+  });
+
+  it('streams server-sent events through termination: each within 20 ms of being sent', async () => {
+    const js = [
+      `require('https').get('https://${HOST}:${H1}/sse', (r) => {`,
+      '  const lags = []; let buf = "";',
+      '  r.on("data", (c) => { buf += c; for (const m of buf.matchAll(/data: (\\d+) (\\d+)\\n\\n/g)) lags[m[1]] ??= Date.now() - Number(m[2]); });',
+      '  r.on("end", () => console.log("lags=" + lags.join(",")));',
+      '});',
+    ].join('\n');
+    writeFileSync(join(cwd, 'sse.cjs'), js);
+    const r = await inSandbox('node sse.cjs', tlsSettings());
+    const lags = (r.results.lags ?? '').split(',').map(Number);
+    expect(lags).toHaveLength(10);
+    expect(Math.max(...lags)).toBeLessThan(20);
+  });
+
+  it('tunnels excludeDomains hosts (the client sees the upstream\'s own certificate) and non-TLS protocols', async () => {
+    const r = await inSandbox([
+      `echo excluded=$(curl -sS -v --cacert ${excludedCert.certPath} https://127.0.0.3:${EXCLUDED}/ 2>ex.err) $(grep -o 'issuer: .*' ex.err)`,
+      `echo echo=$(echo ping | socat - PROXY:127.0.0.1:${HOST}:${ECHO},proxyport=3128)`,
+    ].join('\n'), tlsSettings());
+    expect(r.results.excluded).toBe('excluded origin issuer: CN=127.0.0.3');
+    expect(r.results.echo).toBe('ping');
+  });
+
+  it('an upstream with a bad certificate is a 502 with the reason; nothing from it reaches the client; srt reports it', async () => {
+    const before = hits.length;
+    const r = await inSandbox(`echo status=$(curl -s -o body.txt -w '%{http_code}' https://${HOST}:${EXPIRED}/); echo body=$(cat body.txt)`, tlsSettings());
+    expect(r.results.status).toBe('502');
+    expect(r.results.body).toBe(`srt: upstream ${HOST}:${EXPIRED}: certificate not trusted: certificate has expired (CERT_HAS_EXPIRED)`);
+    expect(r.stdout).not.toContain('UPSTREAM DATA');
+    expect(hits.length).toBe(before);
+    expect(r.stderr).toContain(`srt: blocked ${HOST}:${EXPIRED} — upstream certificate not trusted: certificate has expired (CERT_HAS_EXPIRED)`);
+  });
+});
