@@ -231,15 +231,15 @@ export class CertificateAuthority {
     } catch {
       throw new CaError(`network.tlsTerminate.caCertPath: ${certPath}: not a PEM or DER certificate`);
     }
+    const keyText = read(keyPath, 'caKeyPath');
+    if (/-----BEGIN ENCRYPTED PRIVATE KEY-----|Proc-Type: 4,ENCRYPTED/.test(keyText)) {
+      throw new CaError(`network.tlsTerminate.caKeyPath: ${keyPath}: an encrypted key is not supported (store it decrypted where only you can read it)`);
+    }
     let key: KeyObject;
     try {
-      key = createPrivateKey({ key: read(keyPath, 'caKeyPath') });
-    } catch (e) {
-      if (e instanceof CaError) throw e;
-      const encrypted = /passphrase|encrypted/i.test((e as Error).message);
-      throw new CaError(
-        `network.tlsTerminate.caKeyPath: ${keyPath}: ${encrypted ? 'an encrypted key is not supported (store it decrypted where only you can read it)' : 'not a PEM private key'}`,
-      );
+      key = createPrivateKey({ key: keyText });
+    } catch {
+      throw new CaError(`network.tlsTerminate.caKeyPath: ${keyPath}: not a PEM private key`);
     }
     if (!x509.ca) throw new CaError(`network.tlsTerminate.caCertPath: ${certPath}: not a CA certificate (basicConstraints CA:TRUE is missing)`);
     if (!x509.checkPrivateKey(key)) throw new CaError(`network.tlsTerminate.caKeyPath: ${keyPath}: this key does not belong to ${certPath}`);

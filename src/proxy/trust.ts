@@ -83,11 +83,8 @@ const P12 = {
   anyExtendedKeyUsage: '2.5.29.37.0',
 };
 
-function bmpString(s: string): Asn1 {
-  const b = Buffer.alloc(s.length * 2);
-  for (let i = 0; i < s.length; i++) b.writeUInt16BE(s.charCodeAt(i), i * 2);
-  return asn1.create(Class.UNIVERSAL, Type.BMPSTRING, false, b.toString('binary'));
-}
+/** forge encodes a BMPString's value (a JS string) as UTF-16BE itself. */
+const bmpString = (s: string) => asn1.create(Class.UNIVERSAL, Type.BMPSTRING, false, s);
 
 /** A PKCS#12 file of trusted certificates (PEM blocks in, DER out). */
 export function javaTrustStore(certs: readonly string[]): Buffer {
