@@ -4,7 +4,9 @@
 // trust store for Java. Certificates only: nothing but CERTIFICATE blocks is ever copied, so a
 // key that happens to sit in one of these files never reaches the sandbox.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import asn1 from 'node-forge/lib/asn1.js';
 import type { asn1 as Asn1Types } from 'node-forge';
@@ -86,23 +88,69 @@ const P12 = {
 /** forge encodes a BMPString's value (a JS string) as UTF-16BE itself. */
 const bmpString = (s: string) => asn1.create(Class.UNIVERSAL, Type.BMPSTRING, false, s);
 
-/** A PKCS#12 file of trusted certificates (PEM blocks in, DER out). */
-export function javaTrustStore(certs: readonly string[]): Buffer {
+/** A ContentInfo (data) holding one SafeContents with a trusted-certificate bag per PEM block. */
+function certBags(certs: readonly string[], label: string): Buffer {
   const bags = certs.map((pem, i) => {
     const derCert = Buffer.from(pem.replace(/-----[^-]+-----|\s/g, ''), 'base64').toString('binary');
     return seq([
       oid(P12.certBag),
       explicit0(seq([oid(P12.x509Certificate), explicit0(octets(derCert))])),
       set([
-        seq([oid(P12.friendlyName), set([bmpString(`srt-trust-${i}`)])]),
+        seq([oid(P12.friendlyName), set([bmpString(`${label}-${i}`)])]),
         seq([oid(P12.oracleTrustedKeyUsage), set([oid(P12.anyExtendedKeyUsage)])]),
       ]),
     ]);
   });
   const safeContents = asn1.toDer(seq(bags)).getBytes();
-  const authSafe = asn1.toDer(seq([seq([oid(P12.data), explicit0(octets(safeContents))])])).getBytes();
-  const pfx = seq([asn1.create(Class.UNIVERSAL, Type.INTEGER, false, '\x03'), seq([oid(P12.data), explicit0(octets(authSafe))])]);
-  return Buffer.from(asn1.toDer(pfx).getBytes(), 'binary');
+  return Buffer.from(asn1.toDer(seq([oid(P12.data), explicit0(octets(safeContents))])).getBytes(), 'binary');
+}
+
+/** A DER element around content that is already encoded (to compose cached parts). */
+function derElement(tag: number, content: Buffer): Buffer {
+  const n = content.length;
+  const len: number[] = [];
+  for (let v = n; v > 0; v = Math.floor(v / 256)) len.unshift(v & 255);
+  const head = n < 0x80 ? [tag, n] : [tag, 0x80 | len.length, ...len];
+  return Buffer.concat([Buffer.from(head), content]);
+}
+
+/** PFX { version 3, authSafe: data ContentInfo { AuthenticatedSafe of the given ContentInfos } }. */
+function pfx(contentInfos: Buffer[]): Buffer {
+  const authSafe = derElement(0x30, Buffer.concat(contentInfos));
+  const dataOid = Buffer.from(asn1.toDer(oid(P12.data)).getBytes(), 'binary');
+  const authSafeInfo = derElement(0x30, Buffer.concat([dataOid, derElement(0xa0, derElement(0x04, authSafe))]));
+  return derElement(0x30, Buffer.concat([Buffer.from([0x02, 0x01, 0x03]), authSafeInfo]));
+}
+
+/** A PKCS#12 file of trusted certificates (PEM blocks in, DER out). */
+export function javaTrustStore(certs: readonly string[]): Buffer {
+  return pfx([certBags(certs, 'srt-trust')]);
+}
+
+/**
+ * The same with srt's CA first and the rest (system roots, extra CAs: the same from run to run)
+ * encoded once and kept under `cacheDir` (~/.srt/cache, which no sandbox can write), keyed by
+ * their content, so a run pays only for its own CA.
+ */
+function javaTrustStoreCached(ca: string, rest: readonly string[], cacheDir: string | undefined): Buffer {
+  if (!cacheDir) return pfx([certBags([ca], 'srt-ca'), certBags(rest, 'srt-trust')]);
+  const name = `java-trust-${createHash('sha256').update(rest.join('')).digest('hex').slice(0, 32)}.der`;
+  const path = join(cacheDir, name);
+  let encoded: Buffer;
+  try {
+    encoded = readFileSync(path);
+  } catch {
+    encoded = certBags(rest, 'srt-trust');
+    try {
+      mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
+      for (const old of readdirSync(cacheDir)) if (old.startsWith('java-trust-') && old !== name) rmSync(join(cacheDir, old), { force: true });
+      writeFileSync(`${path}.${process.pid}`, encoded, { mode: 0o600 });
+      renameSync(`${path}.${process.pid}`, path);
+    } catch {
+      /* no cache: the next run encodes them again */
+    }
+  }
+  return pfx([certBags([ca], 'srt-ca'), encoded]);
 }
 
 /** Everything termination needs, made before the command starts (an error here stops the run). */
@@ -117,7 +165,9 @@ export interface Termination {
   javaTrustStore(): Buffer;
 }
 
-export function prepareTermination(t: TlsTerminate, now = new Date()): Termination {
+/** `cacheDir`: where the encoded Java trust store roots may be kept between runs (~/.srt/cache). */
+export function prepareTermination(t: TlsTerminate, opts: { now?: Date; cacheDir?: string } = {}): Termination {
+  const now = opts.now ?? new Date();
   const ca = t.caCertPath && t.caKeyPath ? CertificateAuthority.load(t.caCertPath, t.caKeyPath, now) : CertificateAuthority.ephemeral(now);
   const roots = systemRoots();
   const extra = extraCaCerts(t.extraCaCertPaths);
@@ -128,6 +178,6 @@ export function prepareTermination(t: TlsTerminate, now = new Date()): Terminati
     upstream: new UpstreamTrustStore(upstreamCerts),
     rootsSource: roots.source,
     bundle: () => all().join(''),
-    javaTrustStore: () => javaTrustStore(all()),
+    javaTrustStore: () => javaTrustStoreCached(ca.certPem, upstreamCerts, opts.cacheDir),
   };
 }

@@ -38,12 +38,15 @@ export interface Deadline {
 
 export interface TunnelOptions {
   stages: readonly Stage[];
-  terminator?: TlsTerminator;
+  /** Loads the terminator on the first tunnel that needs it (node:http2 and all cost startup time). */
+  terminator?: () => Promise<TlsTerminator>;
 }
 
 export class Tunnels {
   /** Tunnels that are being or have been terminated (maxTunnels bounds them). */
   private active = 0;
+  private terminator: Promise<TlsTerminator> | undefined;
+  private closed = false;
 
   constructor(
     private readonly gate: Gate,
@@ -89,7 +92,6 @@ export class Tunnels {
       splice(client, upstream);
       return;
     }
-    const terminator = this.opts.terminator;
     const gate = this.gate;
     const limit = gate.network.tlsTerminate?.handshakeTimeoutMs ?? 10_000;
     const timer = setTimeout(() => {
@@ -145,7 +147,17 @@ export class Tunnels {
       }
       stopListening();
       const { sni, alpn } = parsed;
-      terminator.terminate(t, client, upstream, hello, { ...(sni ? { sni } : {}), ...(alpn ? { alpn } : {}) }, deadline);
+      this.terminator ??= this.opts.terminator!();
+      this.terminator.then(
+        (terminator) => {
+          if (this.closed || client.destroyed) return fail();
+          terminator.terminate(t, client, upstream, hello, { ...(sni ? { sni } : {}), ...(alpn ? { alpn } : {}) }, deadline);
+        },
+        (e: Error) => {
+          gate.log(`proxy: cannot load TLS termination: ${e.message}`);
+          fail();
+        },
+      );
     };
     function fromClient(chunk: Buffer) {
       hello = hello.length === 0 ? chunk : Buffer.concat([hello, chunk]);
@@ -171,7 +183,8 @@ export class Tunnels {
   }
 
   close(): void {
-    this.opts.terminator?.close();
+    this.closed = true;
+    void this.terminator?.then((t) => t.close(), () => undefined);
   }
 }
 
