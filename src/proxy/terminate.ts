@@ -65,6 +65,12 @@ export interface TerminatorOptions {
 
 const HTTP_ALPN = new Set(['h2', 'http/1.1', 'http/1.0']);
 
+// HTTP/2 flow-control windows srt grants its peers. They bound what one stream (and one
+// connection) can have in flight through srt when the other side reads slowly, and they set the
+// pace of a single stream (HTTP/2's default 64 KiB window per hop halves a bulk download).
+const H2_STREAM_WINDOW = 256 * 1024;
+const H2_SESSION_WINDOW = 1024 * 1024;
+
 /** One terminated tunnel: its client TLS socket, its upstream, its requests in flight. */
 class Session {
   inflight = 0;
@@ -155,7 +161,8 @@ class TlsUpstream implements Upstream {
       this.first = socket;
       return null;
     }
-    const session = http2.connect(`https://${this.target.display}`, { createConnection: () => socket });
+    const session = http2.connect(`https://${this.target.display}`, { createConnection: () => socket, settings: { initialWindowSize: H2_STREAM_WINDOW } });
+    session.once('connect', () => session.setLocalWindowSize(H2_SESSION_WINDOW));
     session.on('error', () => undefined); // each stream reports its own failure
     session.once('close', () => {
       if (this.h2 === session) this.h2 = undefined;
@@ -247,10 +254,11 @@ export class Terminator implements TlsTerminator {
       const [status, why] = err.code === 'HPE_HEADER_OVERFLOW' ? [431, 'request header too large'] : [400, `malformed request (${err.code ?? 'parse error'})`];
       rawReply(socket, status, why, `srt: ${why}\n`);
     });
-    this.h2 = http2.createServer({ settings: { enableConnectProtocol: false } });
+    this.h2 = http2.createServer({ settings: { enableConnectProtocol: false, initialWindowSize: H2_STREAM_WINDOW, maxConcurrentStreams: 128 } });
     this.h2.on('session', (s: Http2Session) => {
       const session = this.attaching!;
       this.h2Sessions.set(s, session);
+      s.once('connect', () => s.setLocalWindowSize(H2_SESSION_WINDOW));
       s.on('error', () => undefined);
       session.client.once('close', () => s.destroy());
     });
