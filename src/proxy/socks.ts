@@ -40,6 +40,7 @@ export function createSocksProxy(gate: Gate, tunnels: Tunnels, opts: { handshake
       if (!auth.ok) return false;
       const admitted = tunnels.admit(auth.target, 'socks');
       if (!admitted.ok) {
+        if (admitted.refusal.proxyError !== 'too-many-tunnels') return false; // a stage refused it: 0x02
         // Over the tunnel cap: a server failure (0x01), not a ruleset refusal.
         meta.failure = 'GENERAL_FAILURE';
         return true;

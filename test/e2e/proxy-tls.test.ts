@@ -599,3 +599,39 @@ describe('resources', () => {
     expect(now).toBeLessThanOrEqual(baseline);
   }, 60_000);
 });
+
+describe('tunnel stages', () => {
+  it('see every tunnel before it is dialled and again with its SNI name, and may stop it there', async () => {
+    const seenTunnels: string[] = [];
+    const p = await startTlsProxy({}, {
+      stages: [
+        {
+          name: 'tripwire-like',
+          tunnel: (t) => {
+            seenTunnels.push(`${t.via} ${t.target.display}${t.sni ? ` sni=${t.sni}` : ''}`);
+            if (t.target.host.host === 'banner.test') return { refuse: 'the test stage stops this tunnel', proxyError: 'sentinel-not-allowed-here' };
+            if (t.sni === 'h2.test') return { refuse: 'stopped at the SNI' };
+          },
+        },
+      ],
+    });
+    try {
+      const refused = await tunnel(p.httpPort!, `banner.test:${BANNER}`);
+      expect(refused.status).toBe('HTTP/1.1 403 Blocked by srt: the test stage stops this tunnel');
+      expect(refused.head).toMatch(/\r\nX-Proxy-Error: sentinel-not-allowed-here\r\n/);
+      refused.socket.destroy();
+      const socks = await run('curl', ['-sS', '--proxy', `socks5h://127.0.0.1:${p.socksPort}`, `http://banner.test:${BANNER}/`]);
+      expect(socks.stderr).toMatch(/SOCKS5.*\(2\)|connection not allowed/i);
+      await expect(tlsThrough(p.httpPort!, `h2.test:${H2}`)).rejects.toThrow();
+      const ok = await run('curl', ['-sS', '--proxy', `http://127.0.0.1:${p.httpPort}`, `https://allowed.test:${H1}/through`]);
+      expect(ok.stdout).toMatch(/^hello GET \/through /);
+      expect(seenTunnels).toEqual(expect.arrayContaining([
+        `connect banner.test:${BANNER}`, `socks banner.test:${BANNER}`, `connect h2.test:${H2}`, `connect h2.test:${H2} sni=h2.test`,
+        `connect allowed.test:${H1}`, `connect allowed.test:${H1} sni=allowed.test`,
+      ]));
+      expect(p.violations()).toContainEqual({ host: 'h2.test', port: H2, reason: 'stopped at the SNI' });
+    } finally {
+      await p.close();
+    }
+  });
+});

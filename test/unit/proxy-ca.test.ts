@@ -3,7 +3,7 @@
 // Java trust store.
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -166,13 +166,39 @@ describe('trust files', () => {
     expect(listed).not.toContain('PRIVATE KEY');
   });
 
+  it('the Java trust store\'s roots are encoded once per content and reused; each run adds its own CA', () => {
+    const cacheDir = join(dir, 'cache');
+    const t = { excludeDomains: [], extraCaCertPaths: [], maxTunnels: 1, handshakeTimeoutMs: 1, source: { scope: 'user' as const } };
+    const a = prepareTermination(t, { cacheDir });
+    const first = a.javaTrustStore();
+    const cached = readdirSync(cacheDir);
+    expect(cached).toHaveLength(1);
+    const b = prepareTermination(t, { cacheDir });
+    const second = b.javaTrustStore();
+    expect(readdirSync(cacheDir)).toEqual(cached);
+    for (const [store, ca] of [[first, a.ca], [second, b.ca]] as const) {
+      const listed = certificateBlocks(openssl('pkcs12', '-in', file(store, `run-${Math.random()}.p12`), '-nokeys', '-passin', 'pass:', '-nomacver'));
+      expect(listed[0]).toBe(ca.certPem);
+      expect(listed).toHaveLength(systemRoots().certs.length + 1);
+    }
+    // Another set of roots replaces the cached encoding.
+    prepareTermination({ ...t, extraCaCertPaths: [file(CertificateAuthority.ephemeral().certPem)] }, { cacheDir }).javaTrustStore();
+    expect(readdirSync(cacheDir)).toHaveLength(1);
+    expect(readdirSync(cacheDir)).not.toEqual(cached);
+  });
+
   it.runIf((() => { try { execFileSync('keytool', ['-help'], { stdio: 'ignore' }); return true; } catch { return false; } })())(
     'Java reads the trust store without a password, every certificate as a trusted entry',
     () => {
-      const certs = [CertificateAuthority.ephemeral().certPem, CertificateAuthority.ephemeral().certPem];
-      const out = execFileSync('keytool', ['-list', '-keystore', file(javaTrustStore(certs), 'java.p12'), '-storetype', 'PKCS12', '-storepass', ''], { encoding: 'utf8' });
+      const list = (store: Buffer) => execFileSync('keytool', ['-list', '-keystore', file(store, `java-${Math.random()}.p12`), '-storetype', 'PKCS12', '-storepass', ''], { encoding: 'utf8' });
+      const out = list(javaTrustStore([CertificateAuthority.ephemeral().certPem, CertificateAuthority.ephemeral().certPem]));
       expect(out).toContain('Your keystore contains 2 entries');
       expect(out.match(/srt-trust-\d+, .*, trustedCertEntry/g)).toHaveLength(2);
+      // The form a run writes: srt's CA and the cached roots in two SafeContents.
+      const t = prepareTermination({ excludeDomains: [], extraCaCertPaths: [], maxTunnels: 1, handshakeTimeoutMs: 1, source: { scope: 'user' } }, { cacheDir: join(dir, 'cache-java') });
+      const run = list(t.javaTrustStore());
+      expect(run).toContain(`Your keystore contains ${systemRoots().certs.length + 1} entries`);
+      expect(run).toMatch(/srt-ca-0, .*, trustedCertEntry/);
     },
   );
 });
