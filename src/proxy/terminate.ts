@@ -110,9 +110,10 @@ class Session {
   }
 }
 
+/** `certificate not trusted: <OpenSSL's words> (CODE)`, or `TLS handshake failed: …` for the rest. */
 function certificateReason(e: NodeJS.ErrnoException): string {
   const code = e.code ?? '';
-  const cert = code.startsWith('CERT_') || code.startsWith('ERR_TLS_CERT') || /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ISSUER/.test(code);
+  const cert = /CERT|SELF_SIGNED|UNABLE_TO_(GET|VERIFY)|ISSUER/.test(code);
   const what = cert ? 'certificate not trusted' : 'TLS handshake failed';
   return `${what}: ${e.message}${code && !e.message.includes(code) ? ` (${code})` : ''}`;
 }
@@ -125,6 +126,7 @@ function certificateReason(e: NodeJS.ErrnoException): string {
 class TlsUpstream implements Upstream {
   private first: TLSSocket | undefined;
   private h2: ClientHttp2Session | undefined;
+  private h2Pending: Promise<ClientHttp2Session | null> | undefined;
   private agent: DialAgent | undefined;
   private closed = false;
 
@@ -152,8 +154,14 @@ class TlsUpstream implements Upstream {
   }
 
   /** The HTTP/2 session, reconnected when the last one went away; null if the new one is HTTP/1.1. */
-  private async session(): Promise<ClientHttp2Session | null> {
-    if (this.h2 && !this.h2.closed && !this.h2.destroyed) return this.h2;
+  private session(): Promise<ClientHttp2Session | null> {
+    if (this.h2 && !this.h2.closed && !this.h2.destroyed) return Promise.resolve(this.h2);
+    // Streams that arrive together share one reconnection.
+    this.h2Pending ??= this.openSession().finally(() => (this.h2Pending = undefined));
+    return this.h2Pending;
+  }
+
+  private async openSession(): Promise<ClientHttp2Session | null> {
     const socket = this.first ?? (await this.connect(['h2', 'http/1.1']));
     this.first = undefined;
     if (socket.alpnProtocol !== 'h2') {
@@ -164,9 +172,11 @@ class TlsUpstream implements Upstream {
     const session = http2.connect(`https://${this.target.display}`, { createConnection: () => socket, settings: { initialWindowSize: H2_STREAM_WINDOW } });
     session.once('connect', () => session.setLocalWindowSize(H2_SESSION_WINDOW));
     session.on('error', () => undefined); // each stream reports its own failure
-    session.once('close', () => {
+    const gone = () => {
       if (this.h2 === session) this.h2 = undefined;
-    });
+    };
+    session.once('goaway', gone); // it takes no new streams; the next request reconnects
+    session.once('close', gone);
     this.h2 = session;
     return session;
   }

@@ -136,6 +136,8 @@ beforeAll(async () => {
     stream.on('end', () => {
       stream.respond({ ':status': 200, 'x-from': 'h2-origin' });
       stream.end(`h2 hello ${headers[':method']} ${headers[':path']} authority=${headers[':authority']} body=${len}\n`);
+      // The origin goes away after this one (GOAWAY): srt must open a new session for the next.
+      if (headers[':path'] === '/goaway') stream.session?.close();
     });
   });
   await new Promise<void>((r) => h2.listen(0, '127.0.0.1', r));
@@ -282,6 +284,11 @@ describe('real clients through TLS termination', () => {
     expect(issuerOf(r.stderr)).toMatch(/O=srt/);
   });
 
+  it('an HTTP/2 upstream that goes away (GOAWAY) is reconnected for the next stream of the same client connection', async () => {
+    const r = await run('curl', ['-sS', '--http2', `https://h2.test:${H2}/goaway`, `https://h2.test:${H2}/after-goaway`]);
+    expect(r.stdout).toBe(`h2 hello GET /goaway authority=h2.test:${H2} body=0\nh2 hello GET /after-goaway authority=h2.test:${H2} body=0`);
+  });
+
   it('curl --http2 to an HTTP/1.1-only upstream gets HTTP/1.1 (the upstream\'s choice is offered)', async () => {
     const r = await run('curl', ['-sS', '-v', '--http2', `https://allowed.test:${H1}/mirror`]);
     expect(r.stdout).toBe(`hello GET /mirror host=allowed.test:${H1} alpn=http/1.1 body=0`);
@@ -398,7 +405,8 @@ function closedWithin(s: Socket | tls.TLSSocket): Promise<number> {
 }
 
 describe('bad input and limits', () => {
-  let p: ProxyHandle;
+  let p: ProxyHandle; // short handshake timeout
+  let q: ProxyHandle; // short idle timeout, ordinary handshake timeout
   let upstreamBytes = 0;
   let sink: Server;
   let SINK = 0;
@@ -417,12 +425,20 @@ describe('bad input and limits', () => {
       upstreamEnv: {},
       testOnlyExemptAddresses: ['127.0.0.1'],
       termination,
+    });
+    q = await startProxy({
+      network: tlsNetwork([...ALLOW, 'sink.test'], { maxTunnels: 2 }),
+      listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
+      resolver,
+      upstreamEnv: {},
+      testOnlyExemptAddresses: ['127.0.0.1'],
+      termination,
       idleTimeoutMs: 600,
-      log: (l) => process.env.DBG && console.error(l),
     });
   });
   afterAll(async () => {
     await p?.close();
+    await q?.close();
     sink?.close();
   });
 
@@ -434,7 +450,7 @@ describe('bad input and limits', () => {
   ])('closes a tunnel whose ClientHello is broken (%s); the upstream receives nothing', async (_name, bytes) => {
     const { socket } = await tunnel(p.httpPort!, `sink.test:${SINK}`);
     socket.write(bytes);
-    expect(await closedWithin(socket)).toBeLessThan(300);
+    await closedWithin(socket);
     expect(upstreamBytes).toBe(0);
     expect(p.violations().some((v) => v.host === 'sink.test' && v.reason.startsWith('malformed TLS ClientHello'))).toBe(true);
   });
@@ -446,7 +462,7 @@ describe('bad input and limits', () => {
     hello[i + 4] = 0x20;
     const { socket } = await tunnel(p.httpPort!, `sink.test:${SINK}`);
     socket.write(hello);
-    expect(await closedWithin(socket)).toBeLessThan(300);
+    await closedWithin(socket);
     expect(upstreamBytes).toBe(0);
   });
 
@@ -458,10 +474,8 @@ describe('bad input and limits', () => {
     const drip = setInterval(() => slow.socket.writable && i < hello.length && slow.socket.write(hello.subarray(i, ++i)), 30);
     const [a, b] = await Promise.all([closedWithin(silent.socket), closedWithin(slow.socket)]);
     clearInterval(drip);
-    for (const ms of [a, b]) {
-      expect(ms).toBeGreaterThan(250);
-      expect(ms).toBeLessThan(2000);
-    }
+    // Closed by the timeout (no sooner), not by anything else.
+    for (const ms of [a, b]) expect(ms).toBeGreaterThanOrEqual(350);
     expect(upstreamBytes).toBe(0);
   });
 
@@ -469,40 +483,50 @@ describe('bad input and limits', () => {
     const hello = await captureClientHello(`allowed.test`);
     // Clients that hang up half-way through the ClientHello, five times.
     for (let k = 0; k < 5; k++) {
-      const { socket } = await tunnel(p.httpPort!, `allowed.test:${H1}`);
+      const { socket } = await tunnel(q.httpPort!, `allowed.test:${H1}`);
       socket.write(hello.subarray(0, 20));
       socket.destroy();
+      await closedWithin(socket);
     }
-    await new Promise((r) => setTimeout(r, 100));
-    const a = await tlsThrough(p.httpPort!, `allowed.test:${H1}`);
-    const b = await tlsThrough(p.httpPort!, `allowed.test:${H1}`);
-    const third = await tunnel(p.httpPort!, `allowed.test:${H1}`);
+    // Their slots come back as soon as srt sees them go (bounded wait).
+    const terminated = async () => {
+      for (let i = 0; ; i++) {
+        const t = await tlsThrough(q.httpPort!, `allowed.test:${H1}`).catch((e: Error) => e);
+        if (!(t instanceof Error)) return t;
+        if (i === 100 || !/503/.test(t.message)) throw t;
+        await new Promise((r) => setTimeout(r, 20));
+      }
+    };
+    const a = await terminated();
+    const b = await terminated();
+    const third = await tunnel(q.httpPort!, `allowed.test:${H1}`);
     expect(third.status).toBe('HTTP/1.1 503 too many TLS tunnels open (network.tlsTerminate.maxTunnels: 2)');
     expect(third.head).toMatch(/\r\nX-Proxy-Error: too-many-tunnels\r\n/i);
     third.socket.destroy();
     // Tunnels to excludeDomains hosts are never terminated and do not count.
-    const excluded = await tunnel(p.httpPort!, `excluded.test:${EXCLUDED}`);
+    const excluded = await tunnel(q.httpPort!, `excluded.test:${EXCLUDED}`);
     expect(excluded.status).toBe('HTTP/1.1 200 Connection Established');
     excluded.socket.destroy();
     a.destroy();
-    await closedWithin(a);
-    await new Promise((r) => setTimeout(r, 50));
-    const c = await tlsThrough(p.httpPort!, `allowed.test:${H1}`);
+    const c = await terminated();
     c.destroy();
     b.destroy();
   });
 
   it('closes a terminated connection that stays idle (no request in flight)', async () => {
-    const t = await tlsThrough(p.httpPort!, `allowed.test:${H1}`);
+    const t = await tlsThrough(q.httpPort!, `allowed.test:${H1}`);
     t.write(`GET /idle HTTP/1.1\r\nHost: allowed.test:${H1}\r\n\r\n`);
+    // Answered, then closed once idle (not sooner).
+    let got = '';
+    t.on('data', (c: Buffer) => (got += c.toString()));
     const ms = await closedWithin(t);
-    expect(ms).toBeGreaterThan(400);
-    expect(ms).toBeLessThan(3000);
+    expect(got).toMatch(/^HTTP\/1\.1 200 /);
+    expect(ms).toBeGreaterThanOrEqual(550);
   });
 
   it('a client that rejects srt\'s certificate is closed and nothing is sent upstream', async () => {
     const before = seen.length;
-    await expect(tlsThrough(p.httpPort!, `allowed.test:${H1}`, { ca: pki.caPem })).rejects.toThrow(/self[- ]signed|unable to verify|unable to get/);
+    await expect(tlsThrough(q.httpPort!, `allowed.test:${H1}`, { ca: pki.caPem })).rejects.toThrow(/self[- ]signed|unable to verify|unable to get/);
     expect(seen.length).toBe(before);
   });
 });
