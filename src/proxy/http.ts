@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { DialAgent, exchange, h1Frontend, rawReply, refusalReply, sendH1, upgradeFrontend, type ExchangeContext, type Upstream } from './exchange.js';
 import { upstreamErrorReason, type Gate } from './gate.js';
-import { endToEndHeaders, formatAuthority, type Refusal, type Stage } from './pipeline.js';
+import { endToEndHeaders, formatAuthority, upgradeToForward, type Refusal, type Stage } from './pipeline.js';
 import { splice, type Tunnels } from './tunnel.js';
 
 export interface HttpProxyOptions {
@@ -101,8 +101,10 @@ function refusedReply(socket: Duplex, display: string, r: Refusal): void {
   refusalReply((status, statusPhrase, body, headers) => rawReply(socket, status, statusPhrase, body, headers), display, r);
 }
 
+export const DROPPED_UPGRADE_WITH_BODY = 'an upgrade to HTTP/2 (h2c) is not passed on, and this request has a body: send it without the Upgrade header';
+
 /** Did the parser see a body (Content-Length > 0 or Transfer-Encoding)? */
-function hasBody(req: IncomingMessage): boolean {
+export function hasBody(req: IncomingMessage): boolean {
   return req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
 }
 
@@ -194,6 +196,10 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     const auth = await gate.authorize(t.host, t.port, 'upgrade');
     if (!auth.ok) return refusedReply(client, auth.display, { refuse: auth.reason });
     const target = auth.target;
+    const upgrade = upgradeToForward(req.headers.upgrade);
+    // node:http hands an upgrade request over before its body: one that is not passed on as an
+    // upgrade can only go upstream as an ordinary request if it has none.
+    if (!upgrade && hasBody(req)) return rawReply(client, 400, DROPPED_UPGRADE_WITH_BODY, `srt: ${DROPPED_UPGRADE_WITH_BODY}\n`);
     // Bytes the client sent after its upgrade request go upstream once the upgrade is answered.
     const upstream: Upstream = {
       send: async (r, signal) => {
@@ -205,7 +211,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     await exchange(upgradeFrontend(client, splice), {
       scheme: 'http', target, method: req.method!, path: t.path,
       authority: formatAuthority(target.host, target.port, 80), headers: endToEndHeaders(req.rawHeaders),
-      body: null, upgrade: req.headers.upgrade ?? '',
+      body: null, upgrade,
     }, { ...context(client), upstream });
   }
   return server;

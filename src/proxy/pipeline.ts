@@ -149,6 +149,18 @@ export function endToEndHeaders(raw: readonly string[]): Header[] {
   return out;
 }
 
+/**
+ * The protocol an HTTP/1.1 upgrade request may switch to, or undefined to forward it as an
+ * ordinary request. An upgrade to HTTP itself (`h2c`, `HTTP/2.0`) is never passed on: the requests
+ * that followed would flow past the pipeline as opaque bytes. Such an offer is optional for the
+ * client, which then simply gets the HTTP/1.1 answer.
+ */
+export function upgradeToForward(value: string | undefined): string | undefined {
+  if (!value) return undefined;
+  const offers = value.split(',').map((p) => p.trim()).filter((p) => p !== '' && !/^(h2c|http\/)/i.test(p));
+  return offers.length ? offers.join(', ') : undefined;
+}
+
 export function isHopByHop(name: string): boolean {
   return HOP_BY_HOP.has(name.toLowerCase());
 }

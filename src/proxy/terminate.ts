@@ -40,8 +40,8 @@ import {
   type UpstreamReply,
 } from './exchange.js';
 import type { Gate, Target } from './gate.js';
-import { parseAbsoluteTarget, parseAuthority } from './http.js';
-import { endToEndHeaders, formatAuthority, runTunnelStages, type Header, type ProxyRequest, type Stage } from './pipeline.js';
+import { DROPPED_UPGRADE_WITH_BODY, hasBody, parseAbsoluteTarget, parseAuthority } from './http.js';
+import { endToEndHeaders, formatAuthority, runTunnelStages, upgradeToForward, type Header, type ProxyRequest, type Stage } from './pipeline.js';
 import { splice, type AdmittedTunnel, type Deadline, type TlsTerminator } from './tunnel.js';
 
 /** Mints (and caches) the leaf certificate a client is shown for a host. */
@@ -511,8 +511,7 @@ export class Terminator implements TlsTerminator {
     const front = h1Frontend(res, session.t.target.display);
     const f = this.h1Fields(session, req, front);
     if (!f) return void req.resume();
-    const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-    void exchange(front, this.request(session, { method: req.method!, ...f, body: hasBody ? req : null }), this.context(session));
+    void exchange(front, this.request(session, { method: req.method!, ...f, body: hasBody(req) ? req : null }), this.context(session));
   }
 
   private onH1Upgrade(req: IncomingMessage, socket: Duplex): void {
@@ -523,7 +522,9 @@ export class Terminator implements TlsTerminator {
     const front = upgradeFrontend(socket, splice);
     const f = this.h1Fields(session, req, front);
     if (!f) return;
-    void exchange(front, this.request(session, { method: req.method!, ...f, body: null, upgrade: req.headers.upgrade ?? '' }), this.context(session));
+    const upgrade = upgradeToForward(req.headers.upgrade);
+    if (!upgrade && hasBody(req)) return front.reply(400, DROPPED_UPGRADE_WITH_BODY, `srt: ${DROPPED_UPGRADE_WITH_BODY}\n`, {});
+    void exchange(front, this.request(session, { method: req.method!, ...f, body: null, ...(upgrade ? { upgrade } : {}) }), this.context(session));
   }
 
   private onH2Stream(stream: ServerHttp2Stream, headers: http2.IncomingHttpHeaders, rawHeaders: string[]): void {

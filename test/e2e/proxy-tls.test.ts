@@ -524,6 +524,16 @@ describe('bad input and limits', () => {
     expect(ms).toBeGreaterThanOrEqual(550);
   });
 
+  it('closes a terminated connection whose request head never completes (slowloris inside TLS)', async () => {
+    const t = await tlsThrough(q.httpPort!, `allowed.test:${H1}`);
+    t.write(`GET /slow HTTP/1.1\r\nHost: allowed.test:${H1}\r\nX-Slow: `);
+    const drip = setInterval(() => t.writable && t.write('a'), 50);
+    const ms = await closedWithin(t);
+    clearInterval(drip);
+    expect(ms).toBeGreaterThanOrEqual(550);
+    expect(seen.some((r) => r.url === '/slow')).toBe(false);
+  });
+
   it('a client that rejects srt\'s certificate is closed and nothing is sent upstream', async () => {
     const before = seen.length;
     await expect(tlsThrough(q.httpPort!, `allowed.test:${H1}`, { ca: pki.caPem })).rejects.toThrow(/self[- ]signed|unable to verify|unable to get/);
@@ -571,6 +581,14 @@ describe('streaming through termination', () => {
     }
     t.destroy();
     expectStreamed(delays);
+  });
+
+  it('does not pass an upgrade to h2c on inside a terminated tunnel: the request gets its HTTP/1.1 answer', async () => {
+    const t = await tlsThrough(proxy.httpPort!, `allowed.test:${H1}`, { ALPNProtocols: ['http/1.1'] });
+    t.write(`GET /h2c HTTP/1.1\r\nHost: allowed.test:${H1}\r\nUpgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n\r\n`);
+    const r = await readAll(t, /hello GET \/h2c/);
+    expect(r).toMatch(/^HTTP\/1\.1 200 /);
+    expect(seen.at(-1)!.headers.upgrade).toBeUndefined();
   });
 
   it('delivers a server-sent event stream event by event (each as it is sent)', async () => {

@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { PassThrough, Readable, Transform } from 'node:stream';
 import { exchange, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
-import { endToEndHeaders, formatAuthority, RefusedError, type Header, type ProxyRequest, type ProxyResponse, type Stage } from '../../src/proxy/pipeline.js';
+import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Stage } from '../../src/proxy/pipeline.js';
 import type { Target } from '../../src/proxy/gate.js';
 
 const target: Target = { host: { host: 'api.example' }, port: 443, addresses: ['192.0.2.1'], display: 'api.example:443' };
@@ -268,6 +268,15 @@ describe('header helpers', () => {
       'Proxy-Authorization', 'Basic Zm9v', 'TE', 'gzip', ':path', '/', 'Accept', '*/*', 'Set-Cookie', 'a', 'Set-Cookie', 'b', 'Upgrade', 'websocket'];
     expect(endToEndHeaders(raw)).toEqual([['Accept', '*/*'], ['Set-Cookie', 'a'], ['Set-Cookie', 'b']]);
     expect(endToEndHeaders(['TE', 'trailers'])).toEqual([['te', 'trailers']]);
+  });
+
+  it('never forwards an upgrade to HTTP itself (what follows would bypass the pipeline)', () => {
+    expect(upgradeToForward('websocket')).toBe('websocket');
+    expect(upgradeToForward('h2c')).toBeUndefined();
+    expect(upgradeToForward('H2C, websocket')).toBe('websocket');
+    expect(upgradeToForward('HTTP/2.0')).toBeUndefined();
+    expect(upgradeToForward('')).toBeUndefined();
+    expect(upgradeToForward(undefined)).toBeUndefined();
   });
 
   it('formats an authority without the default port, IPv6 bracketed', () => {
