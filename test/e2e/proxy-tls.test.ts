@@ -98,6 +98,10 @@ function origin(req: http.IncomingMessage, res: http.ServerResponse) {
     res.on('close', () => clearInterval(tick));
     return;
   }
+  if (req.url?.startsWith('/hold')) {
+    setTimeout(() => res.end(`held ${req.url}\n`), 200);
+    return;
+  }
   if (req.url === '/endless') {
     // Writes as fast as the proxy reads: a slow client must stop it (backpressure).
     endless = { sent: 0, closed: new Promise((resolve) => res.on('close', () => resolve())) };
@@ -673,6 +677,39 @@ describe('tunnel stages', () => {
       ]));
       expect(p.violations()).toContainEqual({ host: 'h2.test', port: H2, reason: 'stopped at the SNI' });
     } finally {
+      await p.close();
+    }
+  });
+});
+
+describe('the address guard decides every upstream connection of a terminated tunnel', () => {
+  it('more upstream connections for concurrent requests go to the address that passed; the name is resolved once', async () => {
+    const resolved: string[] = [];
+    const p = await startProxy({
+      network: tlsNetwork(ALLOW),
+      listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
+      resolver: async (h) => {
+        resolved.push(h);
+        return resolver(h);
+      },
+      upstreamEnv: {},
+      testOnlyExemptAddresses: ['127.0.0.1'],
+      termination,
+    });
+    const conns = new Set<string>();
+    const count = (s: Socket) => conns.add(`${s.remotePort}`);
+    servers[0]!.on('secureConnection', count);
+    try {
+      const t = await tlsThrough(p.httpPort!, `allowed.test:${H1}`, { ALPNProtocols: ['http/1.1'] });
+      // Three pipelined requests, each held 200 ms upstream: in flight together.
+      const req = (n: number) => `GET /hold-${n} HTTP/1.1\r\nHost: allowed.test:${H1}\r\n\r\n`;
+      t.write(req(1) + req(2) + req(3));
+      const out = await readAll(t, /held \/hold-3/);
+      expect([...out.matchAll(/held (\/hold-\d)/g)].map((m) => m[1])).toEqual(['/hold-1', '/hold-2', '/hold-3']);
+      expect(conns.size).toBeGreaterThan(1);
+      expect(resolved).toEqual(['allowed.test']);
+    } finally {
+      servers[0]!.off('secureConnection', count);
       await p.close();
     }
   });
