@@ -16,6 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { execa } from 'execa';
 import { keyValues, REPO, srt, tempDir } from './helpers.js';
+import { SECCOMP_HELPER_PATH } from '../../src/platform/seccomp-helper.js';
 import { expectStreamed, listenOn, testPki } from './proxy-fixtures.js';
 
 const HOST = '127.0.0.2';
@@ -255,7 +256,8 @@ describe('real clients in the sandbox through TLS termination', () => {
   it('tunnels excludeDomains hosts (the client sees the upstream\'s own certificate) and non-TLS protocols', async () => {
     const r = await inSandbox([
       `echo excluded=$(curl -sS -v --cacert ${excludedCert.certPath} https://127.0.0.3:${EXCLUDED}/ 2>ex.err) $(grep -o 'issuer: .*' ex.err)`,
-      `echo echo=$(echo ping | socat - PROXY:127.0.0.1:${HOST}:${ECHO},proxyport=3128)`,
+      // A raw byte stream through CONNECT: the helper's CONNECT client (ssh's ProxyCommand).
+      `echo echo=$(echo ping | ${SECCOMP_HELPER_PATH} --connect 127.0.0.1:3128 ${HOST} ${ECHO})`,
     ].join('\n'), tlsSettings());
     expect(r.results.excluded).toBe('excluded origin issuer: CN=127.0.0.3');
     expect(r.results.echo).toBe('ping');
