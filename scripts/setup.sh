@@ -4,7 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(bubblewrap ripgrep curl git python3 python3-pip gcc libc6-dev iproute2 procps util-linux less openssh-client openssl ca-certificates)
+# python3-requests and a JDK are clients the TLS tests run inside the sandbox.
+packages=(bubblewrap ripgrep curl git python3 python3-pip python3-requests gcc libc6-dev iproute2 procps util-linux less openssh-client openssl ca-certificates openjdk-17-jdk-headless)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

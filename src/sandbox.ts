@@ -27,6 +27,7 @@ import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.
 import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
 import type { ForwardListen, ProxyHandle } from './proxy/server.js';
 import { hostPlatform, type PlatformBackend, type PlatformName } from './platform/backend.js';
+import type { Termination } from './proxy/trust.js';
 
 export type CommandSpec = { argv: string[] } | { shell: string };
 
@@ -179,6 +180,21 @@ export function checkCommand(cmd: string, pathEnv: string, cwd: string): { statu
   return sawNonExec ? { status: 126, message: 'permission denied (not executable)' } : { status: 127, message: 'command not found' };
 }
 
+/**
+ * TLS termination's CA and trust, made before the command starts (CA problems stop the run).
+ * node-forge and the rest of TLS are loaded only for runs that terminate TLS.
+ */
+async function prepareTls(policy: Policy): Promise<Termination | undefined> {
+  const tls = policy.network.tlsTerminate;
+  if (!tls) return undefined;
+  const { prepareTermination } = await import('./proxy/trust.js');
+  try {
+    return prepareTermination(tls, { cacheDir: join(policy.home, '.srt', 'cache') });
+  } catch (e) {
+    throw new SandboxError((e as Error).message);
+  }
+}
+
 let proxyModuleLoad: Promise<typeof import('./proxy/server.js')> | undefined;
 /** The proxy is loaded only for runs that need it, so startup does not pay for it otherwise. */
 export function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
@@ -224,6 +240,8 @@ export class Sandbox implements PlatformBackend {
     private readonly rules: SupervisorRules,
     /** Without the supervisor: the repositories' HEAD files found at the start (new ones are the run's). */
     private readonly headsBefore: string[],
+    /** TLS termination: its CA and the trust files written into the run directory. */
+    private readonly tls: { termination: Termination; bundlePath: string; javaTrustStorePath: string } | undefined,
   ) {
     this.placeholders = new PlaceholderSet(policy.home);
   }
@@ -268,6 +286,7 @@ export class Sandbox implements PlatformBackend {
     };
     const roots = [...planWriteRoots(policy, landing, '', worktree).roots.keys()].filter((r) => r !== '');
     let scanned, globs, bwrap: string;
+    let termination: Termination | undefined;
     try {
       bwrap = findBubblewrap();
       const scanning = Promise.all([
@@ -275,12 +294,19 @@ export class Sandbox implements PlatformBackend {
           policy.mandatoryDenySearchDepth, policy.home),
         Promise.resolve(globRules(policy).map((r) => [r.path, expandGlob(r.path)] as const)),
       ]);
-      // Compile the proxy while ripgrep runs on the other core; a failure surfaces in run().
+      // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
+      // load failure surfaces in run().
       if (seccompHelper) loadProxyModule().catch(() => {});
+      const tlsReady = seccompHelper ? prepareTls(policy) : Promise.resolve(undefined);
+      tlsReady.catch(() => {}); // awaited below, after the scan
       [scanned, globs] = await scanning;
+      termination = await tlsReady;
     } catch (e) {
       if (e instanceof DependencyError || e instanceof SearchError) throw new SandboxError(e.message);
       throw e;
+    }
+    if (termination && policy.network.httpProxyPort !== undefined && policy.network.socksProxyPort !== undefined) {
+      warnings.push('network.tlsTerminate has no effect: network.httpProxyPort and socksProxyPort send all traffic to your own proxies');
     }
 
     const plan = protectedPlan({
@@ -330,7 +356,17 @@ export class Sandbox implements PlatformBackend {
     }
     let facts: BwrapFacts;
     let forwards: ForwardListen[] = [];
+    let tls: { termination: Termination; bundlePath: string; javaTrustStorePath: string } | undefined;
     try {
+      if (termination) {
+        // Certificates only (the CA key stays in srt's memory or its own, denied file): the run
+        // directory is readable inside the sandbox.
+        const bundlePath = join(runDir, 'trust.pem');
+        const javaTrustStorePath = join(runDir, 'trust.p12');
+        writeFileSync(bundlePath, termination.bundle(), { mode: 0o444 });
+        writeFileSync(javaTrustStorePath, termination.javaTrustStore(), { mode: 0o444 });
+        tls = { termination, bundlePath, javaTrustStorePath };
+      }
       const tmpDir = join(runDir, 'tmp');
       mkdirSync(tmpDir, { mode: 0o700 });
       // Bound over denied files: mode 000, so reading one fails with EACCES (Permission denied)
@@ -374,7 +410,7 @@ export class Sandbox implements PlatformBackend {
       throw e;
     }
     const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards, plan.rules,
-      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))));
+      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls);
     sb.warnings.push(...warnings);
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
@@ -402,6 +438,7 @@ export class Sandbox implements PlatformBackend {
       ...sandboxProxyEnv({
         httpPort: HTTP_RELAY_PORT, socksPort: SOCKS_RELAY_PORT, nodePreloadPath: NODE_PRELOAD_PATH, helperPath: seccomp.helperPath, baseEnv: process.env,
         gitProxyCommand: join(this.runDir, 'git-proxy'),
+        ...(this.tls ? { trust: { bundlePath: this.tls.bundlePath, javaTrustStorePath: this.tls.javaTrustStorePath } } : {}),
       }),
     };
   }
@@ -420,6 +457,7 @@ export class Sandbox implements PlatformBackend {
         forwards: this.forwards,
       },
       ...(log ? { log } : {}),
+      ...(this.tls ? { termination: this.tls.termination } : {}),
     });
   }
 
@@ -460,6 +498,7 @@ export class Sandbox implements PlatformBackend {
       }
       for (const e of this.policy.network.exposePorts) lines.push(`${describeExpose(e)} (network.exposePorts; [::1] when 127.0.0.1 refuses)`);
     }
+    lines.push('', '# TLS termination', ...this.tlsPlan());
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
     for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
@@ -481,6 +520,24 @@ export class Sandbox implements PlatformBackend {
     const warnings = this.startupWarnings(plan);
     if (warnings.length) lines.push('', '# warnings', ...warnings.map((w) => `srt: warning: ${w}`));
     return lines.join('\n') + '\n';
+  }
+
+  /** What --dry-run says about TLS termination: on/off, the CA in use (never its key), trust files. */
+  private tlsPlan(): string[] {
+    const t = this.policy.network.tlsTerminate;
+    if (!t) return ['off: HTTPS tunnels are relayed as they are (network.tlsTerminate turns termination on)'];
+    if (!this.tls) return ['configured, but the sandbox has no network'];
+    const { ca, rootsSource, upstream } = this.tls.termination;
+    const excluded = t.excludeDomains.map((r) => r.text);
+    return [
+      `on: a CONNECT or SOCKS tunnel whose client starts TLS is terminated by srt${excluded.length ? ` (not for ${excluded.join(', ')})` : ''}`,
+      ca.ephemeral
+        ? `CA: ephemeral, made for this run (${ca.subject}, SHA-256 ${ca.fingerprint256}); its key exists only in srt's memory`
+        : `CA: ${t.caCertPath} (${ca.subject}, SHA-256 ${ca.fingerprint256}); key ${t.caKeyPath}, unreadable inside the sandbox`,
+      `upstreams verified against: ${rootsSource}${t.extraCaCertPaths.length ? ` + ${t.extraCaCertPaths.join(', ')}` : ''} (${upstream.certs.length} certificates)`,
+      `the command trusts: ${this.tls.bundlePath} (PEM; srt's CA + those roots), ${this.tls.javaTrustStorePath} (Java PKCS#12)`,
+      `maxTunnels ${t.maxTunnels}, handshakeTimeoutMs ${t.handshakeTimeoutMs}`,
+    ];
   }
 
   /** Run the command; resolves to its exit status per SPEC §1. One run per Sandbox: the run

@@ -19,8 +19,30 @@ export interface SandboxProxyEnvOptions {
   /** An executable inside the sandbox that runs `helper --connect` for `HOST PORT` (git runs
    *  GIT_PROXY_COMMAND without a shell, so it must be one program: see gitProxyScript). */
   gitProxyCommand?: string;
-  /** The command's environment before srt's additions: NODE_OPTIONS and GIT_CONFIG_* are extended, not replaced. */
+  /** The command's environment before srt's additions: NODE_OPTIONS, JAVA_TOOL_OPTIONS and
+   *  GIT_CONFIG_* are extended, not replaced. */
   baseEnv?: Record<string, string | undefined>;
+  /** TLS termination is on: the files that make the command trust srt's CA (trust.ts). */
+  trust?: { bundlePath: string; javaTrustStorePath: string };
+}
+
+/** Every variable SPEC §7 names for a CA bundle file (OpenSSL, Node, Python requests, curl, git,
+ *  the AWS CLI and SDKs, pip, cargo, deno). */
+export const TRUST_BUNDLE_VARS = [
+  'SSL_CERT_FILE',
+  'NODE_EXTRA_CA_CERTS',
+  'REQUESTS_CA_BUNDLE',
+  'CURL_CA_BUNDLE',
+  'GIT_SSL_CAINFO',
+  'AWS_CA_BUNDLE',
+  'PIP_CERT',
+  'CARGO_HTTP_CAINFO',
+  'DENO_CERT',
+] as const;
+
+/** A JVM option value: JAVA_TOOL_OPTIONS splits on whitespace unless the argument is quoted. */
+function jvmArg(arg: string): string {
+  return /\s/.test(arg) ? `"${arg}"` : arg;
 }
 
 /** The GIT_PROXY_COMMAND program: the helper's CONNECT client through the HTTP relay. */
@@ -37,8 +59,10 @@ function nodeOptionArg(value: string): string {
  * Variables to set for the sandboxed command (merge over its environment). Every common
  * client is pointed at the relays: curl/wget/pip/npm/git/python (HTTP(S)_PROXY, ALL_PROXY),
  * ssh via git (GIT_SSH_COMMAND with the helper's HTTP CONNECT client as ProxyCommand), gRPC, rsync,
- * docker, gcloud, git's own http.proxy (overrides a user ~/.gitconfig proxy), and Node
- * (preload for fetch and http/https; NODE_USE_ENV_PROXY for Node versions that support it).
+ * docker, gcloud, git's own http.proxy (overrides a user ~/.gitconfig proxy), Node
+ * (preload for fetch and http/https; NODE_USE_ENV_PROXY for Node versions that support it) and
+ * Java (proxy system properties in JAVA_TOOL_OPTIONS). With TLS termination, every CA-bundle
+ * variable and Java's trust store point at the run's trust files.
  */
 export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, string> {
   const base = opts.baseEnv ?? {};
@@ -78,5 +102,15 @@ export function sandboxProxyEnv(opts: SandboxProxyEnvOptions): Record<string, st
   const require = `--require ${nodeOptionArg(opts.nodePreloadPath)}`;
   const existing = base.NODE_OPTIONS?.trim();
   env.NODE_OPTIONS = existing ? `${existing} ${require}` : require;
+
+  // Java reads no proxy variable: system properties, appended so they win over earlier ones.
+  // Java's own default keeps loopback (localhost, 127.*, [::1]) direct, as NO_PROXY does.
+  const java = [`-Dhttp.proxyHost=127.0.0.1`, `-Dhttp.proxyPort=${opts.httpPort}`, `-Dhttps.proxyHost=127.0.0.1`, `-Dhttps.proxyPort=${opts.httpPort}`];
+  if (opts.trust) {
+    for (const name of TRUST_BUNDLE_VARS) env[name] = opts.trust.bundlePath;
+    java.push(jvmArg(`-Djavax.net.ssl.trustStore=${opts.trust.javaTrustStorePath}`), '-Djavax.net.ssl.trustStoreType=PKCS12');
+  }
+  const existingJava = base.JAVA_TOOL_OPTIONS?.trim();
+  env.JAVA_TOOL_OPTIONS = [...(existingJava ? [existingJava] : []), ...java].join(' ');
   return env;
 }

@@ -6,7 +6,7 @@
 
 import { createServer, type Server, type Socket } from 'node:net';
 import { upstreamErrorReason, type Gate } from './gate.js';
-import { splice } from './http.js';
+import { splice } from './tunnel.js';
 
 export function createForwardServer(gate: Gate, host: string, port: number): Server {
   return createServer({ allowHalfOpen: true, pauseOnConnect: true }, (client: Socket) => {

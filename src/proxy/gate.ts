@@ -63,7 +63,8 @@ export class Gate {
     this.opts.log?.(line);
   }
 
-  private refuse(host: string, port: number, reason: string, via: Via): Authorization {
+  /** Record a refusal (once per distinct host, port and reason) and log it. */
+  refuse(host: string, port: number, reason: string, via: Via): Authorization {
     const v = { host, port, reason };
     const key = `${host}\0${port}\0${reason}`;
     if (!this.refusals.has(key)) this.refusals.set(key, v);

@@ -19,8 +19,11 @@ import type { Policy } from '../policy.js';
 import { systemResolver, type Resolver } from './address-guard.js';
 import { Gate, formatViolation, type Violation } from './gate.js';
 import { createForwardServer } from './forward.js';
-import { createHttpProxy, splice, type RequestHook } from './http.js';
+import { createHttpProxy } from './http.js';
+import type { Stage } from './pipeline.js';
 import { createSocksProxy } from './socks.js';
+import type { Termination } from './trust.js';
+import { splice, Tunnels } from './tunnel.js';
 import { upstreamFromEnv } from './upstream.js';
 
 export { formatViolation, type Violation };
@@ -46,8 +49,12 @@ export interface ProxyOptions {
    * allowed connections through. Default: process.env. Pass {} to never chain.
    */
   upstreamEnv?: Record<string, string | undefined>;
-  /** Inspect/rewrite plain-HTTP requests before they are forwarded (see http.ts). */
-  requestHook?: RequestHook;
+  /** Request/response pipeline stages, in order (pipeline.ts): plain and terminated requests alike. */
+  stages?: readonly Stage[];
+  /** TLS termination (trust.ts prepareTermination); used for tunnels while network.tlsTerminate is set. */
+  termination?: Termination;
+  /** A terminated connection with no request in flight is closed after this long (default 60 s). */
+  idleTimeoutMs?: number;
   /** Time a client has to send a request head / finish the SOCKS handshake (default 30 s). */
   headersTimeoutMs?: number;
   /** Time to establish an upstream TCP connection (default 15 s). */
@@ -127,18 +134,29 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     ...(opts.testOnlyExemptAddresses ? { testOnlyExemptAddresses: opts.testOnlyExemptAddresses } : {}),
   });
   const headersTimeoutMs = opts.headersTimeoutMs ?? 30_000;
+  const maxHeaderSize = opts.maxHeaderSize ?? 32 * 1024;
+  const stages = opts.stages ?? [];
   const httpMode = opts.network.httpProxyPort !== undefined ? 'relay' : 'filter';
   const socksMode = opts.network.socksProxyPort !== undefined ? 'relay' : 'filter';
+  // The terminator (node:http2 and all) is loaded by the first tunnel that is terminated.
+  const termination = opts.termination;
+  const terminator = termination
+    ? async () =>
+        new (await import('./terminate.js')).Terminator(gate, {
+          leaves: termination.ca,
+          trust: termination.upstream,
+          stages,
+          idleTimeoutMs: opts.idleTimeoutMs ?? 60_000,
+          maxHeaderSize,
+        })
+    : undefined;
+  const tunnels = new Tunnels(gate, { stages, ...(terminator ? { terminator } : {}) });
   const httpServer =
     httpMode === 'relay'
       ? createRelay(gate, opts.network.httpProxyPort!)
-      : createHttpProxy(gate, {
-          headersTimeoutMs,
-          maxHeaderSize: opts.maxHeaderSize ?? 32 * 1024,
-          ...(opts.requestHook ? { requestHook: opts.requestHook } : {}),
-        });
+      : createHttpProxy(gate, { headersTimeoutMs, maxHeaderSize, stages, tunnels });
   const socksServer =
-    socksMode === 'relay' ? createRelay(gate, opts.network.socksProxyPort!) : createSocksProxy(gate, { handshakeTimeoutMs: headersTimeoutMs });
+    socksMode === 'relay' ? createRelay(gate, opts.network.socksProxyPort!) : createSocksProxy(gate, tunnels, { handshakeTimeoutMs: headersTimeoutMs });
 
   const servers: Server[] = [];
   const socketPaths: string[] = []; // only paths we bound: never remove someone else's socket
@@ -147,6 +165,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     if (closed) return;
     closed = true;
     const done = Promise.all(servers.map(closeServer));
+    tunnels.close();
     gate.destroyAll();
     await done;
     for (const p of socketPaths) rmSync(p, { force: true });

@@ -7,7 +7,7 @@
 import { createServer, type Server, type Socket } from 'node:net';
 import { Socks5Server } from '@pondwader/socks5-server';
 import { upstreamErrorReason, type Gate } from './gate.js';
-import { splice } from './http.js';
+import type { AdmittedTunnel, Tunnels } from './tunnel.js';
 
 type Status = 'CONNECTION_REFUSED' | 'HOST_UNREACHABLE' | 'NETWORK_UNREACHABLE' | 'GENERAL_FAILURE';
 
@@ -27,20 +27,33 @@ function failureStatus(e: unknown): Status {
 
 interface Meta {
   upstream?: Socket;
+  tunnel?: AdmittedTunnel;
   failure?: Status;
 }
 
-export function createSocksProxy(gate: Gate, opts: { handshakeTimeoutMs: number }): Server {
+export function createSocksProxy(gate: Gate, tunnels: Tunnels, opts: { handshakeTimeoutMs: number }): Server {
   const socks = new Socks5Server();
   socks.setRulesetValidator(async (conn) => {
     const meta = conn.metadata as Meta;
     try {
       const auth = await gate.authorize(conn.destAddress, conn.destPort, 'socks');
       if (!auth.ok) return false;
-      if (conn.socket.destroyed) return false;
+      const admitted = tunnels.admit(auth.target, 'socks');
+      if (!admitted.ok) {
+        if (admitted.refusal.proxyError !== 'too-many-tunnels') return false; // a stage refused it: 0x02
+        // Over the tunnel cap: a server failure (0x01), not a ruleset refusal.
+        meta.failure = 'GENERAL_FAILURE';
+        return true;
+      }
+      if (conn.socket.destroyed) {
+        admitted.slot.release();
+        return false;
+      }
       try {
         meta.upstream = await gate.dial(auth.target);
+        meta.tunnel = admitted.slot;
       } catch (e) {
+        admitted.slot.release();
         gate.log(`proxy: socks upstream ${auth.target.display}: ${upstreamErrorReason(e)}`);
         meta.failure = failureStatus(e);
       }
@@ -53,14 +66,16 @@ export function createSocksProxy(gate: Gate, opts: { handshakeTimeoutMs: number 
     const meta = conn.metadata as Meta;
     const client = conn.socket as Socket;
     const upstream = meta.upstream;
-    if (!upstream) return sendStatus(meta.failure ?? 'GENERAL_FAILURE');
+    const tunnel = meta.tunnel;
+    if (!upstream || !tunnel) return sendStatus(meta.failure ?? 'GENERAL_FAILURE');
     if (client.destroyed) {
+      tunnel.release();
       upstream.destroy();
       return;
     }
     client.setTimeout(0);
     sendStatus('REQUEST_GRANTED');
-    splice(client, upstream);
+    tunnels.serve(client, upstream, tunnel, Buffer.alloc(0));
   });
 
   return createServer((socket) => {

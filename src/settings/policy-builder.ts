@@ -558,6 +558,24 @@ class Builder {
     return result;
   }
 
+  /**
+   * The CA key never enters the sandbox: it joins the credential deny set (unreadable inside, even
+   * with filesystem.disabled), and no TLS file srt reads at start (CA certificate and key, extra
+   * CAs) may be rewritten from inside, where a command could plant its own CA for the next run.
+   */
+  private protectTlsFiles(policy: Policy, tls: TlsTerminate): void {
+    const source = this.sources['network.tlsTerminate.caCertPath'] ?? tls.source;
+    if (tls.caKeyPath && !policy.credentials.files.some((f) => f.path === tls.caKeyPath && f.mode === 'deny' && !f.glob)) {
+      policy.credentials.files = policy.credentials.files.filter((f) => f.glob || f.path !== tls.caKeyPath);
+      policy.credentials.files.push({ path: tls.caKeyPath, glob: false, mode: 'deny', onExtractNoMatch: 'warn', maskDuplicates: false, source });
+    }
+    for (const path of [tls.caCertPath, tls.caKeyPath, ...tls.extraCaCertPaths]) {
+      if (path && !policy.filesystem.denyWrite.some((r) => r.path === path && !r.glob)) {
+        policy.filesystem.denyWrite.push({ path, glob: false, original: path, source: path === tls.caCertPath || path === tls.caKeyPath ? source : tls.source });
+      }
+    }
+  }
+
   private injectHosts(hosts: string[] | undefined): string[] | undefined {
     return hosts?.map((h) => h.trim().toLowerCase().replace(/\.$/, ''));
   }
@@ -736,6 +754,7 @@ class Builder {
       warnings: this.warnings,
       ignored: this.ignored,
     };
+    if (tls) this.protectTlsFiles(policy, tls);
     this.startWarnings(policy);
     return { policy, sources: this.sources };
   }

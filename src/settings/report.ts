@@ -159,7 +159,9 @@ export function configText(report: SettingsReport): string {
   const tls = p.network.tlsTerminate;
   if (!tls) rows.push(['network.tlsTerminate', 'off', src(report.sources['network.tlsTerminate'] ?? { scope: 'default' })]);
   else {
-    rows.push(['network.tlsTerminate', tls.caCertPath ? `CA ${tls.caCertPath}` : 'ephemeral CA per run', src(tls.source)]);
+    rows.push(['network.tlsTerminate', tls.caCertPath ? `CA ${tls.caCertPath}` : 'on, ephemeral CA per run (key in memory only)', src(tls.source)]);
+    if (tls.caKeyPath) rows.push(['network.tlsTerminate.caKeyPath', `${tls.caKeyPath} (unreadable inside the sandbox)`, src(report.sources['network.tlsTerminate.caCertPath'] ?? tls.source)]);
+    list('network.tlsTerminate.extraCaCertPaths', tls.extraCaCertPaths.map((p) => [p, tls.source]));
     scalarRow('network.tlsTerminate.maxTunnels', tls.maxTunnels);
     scalarRow('network.tlsTerminate.handshakeTimeoutMs', tls.handshakeTimeoutMs);
     list('network.tlsTerminate.excludeDomains', tls.excludeDomains.map((r) => [r.text, tls.source]));

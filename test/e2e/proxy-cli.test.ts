@@ -3,9 +3,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
 import http from 'node:http';
+import https from 'node:https';
 import { existsSync } from 'node:fs';
 import { SRT_BIN, tempDir, writeTree } from './helpers.js';
-import { closeServer, listenOn } from './proxy-fixtures.js';
+import { closeServer, listenOn, testPki } from './proxy-fixtures.js';
 
 let A = 0;
 let origin: http.Server;
@@ -31,8 +32,8 @@ function startSrtProxy(args: string[]) {
     reject: false,
     timeout: 30_000,
   });
+  let out = '';
   const urls = new Promise<{ http: string; socks: string }>((resolve, reject) => {
-    let out = '';
     child.stdout!.on('data', (c: Buffer) => {
       out += c.toString();
       const h = /HTTP proxy:\s+(http:\/\/127\.0\.0\.1:\d+)/.exec(out);
@@ -41,7 +42,12 @@ function startSrtProxy(args: string[]) {
     });
     child.then((r) => reject(new Error(`srt proxy exited early: ${r.stderr}`)), reject);
   });
-  return { child, urls };
+  /** Everything printed so far, once `pattern` is in it (bounded wait). */
+  const printed = async (pattern: RegExp) => {
+    for (let i = 0; i < 100 && !pattern.test(out); i++) await new Promise((r) => setTimeout(r, 20));
+    return out;
+  };
+  return { child, urls, printed };
 }
 
 const curl = (args: string[]) => execa('curl', ['-sS', ...args], { reject: false, extendEnv: false, env: { PATH: process.env.PATH } });
@@ -70,6 +76,31 @@ describe('srt proxy', () => {
     expect((await urls).http).toBe(`http://127.0.0.1:${port}`);
     child.kill('SIGINT');
     expect((await child).exitCode).toBe(0);
+  });
+
+  it('terminates TLS with network.tlsTerminate, printing the CA clients must trust (removed when it stops)', async () => {
+    const pkiDir = tempDir('srt-proxy-cli-pki-');
+    try {
+      const pki = testPki(pkiDir.path);
+      const leaf = pki.leaf(['IP:127.0.0.1']);
+      const secure = https.createServer({ cert: leaf.cert, key: leaf.key }, (req, res) => res.end(`secure ${req.url}\n`));
+      const S = await listenOn(secure);
+      const settings = `${cwd.path}/tls.json`;
+      writeTree(cwd.path, { 'tls.json': JSON.stringify({ network: { tlsTerminate: { extraCaCertPaths: [pki.caPath] } } }) });
+      const { child, urls, printed } = startSrtProxy(['--settings', settings, '--allow-domain', `127.0.0.1:${S}`]);
+      const u = await urls;
+      const ca = /TLS CA:\s+(\S+)/.exec(await printed(/TLS CA:/))?.[1];
+      expect(ca).toMatch(/\/ca\.pem$/);
+      const r = await curl(['-v', '-x', u.http, '--cacert', ca!, `https://127.0.0.1:${S}/t`]);
+      expect(r.stdout).toBe('secure /t');
+      expect(r.stderr).toMatch(/issuer: O=srt; CN=srt ephemeral CA/);
+      child.kill('SIGTERM');
+      expect((await child).exitCode).toBe(0);
+      expect(existsSync(ca!)).toBe(false);
+      await closeServer(secure);
+    } finally {
+      pkiDir.cleanup();
+    }
   });
 
   it('rejects a bad port with exit 125', async () => {

@@ -200,6 +200,15 @@ describe('HTTP proxy: protocol features', () => {
     expect(refused).toMatch(/^HTTP\/1\.1 403 Blocked by srt/);
   });
 
+  it('does not pass an upgrade to h2c on: the request gets its HTTP/1.1 answer (with a body: 400)', async () => {
+    const h2c = 'Upgrade: h2c\r\nHTTP2-Settings: AAMAAABkAAQCAAAAAAIAAAAA\r\nConnection: Upgrade, HTTP2-Settings\r\n';
+    const r = await exchange(proxy.httpPort!, `GET http://127.0.0.1:${A}/h2c HTTP/1.1\r\nHost: x\r\n${h2c}\r\n`, { until: /hello GET \/h2c/ });
+    expect(r).toMatch(/^HTTP\/1\.1 200 /);
+    expect(r).not.toMatch(/101 Switching/);
+    const withBody = await exchange(proxy.httpPort!, `POST http://127.0.0.1:${A}/h2c HTTP/1.1\r\nHost: x\r\n${h2c}Content-Length: 4\r\n\r\nbody`);
+    expect(withBody).toMatch(/^HTTP\/1\.1 400 an upgrade to HTTP\/2 \(h2c\) is not passed on/);
+  });
+
   it('passes a half-close through a tunnel', async () => {
     const s = connect(proxy.httpPort!, '127.0.0.1');
     let got = '';

@@ -39,16 +39,21 @@ beforeAll(async () => {
     network: network({ allow: [`127.0.0.1:${A}`] }),
     listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
     upstreamEnv: {},
-    // The inspection point: rewrite one header, refuse on another, replace a body.
-    requestHook: (fwd) => {
-      const get = (name: string) => fwd.headers.find(([k]) => k.toLowerCase() === name)?.[1];
-      if (get('x-refuse') !== undefined) return { refuse: 'refused by the inspection hook' };
-      const headers = fwd.headers.map(([k, v]): [string, string] => (k.toLowerCase() === 'x-rewrite' ? [k, 'rewritten'] : [k, v]));
-      if (get('x-replace-body') !== undefined) {
-        return { ...fwd, headers: headers.filter(([k]) => k.toLowerCase() !== 'content-length'), body: Readable.from([Buffer.from('replaced body')]) };
-      }
-      return { ...fwd, headers };
-    },
+    // The inspection point (a pipeline stage): rewrite one header, refuse on another, replace a body.
+    stages: [
+      {
+        name: 'test',
+        request: (req) => {
+          const get = (name: string) => req.headers.find(([k]) => k.toLowerCase() === name)?.[1];
+          if (get('x-refuse') !== undefined) return { refuse: 'refused by the inspection hook' };
+          req.headers = req.headers.map(([k, v]): [string, string] => (k.toLowerCase() === 'x-rewrite' ? [k, 'rewritten'] : [k, v]));
+          if (get('x-replace-body') !== undefined) {
+            req.headers = req.headers.filter(([k]) => k.toLowerCase() !== 'content-length');
+            req.body = Readable.from([Buffer.from('replaced body')]);
+          }
+        },
+      },
+    ],
   });
 });
 

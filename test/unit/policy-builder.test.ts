@@ -66,6 +66,22 @@ describe('buildPolicy defaults', () => {
     expect(t.maxTunnels).toBe(8);
   });
 
+  it('a user CA key joins the credential deny set; CA files and extra CAs are write-protected', () => {
+    const src = { scope: 'user', file: '/home/u/.srt/settings.json' };
+    const p = build(
+      user({
+        network: { tlsTerminate: { caCertPath: 'ca.pem', caKeyPath: '~/ca.key', extraCaCertPaths: ['/etc/ssl/corp.pem'] } },
+        credentials: { files: [{ path: '~/ca.key', mode: 'mask' }] },
+      }),
+    );
+    expect(p.credentials.files.filter((f) => f.path === '/home/u/ca.key')).toEqual([
+      { path: '/home/u/ca.key', glob: false, mode: 'deny', onExtractNoMatch: 'warn', maskDuplicates: false, source: src },
+    ]);
+    expect(p.filesystem.denyWrite.map((r) => r.path)).toEqual(['/home/u/.srt/ca.pem', '/home/u/ca.key', '/etc/ssl/corp.pem']);
+    // An ephemeral CA has no key file: nothing to deny.
+    expect(build(user({ network: { tlsTerminate: {} } })).credentials.files).toEqual([]);
+  });
+
   it('credential entries get onExtractNoMatch "warn" and maskDuplicates false by default', () => {
     const p = build(
       user({

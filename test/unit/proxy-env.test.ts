@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { NODE_PRELOAD_PATH, sandboxProxyEnv } from '../../src/proxy/env.js';
+import { NODE_PRELOAD_PATH, sandboxProxyEnv, TRUST_BUNDLE_VARS } from '../../src/proxy/env.js';
 
 const helperPath = '/opt/srt/seccomp/build/srt-seccomp';
 
@@ -57,6 +57,20 @@ describe('sandboxProxyEnv', () => {
     expect(e.GIT_CONFIG_COUNT).toBe('3');
     expect(e.GIT_CONFIG_KEY_2).toBe('http.proxy');
     expect(e.GIT_CONFIG_KEY_0).toBeUndefined();
+  });
+
+  it('sets Java\'s proxy properties, after any the user had', () => {
+    expect(env.JAVA_TOOL_OPTIONS).toBe('-Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128');
+    const e = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/p.cjs', helperPath, baseEnv: { JAVA_TOOL_OPTIONS: '-Xmx1g -Dhttps.proxyHost=evil' } });
+    expect(e.JAVA_TOOL_OPTIONS).toBe('-Xmx1g -Dhttps.proxyHost=evil -Dhttp.proxyHost=127.0.0.1 -Dhttp.proxyPort=3128 -Dhttps.proxyHost=127.0.0.1 -Dhttps.proxyPort=3128');
+    for (const k of TRUST_BUNDLE_VARS) expect(env[k], k).toBeUndefined();
+  });
+
+  it('with TLS termination, points every CA-bundle variable and Java\'s trust store at the run\'s files', () => {
+    const e = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/p.cjs', helperPath, trust: { bundlePath: '/run/trust.pem', javaTrustStorePath: '/my run/trust.p12' } });
+    expect(TRUST_BUNDLE_VARS).toEqual(['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO', 'AWS_CA_BUNDLE', 'PIP_CERT', 'CARGO_HTTP_CAINFO', 'DENO_CERT']);
+    for (const k of TRUST_BUNDLE_VARS) expect(e[k], k).toBe('/run/trust.pem');
+    expect(e.JAVA_TOOL_OPTIONS).toMatch(/ "-Djavax\.net\.ssl\.trustStore=\/my run\/trust\.p12" -Djavax\.net\.ssl\.trustStoreType=PKCS12$/);
   });
 
   it('names the preload shipped next to the module', () => {

@@ -1,0 +1,211 @@
+// What happens to a tunnel (CONNECT or SOCKS5) once its destination is authorized and dialled.
+// Without TLS termination, or for an `excludeDomains` host: an opaque byte stream, as always.
+// With termination: srt waits for the first bytes. A server that speaks first (SMTP, SSH
+// banners, MySQL) or a client whose first byte is not a TLS handshake record gets the opaque
+// tunnel; a ClientHello is read (bounded) and handed to the terminator. A first byte that
+// starts a TLS record but is no valid ClientHello closes the tunnel: it must not reach the
+// upstream uninspected. The whole wait, up to the end of the client's TLS handshake, is bounded
+// by `handshakeTimeoutMs`.
+
+import type { Duplex } from 'node:stream';
+import type { Gate, Target } from './gate.js';
+import { ruleMatches } from './domains.js';
+import { looksLikeTls, MAX_CLIENT_HELLO, parseClientHello } from './clienthello.js';
+import { runTunnelStages, type Refusal, type Stage } from './pipeline.js';
+
+/** The terminator (terminate.ts, loaded only when TLS termination is configured). */
+export interface TlsTerminator {
+  /** Take over a tunnel whose client sent a ClientHello (`hello` holds the bytes read so far). */
+  terminate(t: AdmittedTunnel, client: Duplex, upstream: Duplex, hello: Buffer, info: { sni?: string; alpn?: string[] }, deadline: Deadline): void;
+  /** Free everything (on proxy close). */
+  close(): void;
+}
+
+/** A tunnel admitted by `Tunnels.admit`: holds a termination slot until it is released. */
+export interface AdmittedTunnel {
+  target: Target;
+  via: 'connect' | 'socks';
+  /** Termination applies (tlsTerminate on, host not excluded). */
+  terminate: boolean;
+  /** Give the slot back (idempotent): the tunnel turned out opaque, failed, or closed. */
+  release(): void;
+}
+
+/** The handshake deadline of one tunnel: `cancel` once the handshake is complete. */
+export interface Deadline {
+  cancel(): void;
+}
+
+export interface TunnelOptions {
+  stages: readonly Stage[];
+  /** Loads the terminator on the first tunnel that needs it (node:http2 and all cost startup time). */
+  terminator?: () => Promise<TlsTerminator>;
+}
+
+export class Tunnels {
+  /** Tunnels that are being or have been terminated (maxTunnels bounds them). */
+  private active = 0;
+  private terminator: Promise<TlsTerminator> | undefined;
+  private closed = false;
+
+  constructor(
+    private readonly gate: Gate,
+    private readonly opts: TunnelOptions,
+  ) {}
+
+  /** Before dialling: the tunnel stages and, for tunnels that may be terminated, maxTunnels. */
+  admit(target: Target, via: 'connect' | 'socks'): { ok: true; slot: AdmittedTunnel } | { ok: false; refusal: Refusal } {
+    const refusal = runTunnelStages(this.opts.stages, { target, via });
+    if (refusal) {
+      this.gate.refuse(target.host.host, target.port, refusal.refuse, via);
+      return { ok: false, refusal };
+    }
+    const tls = this.gate.network.tlsTerminate;
+    const terminate =
+      this.opts.terminator !== undefined && tls !== undefined && !tls.excludeDomains.some((r) => ruleMatches(r, target.host.host, target.port));
+    if (terminate && this.active >= tls!.maxTunnels) {
+      const reason = `too many TLS tunnels open (network.tlsTerminate.maxTunnels: ${tls!.maxTunnels})`;
+      this.gate.log(`proxy: ${via} ${target.display}: ${reason}`);
+      return { ok: false, refusal: { refuse: reason, status: 503, proxyError: 'too-many-tunnels' } };
+    }
+    if (terminate) this.active++;
+    let held = terminate;
+    return {
+      ok: true,
+      slot: {
+        target,
+        via,
+        terminate,
+        release: () => {
+          if (held) this.active--;
+          held = false;
+        },
+      },
+    };
+  }
+
+  /** The tunnel is established (client told so): relay it, or terminate its TLS. */
+  serve(client: Duplex, upstream: Duplex, t: AdmittedTunnel, head: Buffer): void {
+    if (!t.terminate || !this.opts.terminator) {
+      t.release();
+      if (head.length > 0) upstream.write(head);
+      splice(client, upstream);
+      return;
+    }
+    const gate = this.gate;
+    const limit = gate.network.tlsTerminate?.handshakeTimeoutMs ?? 10_000;
+    const timer = setTimeout(() => {
+      gate.log(`proxy: ${t.via} ${t.target.display}: no completed TLS handshake within ${limit} ms (network.tlsTerminate.handshakeTimeoutMs); closed`);
+      client.destroy();
+      upstream.destroy();
+    }, limit);
+    const deadline: Deadline = { cancel: () => clearTimeout(timer) };
+    const fail = () => {
+      deadline.cancel();
+      t.release();
+      client.destroy();
+      upstream.destroy();
+    };
+    // Either side ending (a FIN: the proxy's sockets are half-open capable) before the
+    // handshake is read ends the tunnel too.
+    for (const s of [client, upstream]) {
+      s.on('error', fail);
+      s.once('close', fail);
+      s.once('end', fail);
+    }
+
+    let hello = head;
+    const stopListening = () => {
+      client.off('data', fromClient);
+      upstream.off('data', fromUpstream);
+      for (const s of [client, upstream]) {
+        s.off('error', fail);
+        s.off('close', fail);
+        s.off('end', fail);
+        s.pause();
+      }
+    };
+    const opaque = (first: Buffer, to: Duplex) => {
+      stopListening();
+      deadline.cancel();
+      t.release();
+      gate.log(`proxy: ${t.via} ${t.target.display}: not TLS, relayed as an opaque tunnel`);
+      if (first.length > 0) to.write(first);
+      splice(client, upstream);
+      client.resume();
+      upstream.resume();
+    };
+    const examine = () => {
+      if (hello.length === 0) return;
+      if (!looksLikeTls(hello[0]!)) return opaque(hello, upstream);
+      const parsed = parseClientHello(hello);
+      if (parsed.status === 'incomplete') return;
+      if (parsed.status === 'invalid') {
+        stopListening();
+        gate.refuse(t.target.host.host, t.target.port, `malformed TLS ClientHello (${parsed.reason})`, t.via);
+        return fail();
+      }
+      stopListening();
+      const { sni, alpn } = parsed;
+      this.terminator ??= this.opts.terminator!();
+      this.terminator.then(
+        (terminator) => {
+          if (this.closed || client.destroyed) return fail();
+          terminator.terminate(t, client, upstream, hello, { ...(sni ? { sni } : {}), ...(alpn ? { alpn } : {}) }, deadline);
+        },
+        (e: Error) => {
+          gate.log(`proxy: cannot load TLS termination: ${e.message}`);
+          fail();
+        },
+      );
+    };
+    function fromClient(chunk: Buffer) {
+      hello = hello.length === 0 ? chunk : Buffer.concat([hello, chunk]);
+      if (hello.length > MAX_CLIENT_HELLO + 5) {
+        stopListening();
+        gate.refuse(t.target.host.host, t.target.port, 'malformed TLS ClientHello (too large)', t.via);
+        return fail();
+      }
+      examine();
+    }
+    // A server speaking first means a protocol that is not TLS (a TLS server never does).
+    function fromUpstream(chunk: Buffer) {
+      if (hello.length === 0) return opaque(chunk, client);
+      // The client has begun its ClientHello: keep the upstream's bytes for whoever reads next.
+      upstream.pause();
+      upstream.unshift(chunk);
+    }
+    client.on('data', fromClient);
+    upstream.on('data', fromUpstream);
+    client.resume();
+    upstream.resume();
+    examine();
+  }
+
+  close(): void {
+    this.closed = true;
+    void this.terminator?.then((t) => t.close(), () => undefined);
+  }
+}
+
+/**
+ * Pipe both directions with backpressure (at most a high-water mark buffered per direction);
+ * a half-close travels through; an error or a full close on one side frees the other once what
+ * was already read has been flushed.
+ */
+export function splice(a: Duplex, b: Duplex): void {
+  const closeAfterFlush = (s: Duplex) => {
+    if (s.destroyed) return;
+    if (s.writableFinished) s.destroy();
+    else {
+      s.end();
+      s.once('finish', () => s.destroy());
+    }
+  };
+  a.on('error', () => b.destroy());
+  b.on('error', () => a.destroy());
+  a.once('close', () => closeAfterFlush(b));
+  b.once('close', () => closeAfterFlush(a));
+  a.pipe(b);
+  b.pipe(a);
+}
