@@ -7,11 +7,22 @@ import { createRequire } from 'node:module';
 import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { PACKAGE_JSON } from './paths.js';
+import { printable, say } from './shell.js';
 import type { PlatformBackend, PlatformName } from './platform/backend.js';
 import type { CommandSpec } from './sandbox.js';
 import type { LoadOptions, SettingsReport } from './settings/index.js';
 
 const EXIT_SRT_FAILURE = 125;
+
+/** One line of output on stdout, made printable (it may quote settings and file names). */
+function out(line: string): void {
+  process.stdout.write(`${printable(line)}\n`);
+}
+
+/** A block of text srt built (config, doctor, dry run): each line made printable. */
+function printableBlock(text: string): string {
+  return text.replace(/\n$/, '').split('\n').map(printable).join('\n') + '\n';
+}
 
 interface PolicyOptions {
   settings?: string[];
@@ -88,9 +99,9 @@ async function loadReport(opts: PolicyOptions, debug: boolean): Promise<Settings
     throw err;
   }
   if (debug) {
-    for (const f of report.files) process.stderr.write(`srt[debug]: settings: ${f.scope} ${f.path}\n`);
+    for (const f of report.files) say(`srt[debug]: settings: ${f.scope} ${f.path}`);
   }
-  for (const w of report.policy.warnings) process.stderr.write(`srt: warning: ${w}\n`);
+  for (const w of report.policy.warnings) say(`srt: warning: ${w}`);
   return report;
 }
 
@@ -118,7 +129,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   const debug = debugEnabled(opts);
   const report = await loadReport(opts, debug);
   if (!report.policy.network.strictAllowlist) {
-    process.stderr.write('srt: warning: network.strictAllowlist: false has no effect on the command line (srt has no prompt): hosts not in allowedDomains are still refused\n');
+    say('srt: warning: network.strictAllowlist: false has no effect on the command line (srt has no prompt): hosts not in allowedDomains are still refused');
   }
   const { Sandbox, SandboxError } = await import('./sandbox.js');
   if (opts.controlFd !== undefined) {
@@ -133,16 +144,16 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   try {
     sandbox = await Sandbox.create({ policy: report.policy, debug, ...(opts.platform ? { platform: opts.platform } : {}) });
     if (opts.dryRun) {
-      process.stdout.write(sandbox.dryRun(spec).replace(/\n?$/, '\n'));
+      process.stdout.write(printableBlock(sandbox.dryRun(spec)));
       return 0;
     }
     if (opts.controlFd !== undefined) stopControl = await followControlFd(opts.controlFd, report, sandbox);
     const code = await sandbox.run(spec);
     const violations = sandbox.violations();
-    for (const line of violations) process.stderr.write(line.startsWith('srt: ') ? `${line}\n` : `srt: ${line}\n`);
+    for (const line of violations) say(line.startsWith('srt: ') ? line : `srt: ${line}`);
     // Say once how to allow what was refused for not being listed.
     const unlisted = violations.map((l) => /blocked (\S+) — not in network\.allowedDomains/.exec(l)?.[1]).find((t) => t !== undefined);
-    if (unlisted) process.stderr.write(`srt: to allow ${unlisted}: run with --allow-domain ${unlisted}, or add it to network.allowedDomains in ~/.srt/settings.json\n`);
+    if (unlisted) say(`srt: to allow ${unlisted}: run with --allow-domain ${unlisted}, or add it to network.allowedDomains in ~/.srt/settings.json`);
     return code;
   } catch (err) {
     if (err instanceof SandboxError) throw new Fatal(err.message.split('\n'));
@@ -182,10 +193,10 @@ async function followControlFd(fd: number, report: SettingsReport, sandbox: Plat
       sandbox.updateNetwork(report.withControl({ label: `${label} line ${n}`, settings }).network);
     } catch (err) {
       const lines = err instanceof SettingsError ? err.lines : [(err as Error).message];
-      for (const l of lines) process.stderr.write(`srt: ${l} (ignored; the previous policy stays)\n`);
+      for (const l of lines) say(`srt: ${l} (ignored; the previous policy stays)`);
     }
   });
-  stream.on('error', (err: Error) => process.stderr.write(`srt: ${label}: ${err.message}\n`));
+  stream.on('error', (err: Error) => say(`srt: ${label}: ${err.message}`));
   return () => { lines.close(); stream.destroy(); };
 }
 
@@ -269,7 +280,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     };
     const report = await loadReport(merged, debugEnabled(parent));
     const { configJson, configText } = await import('./settings/report.js');
-    process.stdout.write(opts.json ? `${JSON.stringify(configJson(report), null, 2)}\n` : configText(report));
+    process.stdout.write(opts.json ? `${JSON.stringify(configJson(report), null, 2)}\n` : printableBlock(configText(report)));
   });
 
   addPolicyOptions(
@@ -286,7 +297,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       load: loadOptions({ settings: both('settings'), allowDomain: both('allowDomain'), allowWrite: both('allowWrite'), denyRead: both('denyRead') }),
       fix: opts.fix === true,
     });
-    process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : doctorText(report));
+    process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : printableBlock(doctorText(report)));
     result.exit = report.summary.error > 0 ? 1 : 0;
   });
 
@@ -306,23 +317,23 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       try {
         if (opts.list) {
           const { entries, warning } = trust.listApprovals(where.home);
-          if (warning) process.stderr.write(`srt: warning: ${warning}\n`);
-          if (entries.length === 0) process.stdout.write('no approved settings files\n');
+          if (warning) say(`srt: warning: ${warning}`);
+          if (entries.length === 0) out('no approved settings files');
           const label = { approved: 'approved', changed: 'changed since approval (its allow entries do not apply; approve again)', missing: 'missing' };
-          for (const e of entries) process.stdout.write(`${e.status.padEnd(8)}  ${e.path}  ${e.status === 'approved' ? `(${e.approvedAt})` : label[e.status]}\n`);
+          for (const e of entries) out(`${e.status.padEnd(8)}  ${e.path}  ${e.status === 'approved' ? `(${e.approvedAt})` : label[e.status]}`);
           return;
         }
         if (opts.revoke !== undefined) {
           const { path, revoked } = trust.revoke(opts.revoke, where);
-          process.stdout.write(revoked ? `revoked the approval of ${path}\n` : `${path} was not approved\n`);
+          out(revoked ? `revoked the approval of ${path}` : `${path} was not approved`);
           return;
         }
         const files = file !== undefined ? [file] : trust.filesApplyingHere(where.cwd, where.home);
         for (const f of trust.approve(files, where)) {
           const n = f.allows.reduce((sum, a) => sum + a.values.length, 0);
-          process.stdout.write(`approved ${f.path} (sha256 ${f.sha256.slice(0, 12)}): ${n === 0 ? 'it has no allow entries' : `${n === 1 ? '1 allow entry now applies' : `${n} allow entries now apply`}`}\n`);
-          for (const a of f.allows) process.stdout.write(`  ${a.key}: ${a.values.join(', ')}\n`);
-          for (const i of f.ignored) process.stdout.write(`  still ignored: ${i.key}${i.value !== undefined ? ` ${i.value}` : ''} — ${i.reason}\n`);
+          out(`approved ${f.path} (sha256 ${f.sha256.slice(0, 12)}): ${n === 0 ? 'it has no allow entries' : `${n === 1 ? '1 allow entry now applies' : `${n} allow entries now apply`}`}`);
+          for (const a of f.allows) out(`  ${a.key}: ${a.values.map(printable).join(', ')}`);
+          for (const i of f.ignored) out(`  still ignored: ${i.key}${i.value !== undefined ? ` ${i.value}` : ''} — ${i.reason}`);
         }
       } catch (err) {
         if (err instanceof SettingsError) throw new Fatal(err.lines);
@@ -356,8 +367,8 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       httpPort: opts.httpPort ?? 0,
       socksPort: opts.socksPort ?? 0,
       debug,
-      out: (l) => process.stdout.write(`${l}\n`),
-      err: (l) => process.stderr.write(`${l}\n`),
+      out,
+      err: say,
     });
   });
 
@@ -384,10 +395,12 @@ async function main(argv: string[]): Promise<number> {
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_SRT_FAILURE;
     if (err instanceof Fatal) {
-      for (const line of err.lines) process.stderr.write(`srt: ${line}\n`);
+      for (const line of err.lines) say(`srt: ${line}`);
       return EXIT_SRT_FAILURE;
     }
-    process.stderr.write(`srt: internal error: ${(err as Error).stack ?? String(err)}\n`);
+    const [first, ...rest] = String((err as Error).stack ?? err).split('\n');
+    say(`srt: internal error: ${first}`);
+    for (const l of rest) say(l);
     return EXIT_SRT_FAILURE;
   }
   return result.exit;

@@ -17,6 +17,7 @@ import { PACKAGE_ROOT } from './paths.js';
 import { normalizeHost, parseDomainEntry, ruleMatches } from './proxy/domains.js';
 import { inspectSettings, type LoadOptions } from './settings/index.js';
 import { describeSource } from './settings/report.js';
+import { printable } from './shell.js';
 
 export type CheckStatus = 'ok' | 'warn' | 'error';
 
@@ -267,10 +268,10 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
 export function doctorText(report: DoctorReport): string {
   const lines: string[] = [];
   for (const c of report.checks) {
-    lines.push(`${c.status.padEnd(5)} ${c.title}: ${c.detail}`);
-    for (const item of c.items ?? []) lines.push(`        ${item}`);
+    lines.push(`${c.status.padEnd(5)} ${c.title}: ${printable(c.detail)}`);
+    for (const item of c.items ?? []) lines.push(`        ${printable(item)}`);
     if (c.more) lines.push(`        … and ${c.more} more`);
-    if (c.fix && c.status !== 'ok') lines.push(`      fix: ${c.fix}`);
+    if (c.fix && c.status !== 'ok') lines.push(`      fix: ${printable(c.fix)}`);
   }
   const { ok, warn, error } = report.summary;
   lines.push('', `srt doctor: ${ok} ok, ${warn} warning${warn === 1 ? '' : 's'}, ${error} error${error === 1 ? '' : 's'}`);

@@ -22,7 +22,7 @@ import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
 import { isWithin } from './glob.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { describeSource } from './settings/report.js';
-import { shellQuote } from './shell.js';
+import { say, shellQuote } from './shell.js';
 import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
 import type { ForwardListen, ProxyHandle } from './proxy/server.js';
@@ -448,7 +448,7 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
-    const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
+    const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
       listen: {
@@ -548,21 +548,21 @@ export class Sandbox implements PlatformBackend {
     this.ran = true;
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
-    for (const w of this.startupWarnings(plan)) process.stderr.write(`srt: warning: ${w}\n`);
-    if (this.debug) for (const n of plan.notes) process.stderr.write(`srt[debug]: ${n}\n`);
+    for (const w of this.startupWarnings(plan)) say(`srt: warning: ${w}`);
+    if (this.debug) for (const n of plan.notes) say(`srt[debug]: ${n}`);
     const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges() };
     for (const name of withheldEnv(this.policy)) delete env[name];
 
     const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
     if (missing) {
-      process.stderr.write(`srt: ${argv[0]}: ${missing.message}\n`);
+      say(`srt: ${argv[0]}: ${missing.message}`);
       return missing.status;
     }
 
     // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
     // real run clears them: a dry run (or srt doctor) changes nothing.
     try {
-      for (const n of reapStale(this.policy.home)) process.stderr.write(`srt: warning: ${n}\n`);
+      for (const n of reapStale(this.policy.home)) say(`srt: warning: ${n}`);
     } catch { /* the lock is busy: they stay for the next run */ }
 
     // Placeholders other runs recorded that this run binds read-only must survive this run too.
@@ -577,7 +577,7 @@ export class Sandbox implements PlatformBackend {
     try {
       this.placeholders.create(plan.placeholders, bound, this.watched);
     } catch (e) {
-      process.stderr.write(`srt: cannot create placeholders for protected paths: ${(e as Error).message}\n`);
+      say(`srt: cannot create placeholders for protected paths: ${(e as Error).message}`);
       return 125;
     }
     Object.assign(env, this.gitExcludesEnv(plan.placeholders, env));
@@ -590,7 +590,7 @@ export class Sandbox implements PlatformBackend {
         reportFd = openSync(join(this.runDir, 'report'), 'a', 0o600);
       } catch (e) {
         this.cleanupSync();
-        process.stderr.write(`srt: cannot write the protected-path rules: ${(e as Error).message}\n`);
+        say(`srt: cannot write the protected-path rules: ${(e as Error).message}`);
         return 125;
       }
     }
@@ -599,7 +599,7 @@ export class Sandbox implements PlatformBackend {
       await this.startProxy();
     } catch (e) {
       this.cleanupSync();
-      process.stderr.write(`srt: cannot start the network proxy: ${(e as Error).message}\n`);
+      say(`srt: cannot start the network proxy: ${(e as Error).message}`);
       return 125;
     }
 
@@ -625,7 +625,7 @@ export class Sandbox implements PlatformBackend {
         // The helper's own failure before bwrap ran (an exposed port is taken): it said why.
         if (res.status === 125) return 125;
         const why = await diagnoseBubblewrap(this.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });
-        process.stderr.write(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run\n`);
+        say(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run`);
         return 125;
       }
       return res.status;
@@ -739,7 +739,7 @@ export class Sandbox implements PlatformBackend {
     const left = removeTree(this.runDir);
     if (left && !this.cleanupReported) {
       this.cleanupReported = true;
-      process.stderr.write(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again\n`);
+      say(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
     }
   }
 

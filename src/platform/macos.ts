@@ -34,7 +34,7 @@ import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles
 import { hooksPathDir } from '../profiles/protected.js';
 import { defaultManagedPaths } from '../settings/files.js';
 import { describeSource } from '../settings/report.js';
-import { shellQuote } from '../shell.js';
+import { say, shellQuote } from '../shell.js';
 import type { PlatformBackend } from './backend.js';
 import { resolveLanding } from './landing.js';
 import { removeTree } from './remove.js';
@@ -324,27 +324,27 @@ export class MacosSandbox implements PlatformBackend {
     if (this.disposed) throw new Error('Sandbox already disposed');
     if (this.ran) throw new Error('Sandbox.run() may be called once; create a new Sandbox for another command');
     this.ran = true;
-    for (const w of this.startupWarnings()) process.stderr.write(`srt: warning: ${w}\n`);
+    for (const w of this.startupWarnings()) say(`srt: warning: ${w}`);
     if (this.debug) {
-      for (const n of this.plan.notes) process.stderr.write(`srt[debug]: ${n}\n`);
-      process.stderr.write(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log\n`);
+      for (const n of this.plan.notes) say(`srt[debug]: ${n}`);
+      say(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log`);
     }
     const sandboxExec = testOnly.sandboxExec ?? SANDBOX_EXEC;
     if (!testOnly.sandboxExec && (process.platform !== 'darwin' || !existsSync(SANDBOX_EXEC))) {
-      process.stderr.write(process.platform !== 'darwin'
-        ? 'srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here\n'
-        : `srt: ${SANDBOX_EXEC} is missing; srt needs it to sandbox commands on macOS\n`);
+      say(process.platform !== 'darwin'
+        ? 'srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here'
+        : `srt: ${SANDBOX_EXEC} is missing; srt needs it to sandbox commands on macOS`);
       return 125;
     }
     const argv = commandArgv(cmd);
     const missing = checkCommand(argv[0]!, process.env.PATH ?? '', this.policy.cwd);
     if (missing) {
-      process.stderr.write(`srt: ${argv[0]}: ${missing.message}\n`);
+      say(`srt: ${argv[0]}: ${missing.message}`);
       return missing.status;
     }
     try {
       this.proxyModule = await loadProxyModule();
-      const log = this.debug ? (line: string) => process.stderr.write(`srt[debug]: ${line}\n`) : undefined;
+      const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
       this.proxy = await this.proxyModule.startProxy({
         network: this.policy.network,
         listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
@@ -352,7 +352,7 @@ export class MacosSandbox implements PlatformBackend {
       });
     } catch (e) {
       this.cleanupSync();
-      process.stderr.write(`srt: cannot start the network proxy: ${(e as Error).message}\n`);
+      say(`srt: cannot start the network proxy: ${(e as Error).message}`);
       return 125;
     }
     const http = this.proxy.httpPort!;
@@ -368,7 +368,7 @@ export class MacosSandbox implements PlatformBackend {
       const [refused, started] = await Promise.all([this.preflight(sandboxExec, http, socks), this.followLog()]);
       logger = started;
       if (refused !== null) {
-        process.stderr.write(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run\n`);
+        say(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run`);
         return 125;
       }
       this.running = true;
@@ -482,7 +482,7 @@ export class MacosSandbox implements PlatformBackend {
         for (const line of lines) this.recordLogLine(line);
       });
       child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-        if (this.debug) process.stderr.write(`srt[debug]: log stream: ${d.trim()}\n`);
+        if (this.debug) say(`srt[debug]: log stream: ${d.trim()}`);
       });
       child.on('error', () => { clearTimeout(timer); resolve(undefined); });
       child.on('exit', () => start());
@@ -496,7 +496,7 @@ export class MacosSandbox implements PlatformBackend {
     } catch { return; }
     const d = message ? parseDenial(message, this.tag) : null;
     if (!d) return;
-    if (this.debug) process.stderr.write(`srt[debug]: seatbelt: ${message}\n`);
+    if (this.debug) say(`srt[debug]: seatbelt: ${message}`);
     // Service lookups and the like are noise to report; files and network are what users act on.
     if (!/^(file-|network-|process-exec)/.test(d.op)) return;
     this.denials.set(`${d.op} ${d.target}`, d);

@@ -28,6 +28,7 @@
 import { relative, sep } from 'node:path';
 import type { ExposedPort, PathRule, Policy, Source, SourcedDomain } from '../policy.js';
 import { describeExpose, describeForward, forwardedPorts } from '../proxy/local-services.js';
+import { printable } from '../shell.js';
 import type { SettingsReport } from './index.js';
 
 type Sourced<T> = { value: T; source: Source };
@@ -196,6 +197,8 @@ export function configText(report: SettingsReport): string {
     scalarRow(key, p[key]);
   }
 
+  // Values come from settings files: every cell is shown escaped, so none can forge or hide a line.
+  for (const r of rows) for (let i = 0; i < 3; i++) r[i] = printable(r[i]!);
   const width0 = Math.max(...rows.map((r) => r[0].length));
   const width1 = Math.min(48, Math.max(...rows.map((r) => r[1].length)));
   const lines: string[] = [];
@@ -211,6 +214,6 @@ export function configText(report: SettingsReport): string {
   lines.push('', 'Always writable: the current directory and a per-run temporary directory (TMPDIR).');
   lines.push('', 'Ignored:');
   if (p.ignored.length === 0) lines.push('  (nothing)');
-  for (const i of p.ignored) lines.push(`  ${i.key}${i.value !== undefined ? ` ${i.value}` : ''}  ${src(i.source)}: ${i.reason}`);
+  for (const i of p.ignored) lines.push(printable(`  ${i.key}${i.value !== undefined ? ` ${i.value}` : ''}  ${src(i.source)}: ${i.reason}`));
   return lines.join('\n') + '\n';
 }

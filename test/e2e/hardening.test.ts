@@ -139,6 +139,16 @@ describe('setuid and setgid files', () => {
   });
 });
 
+describe('what srt prints', () => {
+  it('a refused name the command chose is shown escaped: it cannot erase or forge report lines', async () => {
+    const w = world();
+    await execa('git', ['init', '-q', w.cwd]);
+    const r = await srt(['-c', `touch .git/config.x 2>/dev/null; touch ".git/hooks/$(printf 'x\\033[1A\\033[2K\\rsrt: all clear')" 2>/dev/null; true`], { home: w.home, cwd: w.cwd });
+    expect(r.stderr).toContain('srt: refused writing .git/hooks/x\\x1b[1A\\x1b[2K\\rsrt: all clear (protected)');
+    expect(r.stderr).not.toMatch(/\x1b/);
+  });
+});
+
 describe('hard links', () => {
   it('a protected file with another name elsewhere is reported at start', async () => {
     const w = world();

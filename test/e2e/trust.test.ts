@@ -169,6 +169,26 @@ describe('approval: allow entries apply only to the approved content', () => {
   });
 });
 
+describe("what srt prints of a repository's file cannot forge or hide lines", () => {
+  it('control sequences and newlines in entries are shown escaped by srt trust, srt config and the warnings', async () => {
+    const w = world();
+    const hide = '\x1b[1A\x1b[2K\rnothing to see';
+    project(w.repo, { network: { allowedDomains: ['exfil.example'], deniedDomainReasons: { 'evil.example': `bad\nsrt: fake ${hide}` }, deniedDomains: ['evil.example'] }, filesystem: { allowRead: [`x${hide}`] } });
+    const outputs = [
+      await srt(['trust'], { home: w.home, cwd: w.repo }),
+      await srt(['config'], { home: w.home, cwd: w.repo }),
+      await srt(['-c', "curl -s -o /dev/null --max-time 5 http://evil.example/; true"], { home: w.home, cwd: w.repo }),
+    ];
+    for (const r of outputs) {
+      expect(r.stdout + r.stderr).not.toMatch(/\x1b|\r/);
+      expect(r.stdout + r.stderr).not.toMatch(/^srt: fake/m);
+    }
+    expect(outputs[0]!.stdout).toContain('exfil.example');
+    expect(outputs[0]!.stdout).toContain('\\x1b[1A');
+    expect(outputs[2]!.stderr).toContain('bad\\nsrt: fake');
+  });
+});
+
 describe('a planted nested project root sheds no parent deny', () => {
   it.each([
     ['planted by an earlier sandboxed command', 'inside'],
