@@ -151,9 +151,60 @@ export function tokensToJs(tokens: GlobToken[]): string {
   }).join('');
 }
 
-/** Glob → anchored RegExp over absolute paths (`**` crosses `/`, `*` and `?` do not). */
+/** Glob → anchored RegExp over absolute paths (`**` crosses `/`, `*` and `?` do not). For
+ *  validation and for regexes handed on; to match paths use globMatcher (no backtracking). */
 export function globToRegExp(glob: string): RegExp {
   return new RegExp(`^${tokensToJs(parseGlob(glob))}$`, 'su');
+}
+
+function inClass(t: Extract<GlobToken, { kind: 'class' }>, cp: number): boolean {
+  const hit = t.ranges.some(([a, b]) => a <= cp && cp <= b);
+  return t.negated ? !hit : hit;
+}
+
+/**
+ * Does the whole of `text` match `tokens`? Dynamic programming over tokens × code points, so a
+ * hostile glob (`*a*a*a*…b`, from a settings file) against a long name costs O(tokens × length),
+ * never the exponential backtracking a RegExp can fall into.
+ */
+export function matchTokens(tokens: GlobToken[], text: string): boolean {
+  const s = [...text].map((c) => c.codePointAt(0)!);
+  const n = s.length;
+  // next[j]: tokens after the current one match s[j..]; filled from the last token backwards.
+  let next = new Uint8Array(n + 1);
+  next[n] = 1;
+  for (let i = tokens.length - 1; i >= 0; i--) {
+    const t = tokens[i]!;
+    const cur = new Uint8Array(n + 1);
+    if (t.kind === 'text') {
+      const want = [...t.text].map((c) => c.codePointAt(0)!);
+      for (let j = 0; j + want.length <= n; j++) {
+        if (next[j + want.length] && want.every((cp, k) => s[j + k] === cp)) cur[j] = 1;
+      }
+    } else if (t.kind === 'char' || t.kind === 'class') {
+      for (let j = 0; j < n; j++) {
+        if (next[j + 1] && s[j] !== SLASH && (t.kind === 'char' || inClass(t, s[j]!))) cur[j] = 1;
+      }
+    } else {
+      // star: any run without `/`; globstar: any run; segments: empty, or any run ending in `/`
+      // (ending: some s[k] === '/' at or after j with the rest matching after it).
+      let ending = 0;
+      for (let j = n; j >= 0; j--) {
+        if (t.kind === 'segments') {
+          if (j < n && s[j] === SLASH && next[j + 1]) ending = 1;
+          cur[j] = next[j] || ending ? 1 : 0;
+        } else cur[j] = next[j] || (j < n && (t.kind === 'globstar' || s[j] !== SLASH) && cur[j + 1]) ? 1 : 0;
+      }
+    }
+    next = cur;
+  }
+  return next[0] === 1;
+}
+
+/** A matcher for a whole path (or one name) against a glob, in time linear in their sizes' product. */
+export function globMatcher(glob: string): (text: string) => boolean {
+  const tokens = parseGlob(glob);
+  return (text) => matchTokens(tokens, text);
 }
 
 // --- POSIX ERE (Seatbelt). Outside brackets the ERE specials are backslash-escaped; inside a

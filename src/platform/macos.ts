@@ -18,7 +18,7 @@ import { dirname, isAbsolute, join } from 'node:path';
 import { isatty } from 'node:tty';
 import type { Policy } from '../policy.js';
 import { denyGlobRules, mayRead, mayWrite } from '../profiles/access.js';
-import { globToRegExp } from '../glob.js';
+import { globMatcher } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import {
   buildSeatbeltProfile, HTTP_PROXY_PARAM, seatbeltPaths, SOCKS_PROXY_PARAM, type SeatbeltPlan,
@@ -212,7 +212,7 @@ export class MacosSandbox implements PlatformBackend {
     const globTargets = new Map<string, string[]>();
     try {
       for (const r of denyGlobRules(policy)) {
-        const re = globToRegExp(r.path);
+        const re = { test: globMatcher(r.path) };
         // (Names that are not UTF-8 need nothing here: the regex matches bytes.)
         const targets = expandGlob(r.path).matches.map((l) => land(l.real).real).filter((t) => !re.test(t));
         if (targets.length) globTargets.set(r.path, [...new Set(targets)]);

@@ -5,7 +5,7 @@
 import { execFile } from 'node:child_process';
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
-import { globToRegExp, isGlob } from '../glob.js';
+import { globMatcher, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { protectedLinkNames, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
@@ -125,7 +125,7 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
   const scans = await Promise.all(roots.map(async ({ root, isGitDir }) => {
     const [files, links] = await Promise.all([rg(protectedSearchArgs(depth, isGitDir), root), findLinks(root, depth)]);
     if (files.timedOut || links.timedOut) {
-      throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory or lower mandatoryDenySearchDepth in your user settings`);
+      throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
     }
     const found = files.files.map((f) => f.replace(/^\.\//, ''));
     const gitFiles: GitFile[] = [];
@@ -185,7 +185,7 @@ export function expandGlob(glob: string): { matches: Landing[]; undecodable: Lan
   const segs = glob.split('/').filter(Boolean);
   const first = segs.findIndex(isGlob);
   const base = '/' + segs.slice(0, first < 0 ? segs.length : first).join('/');
-  const patterns = segs.map((s) => (s === '**' ? null : globToRegExp(s)));
+  const patterns = segs.map((s) => (s === '**' ? null : { test: globMatcher(s) }));
   const deadline = Date.now() + SEARCH_TIMEOUT_MS;
   const matched = new Set<string>();
   const undecodable = new Set<string>();

@@ -14,7 +14,7 @@
 //          or protected path: denyWrite wins whatever its depth and scope).
 
 import { dirname } from 'node:path';
-import { globBase, isGlob, isWithin, literalTokens, parseGlob, tokensToJs, type GlobToken } from '../glob.js';
+import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, type GlobToken } from '../glob.js';
 import type { PathRule, Policy, Scope, Source } from '../policy.js';
 import type { Landing } from './bwrap.js';
 
@@ -222,10 +222,14 @@ export function regionTokens(region: Region): GlobToken[] {
   return [...literalTokens(region.base === '/' ? '/' : `${region.base}/`), ...parseGlob(region.tail)];
 }
 
-const compiled = new WeakMap<Region, RegExp>();
-function regionRegExp(region: Region): RegExp {
+// Matched without a RegExp: a glob from a settings file must not be able to backtrack forever.
+const compiled = new WeakMap<Region, { test: (p: string) => boolean }>();
+function regionRegExp(region: Region): { test: (p: string) => boolean } {
   let re = compiled.get(region);
-  if (!re) compiled.set(region, (re = new RegExp(`^${tokensToJs(regionTokens(region))}$`, 'su')));
+  if (!re) {
+    const tokens = regionTokens(region);
+    compiled.set(region, (re = { test: (p) => matchTokens(tokens, p) }));
+  }
   return re;
 }
 

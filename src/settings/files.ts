@@ -115,12 +115,30 @@ function dropInFiles(dir: string): string[] {
   return files;
 }
 
+/** The owner of the file or of its `.srt` directory when that is neither this user nor root. */
+function foreignOwner(path: string): number | undefined {
+  const me = process.geteuid?.();
+  if (me === undefined) return undefined;
+  for (const p of [dirname(path), path]) {
+    let uid: number;
+    try {
+      uid = statSync(p).uid;
+    } catch {
+      continue; // unreadable: reading it reports why
+    }
+    if (uid !== me && uid !== 0) return uid;
+  }
+  return undefined;
+}
+
 export interface DiscoverOptions {
   cwd: string;
   home: string;
   root: string;
   settingsFiles?: string[];
   managedPaths?: string[];
+  /** Files skipped with a reason (another user's parent-directory file) are said here. */
+  warnings?: string[];
 }
 
 /** Every settings file that applies, in scope order managed, cli, local, project, user; within a
@@ -138,7 +156,15 @@ export function discoverSettingsFiles(opts: DiscoverOptions, onError?: (err: Set
   };
   const add = (scope: FileScope, jsonPath: string, base: string, outsideRoot = false): void => attempt(() => {
     const path = findAtLocation(jsonPath);
-    if (path) found.push({ scope, path, base, ...(outsideRoot ? { outsideRoot: true as const } : {}) });
+    if (!path) return;
+    // A parent directory's file written by another user (/tmp/.srt/settings.json) is not this
+    // user's project: it could break every run below it, or inject deny reasons to print.
+    const stranger = outsideRoot ? foreignOwner(path) : undefined;
+    if (stranger !== undefined) {
+      opts.warnings?.push(`${path}: ignored — it belongs to another user (uid ${stranger}), not to you or root`);
+      return;
+    }
+    found.push({ scope, path, base, ...(outsideRoot ? { outsideRoot: true as const } : {}) });
   });
 
   for (const location of opts.managedPaths ?? defaultManagedPaths()) {

@@ -51,7 +51,8 @@ function context(opts: LoadOptions): PolicyContext {
 /** Everything `srt config` shows: the files, the policy and where each value came from. */
 export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   const ctx = context(opts);
-  const discover = { ...ctx, settingsFiles: opts.settingsFiles ?? [] } as Parameters<typeof discoverSettingsFiles>[0];
+  const skipped: string[] = [];
+  const discover = { ...ctx, settingsFiles: opts.settingsFiles ?? [], warnings: skipped } as Parameters<typeof discoverSettingsFiles>[0];
   if (opts.managedPaths) discover.managedPaths = opts.managedPaths;
   const files = discoverSettingsFiles(discover);
   const needsApproval = files.some((f) => (f.scope === 'project' || f.scope === 'local') && !f.outsideRoot);
@@ -67,6 +68,7 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   });
   const { policy, sources } = buildPolicyWithSources(ctx, layers, opts.flags ?? {});
   if (recorded?.warning) policy.warnings.unshift(recorded.warning);
+  policy.warnings.unshift(...skipped);
   const withControl = (control: { label: string; settings: unknown }) =>
     buildPolicyWithSources(ctx, [...layers, { scope: 'cli', file: control.label, base: ctx.cwd, settings: control.settings }], opts.flags ?? {}).policy;
   return { files, policy, sources, withControl };

@@ -34,11 +34,13 @@ function build(zod: ZodModule) {
 
   const port = z.number().int().min(1).max(65535);
   const nonEmpty = z.string().min(1);
+  // A NUL ends a path for the kernel: the rest would silently name another path.
+  const pathText = nonEmpty.regex(/^[^\0]*$/, 'a path cannot contain a NUL character');
   const pathEntry = z
     .union([
-      nonEmpty,
+      pathText,
       z.strictObject({
-        path: nonEmpty.describe('The path, taken literally (no glob expansion) when literal is true.'),
+        path: pathText.describe('The path, taken literally (no glob expansion) when literal is true.'),
         literal: z.boolean().optional().describe('true: the path is never a glob.'),
       }),
     ])

@@ -2,7 +2,7 @@
 // model) and the POSIX ERE Seatbelt matches paths with. The ERE is checked with the C library's
 // regcomp/regexec (test/unit/ere/ere-match.c), a real POSIX engine.
 import { describe, expect, it } from 'vitest';
-import { globBase, globToEre, globToRegExp, isGlob, parseGlob, tokensToEre } from '../../src/glob.js';
+import { globBase, globMatcher, globToEre, globToRegExp, isGlob, parseGlob, tokensToEre } from '../../src/glob.js';
 import { checkEre, ereMatch, ereMatchAll } from './sbpl-checker.js';
 
 describe('glob grammar', () => {
@@ -143,5 +143,32 @@ describe('glob fuzz: the Seatbelt regex and the JavaScript RegExp agree', () => 
     expect(compared).toBeGreaterThan(500);
     const bytes = Buffer.from([0x2f, 0x77, 0x2f, 0x6b, 0xff, 0xfe, 0x2e, 0x70, 0x65, 0x6d]); // /w/k\xff\xfe.pem
     expect(ereMatchAll([globToEre('/w/*.pem'), globToEre('/w/**'), globToEre('/**/*.pem')], [bytes], 'C')).toEqual([[true], [true], [true]]);
+  });
+});
+
+describe('globMatcher: the same meaning as the RegExp, without backtracking', () => {
+  it('agrees with globToRegExp on the random cases', () => {
+    const r = prng(2718);
+    let compared = 0;
+    for (let k = 0; k < 600; k++) {
+      const { glob, paths } = randomCase(r);
+      let js: RegExp;
+      try { js = globToRegExp(glob); } catch { continue; }
+      const m = globMatcher(glob);
+      for (const p of paths) {
+        expect(m(p), `${JSON.stringify(glob)} on ${JSON.stringify(p)}`).toBe(js.test(p));
+        compared++;
+      }
+    }
+    expect(compared).toBeGreaterThan(5000);
+    for (const [g, p, want] of [['/a/**/b', '/a/b', true], ['/a/**/b', '/a/x/y/b', true], ['/a/**', '/a/x/y', true], ['/a/*', '/a/x/y', false], ['/a/[!x]', '/a//', false]] as const) {
+      expect(globMatcher(g)(p)).toBe(want);
+    }
+  });
+
+  it('a hostile glob against a long name finishes (a RegExp would backtrack for minutes)', () => {
+    const m = globMatcher(`/${'*a'.repeat(25)}*b`);
+    expect(m(`/${'a'.repeat(400)}`)).toBe(false);
+    expect(m(`/${'a'.repeat(400)}b`)).toBe(true);
   });
 });

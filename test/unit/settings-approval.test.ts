@@ -2,7 +2,7 @@
 // approved; its deny entries always apply; root discovery counts only real repositories; deny
 // entries of project files above the root apply, their allows never.
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readApprovals, writeApprovals } from '../../src/settings/approvals.js';
@@ -225,5 +225,23 @@ describe('allow entries that open more than they seem to', () => {
   it('*.example.com does not', () => {
     const p = buildPolicy({ cwd: '/w', home: '/h', root: '/w' }, [{ scope: 'user', base: '/h', settings: { network: { allowedDomains: ['*.example.com', '*.github.io'] } } }]);
     expect(p.warnings).toEqual([]);
+  });
+});
+
+describe("another user's settings file in a parent directory", () => {
+  // Only root can make a file owned by a third user; for others the case cannot arise in a test.
+  it.runIf(process.geteuid?.() === 0)('is ignored with a warning (a /tmp/.srt planted by someone else)', () => {
+    const w = world();
+    const planted = w.write('shared/.srt/settings.json', '{ broken');
+    w.write('shared/proj/.git/HEAD', 'ref: refs/heads/main\n');
+    chownSync(join(w.dir, 'shared/.srt'), 4242, 4242);
+    chownSync(planted, 4242, 4242);
+    const p = load(w, { cwd: join(w.dir, 'shared/proj') });
+    expect(p.warnings).toContain(`${planted}: ignored — it belongs to another user (uid 4242), not to you or root`);
+    // A file of this user in the same place applies (its denies).
+    chownSync(join(w.dir, 'shared/.srt'), 0, 0);
+    writeFileSync(planted, JSON.stringify({ filesystem: { denyRead: ['x'] } }));
+    chownSync(planted, 0, 0);
+    expect(load(w, { cwd: join(w.dir, 'shared/proj') }).filesystem.denyRead.map((r) => r.path)).toEqual([join(w.dir, 'shared/x')]);
   });
 });

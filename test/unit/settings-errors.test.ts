@@ -25,6 +25,7 @@ const CASES: Array<[string, string, string, string]> = [
   ['unknown key with suggestion', USER, '{"network": {"allowedDomain": ["a.com"]}}', 'F: network.allowedDomain: unknown key (did you mean allowedDomains?)'],
   ['unknown top-level key with suggestion', USER, '{"netwrk": {}}', 'F: netwrk: unknown key (did you mean network?)'],
   ['unknown key without a close match', USER, '{"zzzzzz": {}}', 'F: zzzzzz: unknown key'],
+  ['a NUL in a path', USER, '{"filesystem": {"denyRead": ["secret\\u0000.txt"]}}', 'F: filesystem.denyRead[0]: a path cannot contain a NUL character'],
   ['a key in the wrong section (top level)', USER, '{"allowedDomains": ["a.com"]}', 'F: allowedDomains: unknown key here; allowedDomains belongs under network (network.allowedDomains)'],
   ['a key in the wrong section (nested)', USER, '{"filesystem": {"tlsTerminate": {}}}', 'F: filesystem.tlsTerminate: unknown key here; tlsTerminate belongs under network (network.tlsTerminate)'],
   ['a top-level key inside a section', USER, '{"network": {"allowPty": true}}', 'F: network.allowPty: unknown key here; allowPty belongs at the top level'],
