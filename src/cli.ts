@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, type Option } from 'comm
 import { createRequire } from 'node:module';
 import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
+import { resolve as resolvePath } from 'node:path';
 import { PACKAGE_JSON } from './paths.js';
 import { printable, say } from './shell.js';
 import type { PlatformBackend, PlatformName } from './platform/backend.js';
@@ -37,6 +38,7 @@ interface RunOptions extends PolicyOptions {
   platform?: PlatformName;
   debug?: boolean;
   controlFd?: number;
+  log?: string;
 }
 
 /** Thrown to stop with `srt: MESSAGE` lines on stderr and exit 125. */
@@ -141,8 +143,23 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   }
   let sandbox: PlatformBackend | undefined;
   let stopControl = () => {};
+  let audit: { sink: import('./audit.js').AuditSink; close: () => void } | undefined;
+  if (opts.log !== undefined && !opts.dryRun) {
+    const { auditFile } = await import('./audit.js');
+    const path = resolvePath(opts.log);
+    try {
+      audit = auditFile(path);
+    } catch (e) {
+      throw new Fatal([`--log ${opts.log}: cannot open it for appending: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`]);
+    }
+    const { isWithin } = await import('./glob.js');
+    const writable = [report.policy.cwd, ...report.policy.filesystem.allowWrite.map((r) => r.path)];
+    if (writable.some((w) => isWithin(path, w))) say(`srt: warning: --log ${path} is inside a path the command may write: it could change or forge the log; keep the log outside`);
+  }
   try {
-    sandbox = await Sandbox.create({ policy: report.policy, debug, ...(opts.platform ? { platform: opts.platform } : {}) });
+    sandbox = await Sandbox.create({
+      policy: report.policy, debug, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
+    });
     if (opts.dryRun) {
       process.stdout.write(printableBlock(sandbox.dryRun(spec)));
       return 0;
@@ -161,6 +178,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   } finally {
     stopControl();
     await sandbox?.dispose();
+    audit?.close();
   }
 }
 
@@ -255,6 +273,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .option('--platform <name>', 'the sandbox to build: linux (bubblewrap) or macos (Seatbelt); default: this host\'s. With --dry-run, macos prints the Seatbelt profile on any platform', parsePlatform)
     .option('-d, --debug', 'print details to stderr (same as SRT_DEBUG=1)')
     .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs', parseFd)
+    .option('--log <file>', 'append one JSON line per network decision, finished connection and refused protected write to FILE')
     .addHelpText('after', HELP_AFTER)
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })

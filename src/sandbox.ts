@@ -5,6 +5,7 @@
 import { closeSync, lstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, readlinkSync, realpathSync, statSync, accessSync, constants as fsConstants, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
+import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
@@ -206,6 +207,8 @@ export interface SandboxOptions {
   debug?: boolean;
   /** Default: this host's. `macos` also works on Linux for dryRun (to review the Seatbelt profile). */
   platform?: PlatformName;
+  /** `--log FILE`: network decisions, connections and refused protected writes as data. */
+  audit?: AuditSink;
 }
 
 export class Sandbox implements PlatformBackend {
@@ -213,6 +216,7 @@ export class Sandbox implements PlatformBackend {
   private readonly warnings: string[] = [];
   /** Lines for the end of the run: refused protected writes, repositories disabled, paths set aside. */
   private readonly endNotes: string[] = [];
+  private audit: AuditSink | undefined;
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private cleanupReported = false;
@@ -412,6 +416,7 @@ export class Sandbox implements PlatformBackend {
     const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards, plan.rules,
       supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls);
     sb.warnings.push(...warnings);
+    sb.audit = opts.audit;
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
     return sb;
@@ -457,6 +462,7 @@ export class Sandbox implements PlatformBackend {
         forwards: this.forwards,
       },
       ...(log ? { log } : {}),
+      ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),
     });
   }
@@ -667,6 +673,7 @@ export class Sandbox implements PlatformBackend {
         return; // the sandbox never started
       }
       this.endNotes.push(...refusalLines(report.refused, this.policy.cwd));
+      for (const r of report.refused) this.audit?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
       created = report.created;
     } else if (!this.policy.filesystem.disabled) {
       // The same search as at the start: a repository HEAD that was not there is the run's.

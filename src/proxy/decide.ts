@@ -5,7 +5,7 @@
 // and the dial all use that one canonical form, so no spelling can be judged as one host and
 // reach another. Anything normalizeHost refuses (`a@b`, `%`, spaces, zone ids) is denied.
 
-import type { Policy } from '../policy.js';
+import type { Policy, Source } from '../policy.js';
 import type { DomainRule, NormalizedHost } from './domains.js';
 import { namedLoopback, normalizeHost, ruleMatches } from './domains.js';
 import { embeddedIpv4 } from './address-guard.js';
@@ -16,13 +16,14 @@ export type Decision =
       /** Canonical destination: what the guard resolves or dials. */
       host: NormalizedHost;
       port: number;
-      /** The allow entry that matched. */
+      /** The allow entry that matched, and where it came from. */
       rule: DomainRule;
+      source: Source;
       /** The allow entry names this destination exactly — an IP literal, or `localhost` (the host's
        *  loopback): exempt from the address guard's built-in ranges, never from the deny lists. */
       explicit: boolean;
     }
-  | { allow: false; host: string; port: number; reason: string };
+  | { allow: false; host: string; port: number; reason: string; rule?: DomainRule; source?: Source };
 
 /** `host:port` for messages, IPv6 bracketed; hostile input is escaped and shortened. */
 export function displayHostPort(host: string, port: number): string {
@@ -41,18 +42,18 @@ export function decide(network: Policy['network'], rawHost: string, port: number
   // and `localhost` as every address it stands for.
   const v4 = host.ip === 6 ? embeddedIpv4(host.host) : null;
   const denyNames = [host.host, ...(v4 ? [v4] : []), ...(namedLoopback(host.host) ?? [])];
-  for (const { rule } of network.deniedDomains) {
+  for (const { rule, source } of network.deniedDomains) {
     if (denyNames.some((h) => ruleMatches(rule, h, port))) {
       const custom = network.deniedDomainReasons[rule.text];
       const reason = custom
         ? `${custom} (network.deniedDomains: ${rule.text})`
         : `denied by network.deniedDomains (${rule.text})`;
-      return { allow: false, host: host.host, port, reason };
+      return { allow: false, host: host.host, port, reason, rule, source };
     }
   }
 
   const allowList = effectiveAllowList(network);
-  const matches = allowList.filter((d) => ruleMatches(d.rule, host.host, port)).map((d) => d.rule);
+  const matches = allowList.filter((d) => ruleMatches(d.rule, host.host, port));
   if (matches.length === 0) {
     const reason = network.allowManagedDomainsOnly
       ? 'not in the managed network.allowedDomains (allowManagedDomainsOnly)'
@@ -60,8 +61,9 @@ export function decide(network: Policy['network'], rawHost: string, port: number
     return { allow: false, host: host.host, port, reason };
   }
   // An allow `*` or `*.example` never opens the host's loopback; naming it does.
-  const explicit = matches.find((r) => r.kind === 'host' && (r.ip !== undefined || namedLoopback(r.host) !== undefined));
-  return { allow: true, host, port, rule: explicit ?? matches[0]!, explicit: explicit !== undefined };
+  const explicit = matches.find(({ rule: r }) => r.kind === 'host' && (r.ip !== undefined || namedLoopback(r.host) !== undefined));
+  const chosen = explicit ?? matches[0]!;
+  return { allow: true, host, port, rule: chosen.rule, source: chosen.source, explicit: explicit !== undefined };
 }
 
 /** The allow entries that count: only managed ones under allowManagedDomainsOnly. */

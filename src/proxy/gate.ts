@@ -3,7 +3,9 @@
 // exactly the addresses that passed. Refusals are recorded as distinct violations here.
 
 import { connect as netConnect, isIP, type Socket } from 'node:net';
+import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
+import type { DomainRule } from './domains.js';
 import type { NormalizedHost } from './domains.js';
 import { addressBlockReason, guardDestination, isLoopbackAddress, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
@@ -41,6 +43,8 @@ export interface GateOptions {
   network: Policy['network'];
   resolver: Resolver;
   log?: (line: string) => void;
+  /** `--log FILE`: every decision and every upstream connection's byte counts, as data. */
+  audit?: AuditSink;
   upstream?: UpstreamProxies;
   connectTimeoutMs: number;
   testOnlyExemptAddresses?: readonly string[];
@@ -64,18 +68,26 @@ export class Gate {
   }
 
   /** Record a refusal (once per distinct host, port and reason) and log it. */
-  refuse(host: string, port: number, reason: string, via: Via): Authorization {
+  refuse(host: string, port: number, reason: string, via: Via, by?: { rule?: DomainRule; source?: Policy['network']['deniedDomains'][number]['source'] }): Authorization {
     const v = { host, port, reason };
     const key = `${host}\0${port}\0${reason}`;
     if (!this.refusals.has(key)) this.refusals.set(key, v);
-    this.log(`proxy: ${via} deny ${displayHostPort(host, port)}: ${reason}`);
-    return { ok: false, reason, display: displayHostPort(host, port) };
+    const display = displayHostPort(host, port);
+    this.log(`proxy: ${via} deny ${display}: ${reason}`);
+    this.opts.audit?.({
+      kind: 'network', client: via, target: display, verdict: 'deny', reason,
+      ...(by?.rule ? { rule: by.rule.text } : {}), ...(by?.source ? { source: by.source } : {}),
+    });
+    return { ok: false, reason, display };
   }
 
   async authorize(rawHost: string, port: number, via: Via): Promise<Authorization> {
     const network = this.network; // one snapshot per connection (setNetwork applies to the next one)
     const d = decide(network, rawHost, port);
-    if (!d.allow) return this.refuse(d.host, d.port, d.reason, via);
+    if (!d.allow) return this.refuse(d.host, d.port, d.reason, via, d);
+    const allowed = (addresses: string[], note?: string) => this.opts.audit?.({
+      kind: 'network', client: via, target: display, verdict: 'allow', rule: d.rule.text, source: d.source, addresses, ...(note ? { reason: note } : {}),
+    });
     const display = displayHostPort(d.host.host, port);
     const guardOpts = { network, resolver: this.opts.resolver, testOnlyExemptAddresses: this.opts.testOnlyExemptAddresses };
 
@@ -96,12 +108,14 @@ export class Gate {
       const blocked = resolved.map((a) => addressBlockReason(a, port, guardOpts)).find((r) => r !== null);
       if (blocked) return this.refuse(d.host.host, port, `resolves to a blocked address: ${blocked}`, via);
       this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) via upstream proxy ${upstream.host}`);
+      allowed([], `via upstream proxy ${upstream.host}`);
       return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
     }
 
     const g = await guardDestination(d.host, port, d.explicit, guardOpts);
     if (!g.ok) return this.refuse(d.host.host, port, g.reason, via);
     this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}`);
+    allowed(g.addresses);
     const target: Target = { host: d.host, port, addresses: g.addresses, display };
     if (upstream) target.upstream = upstream;
     return { ok: true, target };
@@ -109,10 +123,18 @@ export class Gate {
 
   /** Connect to an authorized target: each passed address in turn, or through the corporate proxy. */
   async dial(t: Target): Promise<Socket> {
-    const socket = t.upstream
-      ? await connectThrough(t.upstream, t.host.host, t.port, this.opts.connectTimeoutMs)
-      : await this.dialAddresses(t.addresses, t.port);
+    const audit = this.opts.audit;
+    let socket: Socket;
+    try {
+      socket = t.upstream
+        ? await connectThrough(t.upstream, t.host.host, t.port, this.opts.connectTimeoutMs)
+        : await this.dialAddresses(t.addresses, t.port);
+    } catch (e) {
+      audit?.({ kind: 'connection', target: t.display, bytesUp: 0, bytesDown: 0, error: upstreamErrorReason(e) });
+      throw e;
+    }
     this.track(socket);
+    if (audit) socket.once('close', () => audit({ kind: 'connection', target: t.display, bytesUp: socket.bytesWritten, bytesDown: socket.bytesRead }));
     return socket;
   }
 

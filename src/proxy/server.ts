@@ -14,6 +14,7 @@
 // identical either way (see ProxyHandle.httpMode / socksMode).
 
 import { chmodSync, rmSync } from 'node:fs';
+import type { AuditSink } from '../audit.js';
 import { createServer, connect as netConnect, type Server, type AddressInfo } from 'node:net';
 import type { Policy } from '../policy.js';
 import { systemResolver, type Resolver } from './address-guard.js';
@@ -44,6 +45,8 @@ export interface ProxyOptions {
   resolver?: Resolver;
   /** Decision log for --debug (lines without prefix). */
   log?: (line: string) => void;
+  /** `--log FILE`: decisions and connections as data (audit.ts). */
+  audit?: AuditSink;
   /**
    * srt's own environment, read for a corporate HTTPS_PROXY/HTTP_PROXY/NO_PROXY to chain
    * allowed connections through. Default: process.env. Pass {} to never chain.
@@ -130,6 +133,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     resolver: opts.resolver ?? systemResolver,
     connectTimeoutMs: opts.connectTimeoutMs ?? 15_000,
     ...(opts.log ? { log: opts.log } : {}),
+    ...(opts.audit ? { audit: opts.audit } : {}),
     ...(upstream ? { upstream } : {}),
     ...(opts.testOnlyExemptAddresses ? { testOnlyExemptAddresses: opts.testOnlyExemptAddresses } : {}),
   });

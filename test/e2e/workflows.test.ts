@@ -121,3 +121,36 @@ describe('a working directory you cannot write', () => {
     expect(readdirSync(ro)).toEqual(['file']);
   });
 });
+
+describe('--log FILE', () => {
+  it('one JSON line per decision, per finished connection (bytes) and per refused protected write; nothing else changes', async () => {
+    const http = await import('node:http');
+    const server = http.createServer((_q, s) => s.end('x'.repeat(1000)));
+    const port = await new Promise<number>((r) => server.listen(0, '127.0.0.2', () => r((server.address() as { port: number }).port)));
+    try {
+      const repo = join(tmp.path, 'logged');
+      mkdirSync(repo);
+      await execa('git', ['init', '-q', repo]);
+      const log = join(tmp.path, 'audit.jsonl');
+      const script = `curl -s -o /dev/null http://127.0.0.2:${port}/; curl -s -o /dev/null http://127.0.0.3/; touch .git/hooks/pre-commit 2>/dev/null; true`;
+      const r = await srt(['--log', log, '--allow-domain', `127.0.0.2:${port}`, '-c', script], { home, cwd: repo });
+      const events = readFileSync(log, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      for (const e of events) expect(Date.parse(String(e.time))).not.toBeNaN();
+      expect(events).toEqual(expect.arrayContaining([
+        expect.objectContaining({ kind: 'network', client: 'http', target: `127.0.0.2:${port}`, verdict: 'allow', rule: `127.0.0.2:${port}`, source: { scope: 'cli', flag: '--allow-domain' } }),
+        expect.objectContaining({ kind: 'connection', target: `127.0.0.2:${port}`, bytesDown: expect.any(Number) }),
+        expect.objectContaining({ kind: 'network', target: '127.0.0.3:80', verdict: 'deny', reason: 'not in network.allowedDomains' }),
+        expect.objectContaining({ kind: 'write', verdict: 'refused', op: 'create', path: join(repo, '.git/hooks/pre-commit'), rule: 'protected' }),
+      ]));
+      expect((events.find((e) => e.kind === 'connection') as { bytesDown: number }).bytesDown).toBeGreaterThan(1000);
+      // Without --log srt says exactly the same.
+      const plain = await srt(['--allow-domain', `127.0.0.2:${port}`, '-c', script], { home, cwd: repo });
+      expect(plain.stderr).toBe(r.stderr);
+      // A log the command could write is warned about.
+      const inside = await srt(['--log', join(repo, 'audit.jsonl'), '--', 'true'], { home, cwd: repo });
+      expect(inside.stderr).toContain('is inside a path the command may write');
+    } finally {
+      server.close();
+    }
+  });
+});
