@@ -95,7 +95,13 @@ export function withheldEnv(policy: Policy): string[] {
  * that code outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
  */
 export function selfWritableWarnings(writable: string[]): string[] {
-  const launcher = process.argv[1] ? resolve(process.argv[1]) : undefined;
+  // The path srt was started by (a project's node_modules/.bin/srt link, which the command could
+  // replace) — only when it is srt's own launcher: a program embedding the library is not srt.
+  const started = process.argv[1] ? resolve(process.argv[1]) : undefined;
+  let launcher: string | undefined;
+  try {
+    if (started && realpathSync(started) === realpathSync(join(PACKAGE_ROOT, 'bin', 'srt'))) launcher = started;
+  } catch { /* not ours */ }
   const mine = [PACKAGE_ROOT, ...(launcher ? [launcher] : [])];
   const exposed = mine.filter((p) => writable.some((w) => isWithin(p, w)));
   const out: string[] = [];

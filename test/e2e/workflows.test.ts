@@ -154,3 +154,20 @@ describe('--log FILE', () => {
     }
   });
 });
+
+describe('the library', () => {
+  it('an embedding program is not taken for srt itself (no "srt is installed inside" warning naming it)', async () => {
+    const dir = join(tmp.path, 'embedder');
+    mkdirSync(dir);
+    const script = join(dir, 'agent.mjs');
+    writeFileSync(script, [
+      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
+      `const policy = loadPolicy({ cwd: ${JSON.stringify(dir)}, home: ${JSON.stringify(home)} });`,
+      'const sandbox = await Sandbox.create({ policy });',
+      "try { process.exitCode = await sandbox.run({ argv: ['true'] }); } finally { await sandbox.dispose(); }",
+    ].join('\n'));
+    const r = await execa(process.execPath, [script], { reject: false, cwd: dir, env: { HOME: home, PATH: process.env.PATH } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain(script);
+  });
+});
