@@ -1,6 +1,6 @@
 // Everyday use (issue: workflows): the reference tool's spellings, help, honest messages, a
 // read-only working directory, nesting, and what srt says after refusing a connection.
-import { chmodSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { REPO, SRT_BIN, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-workflows-');
 afterAll(() => {
-  chmodSync(join(tmp.path, 'readonly'), 0o755);
+  if (existsSync(join(tmp.path, 'readonly'))) chmodSync(join(tmp.path, 'readonly'), 0o755);
   tmp.cleanup();
 });
 const home = join(tmp.path, 'home');
