@@ -1,7 +1,7 @@
 // Shared benchmark plumbing: wall-time medians of whole commands, measured in one run so
 // every figure is a ratio against a baseline taken on the same machine at the same time.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -34,6 +34,8 @@ export function scratch() {
   return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
+/** Print the rows; under run.mjs (BENCH_RESULTS set) also append them there as one JSON line. */
 export function report(rows) {
   for (const [name, value] of rows) console.log(`${name.padEnd(48)} ${value}`);
+  if (process.env.BENCH_RESULTS) appendFileSync(process.env.BENCH_RESULTS, `${JSON.stringify(rows)}\n`);
 }
