@@ -261,7 +261,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
   const program = new Command('srt');
   program
     .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
-    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | doctor [--json] [--fix] | trust [FILE] | schema | proxy [--http-port N] [--socks-port N]')
+    .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | doctor [--json] [--fix] [--tools] | trust [FILE] | schema | proxy [--http-port N] [--socks-port N]')
     .version(pkg.version, '-V, --version')
     .helpCommand('help [command]', 'the same as --help (for a subcommand: srt help config)')
     .enablePositionalOptions()
@@ -307,14 +307,16 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       .command('doctor')
       .description('diagnose dependencies, settings and what killed runs left behind')
       .option('--json', 'machine-readable report (stable shape, version 1)')
-      .option('--fix', 'remove what killed runs left behind (never a live run\'s files)'),
-  ).action(async (opts: PolicyOptions & { json?: boolean; fix?: boolean }) => {
+      .option('--fix', 'remove what killed runs left behind (never a live run\'s files)')
+      .option('--tools', 'also run each installed client (curl, git, node, python3, pip, npm, java, go, ssh) in a throwaway sandbox against a probe server: does it use the proxy, does it trust srt\'s CA'),
+  ).action(async (opts: PolicyOptions & { json?: boolean; fix?: boolean; tools?: boolean }) => {
     const parent = program.opts<PolicyOptions>();
     const both = (key: keyof PolicyOptions) => [...(parent[key] ?? []), ...(opts[key] ?? [])];
     const { runDoctor, doctorText } = await import('./doctor.js');
     const report = await runDoctor({
       load: loadOptions({ settings: both('settings'), allowDomain: both('allowDomain'), allowWrite: both('allowWrite'), denyRead: both('denyRead') }),
       fix: opts.fix === true,
+      tools: opts.tools === true,
     });
     process.stdout.write(opts.json ? `${JSON.stringify(report, null, 2)}\n` : printableBlock(doctorText(report)));
     result.exit = report.summary.error > 0 ? 1 : 0;

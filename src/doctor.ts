@@ -45,6 +45,8 @@ export interface DoctorOptions {
   load: LoadOptions;
   /** Remove what killed runs left behind (placeholders, run directories, state files). */
   fix?: boolean;
+  /** Also try each installed client through a throwaway sandbox (doctor-tools.ts). */
+  tools?: boolean;
 }
 
 const MAX_ITEMS = 3;
@@ -257,8 +259,18 @@ function staleCheck(home: string, fix: boolean): Check {
 
 export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
   const checks = await dependencyChecks();
-  checks.push(...settingsChecks(opts.load).checks);
+  const settings = settingsChecks(opts.load);
+  checks.push(...settings.checks);
   checks.push(staleCheck(opts.load.home, opts.fix === true));
+  if (opts.tools) {
+    const cannot = checks.find((c) => c.status === 'error');
+    if (cannot || !settings.policy) {
+      checks.push({ id: 'tools', title: 'tools', status: 'error', detail: `not tried: ${cannot ? `${cannot.title}: ${cannot.detail}` : 'the settings do not load'}`, fix: 'fix the errors above first' });
+    } else {
+      const { toolChecks } = await import('./doctor-tools.js');
+      checks.push(...await toolChecks(opts.load, settings.policy.network.tlsTerminate !== undefined));
+    }
+  }
   const summary: Record<CheckStatus, number> = { ok: 0, warn: 0, error: 0 };
   for (const c of checks) summary[c.status]++;
   return { version: 1, checks, summary };

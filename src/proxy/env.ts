@@ -36,6 +36,8 @@ export const TRUST_BUNDLE_VARS = [
   'GIT_SSL_CAINFO',
   'AWS_CA_BUNDLE',
   'PIP_CERT',
+  // npm builds its own CA list and ignores NODE_EXTRA_CA_CERTS (found by srt doctor --tools).
+  'npm_config_cafile',
   'CARGO_HTTP_CAINFO',
   'DENO_CERT',
 ] as const;

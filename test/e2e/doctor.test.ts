@@ -3,7 +3,9 @@
 // settings checks on a crafted tree, and stale state found, fixed and never a live run's.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { execa } from 'execa';
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SECCOMP_HELPER_PATH } from '../../src/paths.js';
@@ -34,7 +36,7 @@ const REPORT_SCHEMA = {
       items: {
         type: 'object', additionalProperties: false, required: ['id', 'title', 'status', 'detail'],
         properties: {
-          id: { type: 'string', pattern: '^[a-z][a-zA-Z.-]*$' }, title: { type: 'string' }, detail: { type: 'string' },
+          id: { type: 'string', pattern: '^[a-z][a-zA-Z0-9.-]*$' }, title: { type: 'string' }, detail: { type: 'string' },
           status: { enum: ['ok', 'warn', 'error'] }, fix: { type: 'string' },
           items: { type: 'array', items: { type: 'string' }, maxItems: 3 }, more: { type: 'integer', minimum: 1 },
         },
@@ -48,9 +50,9 @@ const validate = new Ajv2020({ strict: true }).compile(REPORT_SCHEMA);
 interface Report { checks: Array<{ id: string; status: string; detail: string; fix?: string; items?: string[]; more?: number }>; summary: Record<string, number> }
 const byId = (r: Report) => Object.fromEntries(r.checks.map((c) => [c.id, c]));
 
-async function doctor(w: { home: string; cwd: string }, args: string[] = [], wrap: string[] = []) {
+async function doctor(w: { home: string; cwd: string }, args: string[] = [], wrap: string[] = [], path = process.env.PATH) {
   const r = await execa(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), SRT_BIN, 'doctor', '--json', ...args], {
-    reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8' }, timeout: 60_000,
+    reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: path, HOME: w.home, LANG: 'C.UTF-8' }, timeout: 240_000,
   });
   const report = JSON.parse(r.stdout) as Report;
   expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
@@ -183,5 +185,60 @@ describe('what killed runs leave behind', () => {
     await live.exit;
     expect((await doctor(w)).checks.stale!.status).toBe('ok');
     writeFileSync(join(w.cwd, 'x'), ''); // the work tree is usable again
+  });
+});
+
+describe('srt doctor --tools', () => {
+  const tools = (r: Report) => r.checks.filter((c) => c.id.startsWith('tools.'));
+  const tmpLeft = () => readdirSync(tmpdir()).filter((f) => f.startsWith('srt-doctor-tools-')).length;
+
+  it('tries each installed client through a throwaway sandbox: curl, git, node, python3 and ssh through git use the proxy', async () => {
+    const w = world();
+    const before = tmpLeft();
+    const { exitCode, checks, report } = await doctor(w, ['--tools']);
+    expect(exitCode).toBe(0);
+    for (const id of ['tools.curl', 'tools.git', 'tools.node', 'tools.python3', 'tools.ssh']) {
+      expect(checks[id], JSON.stringify(tools(report))).toMatchObject({ status: 'ok', detail: "reached the probe through srt's proxy" });
+    }
+    expect(tmpLeft()).toBe(before); // the probe's throwaway directory is gone
+  });
+
+  it('with TLS termination on, a client trusts srt\'s CA (npm too: srt sets npm_config_cafile)', async () => {
+    const w = world();
+    writeTree(w.home, { '.srt/settings.json': JSON.stringify({ network: { tlsTerminate: {} } }) });
+    const { checks, report } = await doctor(w, ['--tools']);
+    for (const id of ['tools.curl', 'tools.git', 'tools.node', 'tools.python3', 'tools.npm']) {
+      expect(checks[id], JSON.stringify(tools(report))).toMatchObject({ status: 'ok', detail: "reached the probe through srt's proxy, trusting srt's CA" });
+    }
+  });
+
+  it('reports a client that ignores the proxy (raw sockets), one that never connects, and one that does not trust srt\'s CA, each with its fix', async () => {
+    const w = world();
+    const shims = join(w.root, 'shims');
+    writeTree(shims, {
+      // A `curl` that opens its own socket to the probe: reachable only as a forwarded loopback port.
+      curl: '#!/bin/sh\nexec python3 -c \'import socket, os, urllib.parse as u; p = u.urlsplit(os.environ["SRT_DOCTOR_URL"]); s = socket.create_connection((p.hostname, p.port), timeout=10); s.sendall(b"GET " + p.path.encode() + b" HTTP/1.0\\r\\n\\r\\n"); s.recv(100)\'\n',
+      pip: '#!/bin/sh\necho "pip: no network today" >&2; exit 1\n',
+    });
+    execFileSync('chmod', ['+x', join(shims, 'curl'), join(shims, 'pip')]);
+    const direct = await doctor(w, ['--tools'], [], `${shims}:${process.env.PATH}`);
+    expect(direct.exitCode).toBe(0); // warnings, not errors
+    expect(direct.checks['tools.curl']).toMatchObject({ status: 'warn', detail: expect.stringContaining('connects directly, not through srt\'s proxy'), fix: expect.stringContaining('.curlrc') });
+    expect(direct.checks['tools.pip']).toMatchObject({ status: 'warn', detail: "does not use srt's proxy (it never reached it): pip: no network today", fix: expect.stringContaining('pip config') });
+    expect(direct.checks['tools.node']!.status).toBe('ok');
+
+    // With termination on, a `curl` that trusts only the system roots reaches the proxy, not the probe.
+    writeTree(w.home, { '.srt/settings.json': JSON.stringify({ network: { tlsTerminate: {} } }) });
+    writeTree(shims, { curl: '#!/bin/sh\nexec /usr/bin/curl --cacert /etc/ssl/certs/ca-certificates.crt "$@"\n' });
+    const untrusting = await doctor(w, ['--tools'], [], `${shims}:${process.env.PATH}`);
+    expect(untrusting.checks['tools.curl']).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^reached srt's proxy but not the probe: it does not trust srt's CA/), fix: expect.stringContaining('cacert') });
+  });
+
+  it('is not tried when a sandbox cannot start: one error says why', async () => {
+    const w = world();
+    writeTree(w.cwd, { '.srt/settings.json': '{ not json' });
+    const { exitCode, checks } = await doctor(w, ['--tools']);
+    expect(exitCode).toBe(1);
+    expect(checks.tools).toMatchObject({ status: 'error', detail: expect.stringMatching(/^not tried: settings files: /) });
   });
 });

@@ -68,7 +68,7 @@ describe('sandboxProxyEnv', () => {
 
   it('with TLS termination, points every CA-bundle variable and Java\'s trust store at the run\'s files', () => {
     const e = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/p.cjs', helperPath, trust: { bundlePath: '/run/trust.pem', javaTrustStorePath: '/my run/trust.p12' } });
-    expect(TRUST_BUNDLE_VARS).toEqual(['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO', 'AWS_CA_BUNDLE', 'PIP_CERT', 'CARGO_HTTP_CAINFO', 'DENO_CERT']);
+    expect(TRUST_BUNDLE_VARS).toEqual(['SSL_CERT_FILE', 'NODE_EXTRA_CA_CERTS', 'REQUESTS_CA_BUNDLE', 'CURL_CA_BUNDLE', 'GIT_SSL_CAINFO', 'AWS_CA_BUNDLE', 'PIP_CERT', 'npm_config_cafile', 'CARGO_HTTP_CAINFO', 'DENO_CERT']);
     for (const k of TRUST_BUNDLE_VARS) expect(e[k], k).toBe('/run/trust.pem');
     expect(e.JAVA_TOOL_OPTIONS).toMatch(/ "-Djavax\.net\.ssl\.trustStore=\/my run\/trust\.p12" -Djavax\.net\.ssl\.trustStoreType=PKCS12$/);
   });
