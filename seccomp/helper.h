@@ -1,5 +1,5 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
-// mechanism: main.c (arguments, signals), caps.c, relays.c, connect.c, init.c (nested PID/mount
+// mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested PID/mount
 // namespace, the command), pty.c (the command's terminal), landlock.c, filter.c, supervisor.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
@@ -92,6 +92,14 @@ int install_filter(const struct sock_fprog *prog, int listen);
 // socket files only after landlock_allow_socket_files().
 void restrict_writes(const char *const *writable, int nwritable);
 void landlock_allow_socket_files(void);
+
+// verify.c: the sandbox's mounts checked against srt's plan (--verify FILE) before anything
+// runs; verified_open: a planned read-write bind's root, checked again, as an O_PATH descriptor
+// (-1 when no plan is loaded or it plans no such bind).
+void verify_load(const char *path);
+void verify_mounts(void);
+int verify_loaded(void);
+int verified_open(const char *path);
 
 // supervisor.c: the protected-path supervisor (seccomp user notifications), a thread of init
 // started once init holds its final Landlock domain and no capabilities. supervisor_socket()

@@ -73,7 +73,10 @@ static void allow_beneath(int ruleset, int fd, uint64_t handled, const char *wha
 }
 
 static void allow_path(int ruleset, const char *path, uint64_t handled, int must_exist) {
-  int fd = open(path, O_PATH | O_CLOEXEC);
+  // A --writable path is a bind the mount check verified: opened as verified (no symlink on
+  // the way, the planned directory), so a path swapped since cannot widen the rule.
+  int fd = must_exist && verify_loaded() ? verified_open(path) : open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0 && must_exist && verify_loaded()) die("seccomp helper: writable path %s is not a planned mount", path);
   if (fd < 0) {
     if (!must_exist && errno == ENOENT) return;
     die("seccomp helper: writable path %s: %s", path, strerror(errno));

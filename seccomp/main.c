@@ -2,13 +2,14 @@
 //
 //   srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
 //               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO]
-//               [--protect RULES [--report-fd N]] --filter FILE -- CMD ARGS...
+//               [--protect RULES [--report-fd N]] [--verify PLAN] --filter FILE -- CMD ARGS...
 //   srt-seccomp --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-seccomp --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP, plus CAP_NET_BIND_SERVICE when a
 // relay listens below port 1024): its capabilities count only in bwrap's user namespace. It
+//  0. with --verify, checks every mount of the sandbox against srt's plan (verify.c);
 //  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),
 //     which passes each connection on to srt's proxy (--relay) or into the sandbox (--expose);
 //  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, mounts a
@@ -62,7 +63,7 @@ void die(const char *fmt, ...) {
 static void usage(void) {
   die("seccomp helper: usage: srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
       "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
-      "[--protect RULES [--report-fd N]] "
+      "[--protect RULES [--report-fd N]] [--verify PLAN] "
       "--filter FILE -- CMD ARGS...");
 }
 
@@ -158,7 +159,7 @@ int main(int argc, char **argv) {
   struct pty pty;
   int use_pty = 0;
   int nrelays = 0;
-  const char *filter_path = NULL, *protect_path = NULL;
+  const char *filter_path = NULL, *protect_path = NULL, *verify_path = NULL;
   int report_fd = -1;
   const char **writable = calloc(argc, sizeof *writable);
   if (!writable) die_errno("calloc");
@@ -200,6 +201,8 @@ int main(int argc, char **argv) {
       long fd = strtol(argv[++i], &end, 10);
       if (*end || fd < 3 || fd > 1024) die("seccomp helper: --report-fd %s: want a descriptor >= 3", argv[i]);
       report_fd = (int)fd;
+    } else if (strcmp(argv[i], "--verify") == 0 && !verify_path) {
+      verify_path = argv[++i];
     } else if (strcmp(argv[i], "--filter") == 0 && !filter_path) {
       filter_path = argv[++i];
     } else {
@@ -207,6 +210,11 @@ int main(int argc, char **argv) {
     }
   }
   if (!filter_path || i + 1 >= argc) usage();
+  // First: nothing else may start in a sandbox whose mounts are not the planned ones.
+  if (verify_path) {
+    verify_load(verify_path);
+    verify_mounts();
+  }
   if (!landlock && nwritable > 0)
     die("seccomp helper: --writable and --no-landlock exclude each other");
   if (report_fd >= 0 && !protect_path) die("seccomp helper: --report-fd needs --protect");

@@ -7,12 +7,12 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
-import { resolveLanding } from './platform/landing.js';
+import { identifyReal, resolveLanding } from './platform/landing.js';
 import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
@@ -59,6 +59,24 @@ function hardLinksBelow(dirs: string[]): Array<{ path: string; nlink: number }> 
   };
   for (const d of dirs) walk(d, 1);
   return out;
+}
+
+/**
+ * The policy's cwd, taken from this process's working directory, still names that directory
+ * where srt resolved it: a directory renamed or swapped with a symlink while srt starts (getcwd
+ * then names a place that leads elsewhere) must not turn another directory into the writable
+ * current directory.
+ */
+function pinnedCwd(cwd: string, l: Landing): void {
+  let here;
+  try {
+    here = statSync('.', { bigint: true });
+  } catch {
+    return; // removed meanwhile: the helper's check of bwrap's --chdir stops the run
+  }
+  if (!l.id || String(here.dev) !== l.id.dev || String(here.ino) !== l.id.ino) {
+    throw new SandboxError(`the current directory ${cwd} was moved or replaced while srt was starting; nothing ran, run srt again from the directory you mean`);
+  }
 }
 
 /** A repository's HEAD in a search's output (`.git/HEAD` at any depth). */
@@ -210,6 +228,9 @@ export function loadProxyModule(): Promise<typeof import('./proxy/server.js')> {
 
 export interface SandboxOptions {
   policy: Policy;
+  /** `policy.cwd` is this process's working directory (the CLI): stop if, by the time srt
+   *  resolves it, that path leads to another directory (renamed or swapped meanwhile). */
+  pinCwd?: boolean;
   debug?: boolean;
   /** Default: this host's. `macos` also works on Linux for dryRun (to review the Seatbelt profile). */
   platform?: PlatformName;
@@ -269,7 +290,8 @@ export class Sandbox implements PlatformBackend {
     let seccompHelper: { path: string; arch: SeccompArch } | undefined;
     if ('path' in helper) seccompHelper = helper;
     else if (policy.network.allowAllUnixSockets || policy.allowNestedUserNamespaces) {
-      warnings.push(`the seccomp helper is unavailable (${helper.error}); running without the seccomp filter because ` +
+      warnings.push(`the seccomp helper is unavailable (${helper.error}); running without the seccomp filter, and without the check ` +
+        `that the sandbox's mounts are the planned ones (a path swapped meanwhile goes unnoticed), because ` +
         `${policy.network.allowAllUnixSockets ? 'network.allowAllUnixSockets' : 'allowNestedUserNamespaces'} is set`);
     } else {
       throw new SandboxError(`${helper.error}; srt will not run a command without its seccomp filter`);
@@ -326,6 +348,7 @@ export class Sandbox implements PlatformBackend {
       ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
     });
     for (const p of literalPaths(policy, plan.targets, worktree)) landing(p);
+    if (opts.pinCwd) pinnedCwd(policy.cwd, landing(policy.cwd));
     const symlinks = new Map<string, string>();
     for (const r of policy.filesystem.allowRead) {
       if (r.glob) continue;
@@ -360,7 +383,8 @@ export class Sandbox implements PlatformBackend {
     let runDir: string;
     try {
       mkdirSync(runRoot, { recursive: true, mode: 0o700 });
-      runDir = mkdtempSync(join(runRoot, `${process.pid}-`));
+      // Real: every path srt plans must reach its file without a symlink (the helper checks).
+      runDir = realpathSync(mkdtempSync(join(runRoot, `${process.pid}-`)));
     } catch (e) {
       throw new SandboxError(`cannot create the run directory under ${runRoot}: ${(e as Error).message}`);
     }
@@ -401,6 +425,7 @@ export class Sandbox implements PlatformBackend {
           ...(stdio ? { terminal: { channelFd: TERMINAL_CHANNEL_FD, parentStatFd: PARENT_STAT_FD, stdio } } : {}),
           // The report descriptor comes after the exposed ports' (from 6 up, see relayPlan).
           ...(supervise ? { supervisor: { rulesPath: join(runDir, 'protect.rules'), reportFd: PARENT_STAT_FD + 1 + exposes.length } } : {}),
+          mountsPath: join(runDir, 'mounts'),
         };
         forwards = planned;
       } else {
@@ -593,6 +618,20 @@ export class Sandbox implements PlatformBackend {
       return 125;
     }
     Object.assign(env, this.gitExcludesEnv(plan.placeholders, env));
+
+    const mountsPath = this.facts.seccomp?.mountsPath;
+    if (mountsPath) {
+      // Identities now, after the placeholders exist: the helper compares what bwrap mounted.
+      const encoded = encodeMounts(plan.mounts, identifyReal, this.facts.landings.get(plan.chdir)?.id);
+      try {
+        if ('error' in encoded) throw new Error(encoded.error);
+        writeFileSync(mountsPath, encoded.data, { mode: 0o400 });
+      } catch (e) {
+        this.cleanupSync();
+        process.stderr.write(`srt: cannot plan the sandbox's mounts: ${(e as Error).message}\n`);
+        return 125;
+      }
+    }
 
     const sup = this.facts.seccomp?.supervisor;
     let reportFd: number | undefined;

@@ -1,51 +1,129 @@
 // Where a path lands on this host once every symlink is followed, including through a
 // missing tail (a dangling symlink's target is where a create would land).
+//
+// On Linux the walk holds each directory open (O_PATH) and looks up the next name in that very
+// directory, never NOFOLLOW-less by path: a concurrent rename or symlink swap of a component can
+// make the answer stale, but never a mix of two trees (a path whose parts came from different
+// moments). What it reports for an existing path, with its device and inode, was at that path
+// when it looked. Elsewhere (macOS) the walk is by path, one lstat per component.
 
-import { lstatSync, readlinkSync, statSync } from 'node:fs';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
-import type { Landing } from '../profiles/bwrap.js';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, statSync, type BigIntStats } from 'node:fs';
+import { isAbsolute, join, resolve } from 'node:path';
+import type { FileId, Landing } from '../profiles/bwrap.js';
 
 const MAX_LINKS = 40;
+/** Linux's O_PATH (the same on x86_64 and aarch64); Node does not export it. */
+const O_PATH = 0o10000000;
+const PINNED = process.platform === 'linux';
+
+const idOf = (st: BigIntStats): FileId => ({ dev: String(st.dev), ino: String(st.ino) });
+
+/** One directory entry, looked up in an open directory (or by path off Linux). */
+interface Dir {
+  path: string;
+  fd: number; // -1 off Linux
+}
+
+function lookup(dir: Dir, name: string): { st: BigIntStats; fd: number } {
+  if (!PINNED) return { st: lstatSync(join(dir.path, name), { bigint: true }), fd: -1 };
+  const fd = openSync(`/proc/self/fd/${dir.fd}/${name}`, O_PATH | constants.O_NOFOLLOW);
+  try {
+    return { st: fstatSync(fd, { bigint: true }), fd };
+  } catch (e) {
+    closeSync(fd);
+    throw e;
+  }
+}
+
+function linkTarget(dir: Dir, name: string): string {
+  return readlinkSync(PINNED ? `/proc/self/fd/${dir.fd}/${name}` : join(dir.path, name));
+}
+
+function rootDir(): Dir {
+  return { path: '/', fd: PINNED ? openSync('/', O_PATH | constants.O_DIRECTORY) : -1 };
+}
 
 export function resolveLanding(path: string): Landing {
   let pending = resolve(path).split('/').filter(Boolean);
-  let cur = '/';
+  const stack: Dir[] = [rootDir()];
+  /** The final component's stat, once reached (the top of the stack is it). */
+  let last: BigIntStats | undefined;
   let links = 0;
   const via: NonNullable<Landing['via']> = [];
+  const top = () => stack[stack.length - 1]!;
   const done = (l: Landing): Landing => (via.length ? { ...l, via } : l);
-  while (pending.length > 0) {
-    const name = pending.shift()!;
-    if (name === '.') continue;
-    if (name === '..') { cur = dirname(cur); continue; }
-    const next = join(cur, name);
-    let st;
-    try {
-      st = lstatSync(next);
-    } catch (e) {
-      const code = (e as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return done({ real: join(next, ...pending), kind: 'missing', firstMissing: next });
-      if (code === 'ENOTDIR') return done({ real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: cur });
-      return done({ real: join(next, ...pending), kind: 'impossible', why: 'unreadable' });
-    }
-    if (st.isSymbolicLink()) {
-      if (++links > MAX_LINKS) return done({ real: next, kind: 'impossible', why: 'loop' });
-      const target = readlinkSync(next);
-      // A link root made in a directory only root can write: part of the system's layout
-      // (/var/run -> /run), not something a sandboxed command could have planted.
-      let system = false;
-      try { system = st.uid === 0 && lstatSync(cur).uid === 0; } catch { /* not judged */ }
-      via.push({ link: next, target, system });
-      pending = [...target.split('/').filter(Boolean), ...pending];
-      if (isAbsolute(target)) cur = '/';
-      continue;
-    }
-    if (!st.isDirectory() && pending.length > 0) return done({ real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: next });
-    cur = next;
-  }
+  const release = () => { for (const d of stack) if (d.fd >= 0) closeSync(d.fd); stack.length = 0; };
   try {
-    const st = statSync(cur);
-    return done(st.isDirectory() ? { real: cur, kind: 'dir' } : { real: cur, kind: 'file', nlink: st.nlink });
-  } catch (e) {
-    return done({ real: cur, kind: 'impossible', why: (e as NodeJS.ErrnoException).code === 'ELOOP' ? 'loop' : 'unreadable' });
+    while (pending.length > 0) {
+      const name = pending.shift()!;
+      if (name === '.') continue;
+      if (name === '..') {
+        if (stack.length > 1) { const d = stack.pop()!; if (d.fd >= 0) closeSync(d.fd); }
+        last = undefined;
+        continue;
+      }
+      const cur = top();
+      const next = join(cur.path, name);
+      let found;
+      try {
+        found = lookup(cur, name);
+      } catch (e) {
+        const code = (e as NodeJS.ErrnoException).code;
+        if (code === 'ENOENT') return done({ real: join(next, ...pending), kind: 'missing', firstMissing: next });
+        if (code === 'ENOTDIR') return done({ real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: cur.path });
+        // EACCES: `cur` cannot be searched (by srt, nor by the command: the same user).
+        return done({ real: join(next, ...pending), kind: 'impossible', why: 'unreadable', blockedBy: cur.path });
+      }
+      const { st } = found;
+      if (st.isSymbolicLink()) {
+        if (found.fd >= 0) closeSync(found.fd);
+        if (++links > MAX_LINKS) return done({ real: next, kind: 'impossible', why: 'loop' });
+        let target: string;
+        try {
+          target = linkTarget(cur, name);
+        } catch {
+          // Replaced between the two looks: nothing stable to report.
+          return done({ real: join(next, ...pending), kind: 'impossible', why: 'unreadable', blockedBy: cur.path });
+        }
+        // A link root made in a directory only root can write: part of the system's layout
+        // (/var/run -> /run), not something a sandboxed command could have planted.
+        let system = false;
+        try {
+          system = st.uid === 0n && (cur.fd >= 0 ? fstatSync(cur.fd) : lstatSync(cur.path)).uid === 0;
+        } catch { /* not judged */ }
+        via.push({ link: next, target, system });
+        pending = [...target.split('/').filter(Boolean), ...pending];
+        if (isAbsolute(target)) {
+          release();
+          stack.push(rootDir());
+        }
+        last = undefined;
+        continue;
+      }
+      if (!st.isDirectory() && pending.length > 0) {
+        if (found.fd >= 0) closeSync(found.fd);
+        return done({ real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: next });
+      }
+      stack.push({ path: next, fd: found.fd });
+      last = st;
+    }
+    const cur = top();
+    const st = last ?? (cur.fd >= 0 ? fstatSync(cur.fd, { bigint: true }) : statSync(cur.path, { bigint: true }));
+    return done(st.isDirectory()
+      ? { real: cur.path, kind: 'dir', id: idOf(st) }
+      : { real: cur.path, kind: 'file', nlink: Number(st.nlink), id: idOf(st) });
+  } finally {
+    release();
   }
 }
+
+/**
+ * The device and inode at an absolute path that must hold no symlink at all (a path srt planned
+ * as real), looked up as resolveLanding does; null when it does not exist there (any more), or a
+ * component is a symlink now, or cannot be searched.
+ */
+export function identifyReal(path: string): FileId | null {
+  const l = resolveLanding(path);
+  return (l.kind === 'file' || l.kind === 'dir') && !l.via?.length && l.real === resolve(path) ? l.id ?? null : null;
+}
+

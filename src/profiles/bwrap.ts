@@ -23,6 +23,9 @@ export { literalOf };
 
 export type PathKind = 'file' | 'dir' | 'missing' | 'impossible';
 
+/** A file's identity: device and inode, as decimal strings (64-bit values). */
+export interface FileId { dev: string; ino: string }
+
 /** Where a path lands once every symlink is followed (also through a missing tail). */
 export interface Landing {
   real: string;
@@ -31,9 +34,12 @@ export interface Landing {
   /** For `missing`: the first component of `real` that does not exist. */
   firstMissing?: string;
   /** For `impossible`: a component is an existing non-directory (`not-dir`, named by `blockedBy`),
-   *  the symlinks loop or nest too deep (`loop`), or a component cannot be looked at (`unreadable`). */
+   *  the symlinks loop or nest too deep (`loop`), or a component cannot be looked at
+   *  (`unreadable`: `blockedBy` is the directory srt could not search). */
   why?: 'not-dir' | 'loop' | 'unreadable';
   blockedBy?: string;
+  /** For `file` and `dir`: what was at `real` when srt looked. */
+  id?: FileId;
   /** For `file`: its number of hard links. */
   nlink?: number;
   /** Every symlink followed on the way; `system`: owned by root in a directory root owns. */
@@ -66,7 +72,20 @@ export interface SeccompLaunch {
   terminal?: { channelFd: number; parentStatFd: number; stdio: string };
   /** The protected-path supervisor: its rules file and the descriptor it reports on. */
   supervisor?: { rulesPath: string; reportFd: number };
+  /** Where srt writes the mount plan the helper checks before anything runs (`--verify`). */
+  mountsPath?: string;
 }
+
+/**
+ * A mount as planned, for the helper's check (seccomp/verify.c): what must be found at `dest`,
+ * walked without following any symlink, once bwrap is done. `source` is a real path whose
+ * identity srt records when it writes the plan; `optional`: the source may vanish meanwhile
+ * (an entry of a snapshot), then nothing may be at `dest`.
+ */
+export type PlannedMount =
+  | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean }
+  | { kind: 'tmpfs'; dest: string }
+  | { kind: 'symlink'; dest: string; target: string };
 
 const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
 
@@ -124,6 +143,10 @@ export interface BwrapPlan {
   /** Arguments of the helper's `--host-listen` launcher, which binds the exposed host ports and
    *  then runs `-- bwrap ARGS`; empty when nothing is exposed (bwrap is run directly). */
   hostListen: string[];
+  /** Every mount of `args` but bwrap's own /dev and /proc, the last one per destination, in order. */
+  mounts: PlannedMount[];
+  /** bwrap's `--chdir`: the helper checks it landed in the directory `landings` has for it. */
+  chdir: string;
 }
 
 
@@ -275,14 +298,30 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const missingDenies: [Landing, 'file' | 'dir'][] = [];
   /** For the supervisor: every write-denied path, as written and where it lands. */
   const protectedPaths = new Set<string>();
+  const denyRead = new Map<string, number>();
+  const allowRead = new Map<string, number>();
+  const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
+  /** Directories a deny had to cover whole, because srt cannot search them. */
+  const blockedDirs = new Set<string>();
   // A deny entry through a symlink loop would silently deny nothing (the command could replace the
-  // loop and write the path): stop the run instead. One srt cannot look into (EACCES) the command,
-  // as the same user without capabilities, cannot reach either.
-  const unresolvable = (l: Landing, what: string) => {
+  // loop and write the path): stop the run instead. A deny inside a directory srt cannot search
+  // (EACCES) cannot be placed, yet the command may open that directory up (its owner can chmod
+  // it, inside or from outside during the run): the deny then covers that whole directory,
+  // hidden (read) or read-only (write), which takes nothing away the command could reach now.
+  const unresolvable = (l: Landing, what: string, deny: { read: number } | 'write') => {
     if (l.kind === 'impossible' && l.why === 'loop') {
       errors.push(`${what}: srt cannot tell where ${l.real} leads (its symlinks loop or nest deeper than 40); fix the path or remove the entry`);
     } else if (l.kind === 'impossible' && l.why === 'unreadable') {
-      notes.push(`${what}: ${l.real} cannot be looked into by you, nor by the command`);
+      if (!l.blockedBy) {
+        errors.push(`${what}: srt cannot look at ${l.real}; fix its permissions or remove the entry`);
+        return;
+      }
+      const how = deny === 'write' ? 'read-only' : 'hidden';
+      warnings.push(`${what}: srt cannot search ${l.blockedBy} (permission denied), so it cannot find ${l.real}: ` +
+        `all of ${l.blockedBy} is ${how} in this sandbox (make it searchable, e.g. chmod u+x, to deny only the entry)`);
+      blockedDirs.add(l.blockedBy);
+      if (deny === 'write') denyWrite.add(l.blockedBy);
+      else rank(denyRead, l.blockedBy, deny.read);
     }
   };
   const denyLanding = (l: Landing, kind: 'file' | 'dir', what: string) => {
@@ -290,7 +329,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     else if (l.kind === 'missing' && l.firstMissing) missingDenies.push([l, kind]);
     // An existing file where a directory of the path would be: keep it, so the path cannot appear.
     else if (l.why === 'not-dir' && l.blockedBy) denyWrite.add(l.blockedBy);
-    else unresolvable(l, what);
+    else unresolvable(l, what, 'write');
   };
   const placeholderFor = (l: Landing, kind: 'file' | 'dir') => {
     // The supervisor refuses to create a missing write-denied path: nothing to put on the host.
@@ -330,14 +369,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const [l, kind] of missingDenies) placeholderFor(l, kind);
 
   // --- reads: real path → the trust of the strongest rule naming it
-  const denyRead = new Map<string, number>();
-  const allowRead = new Map<string, number>();
-  const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
   for (const r of fsPolicy.denyRead) {
-    for (const l of expand([r], 'filesystem.denyRead', true)) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`);
+    for (const l of expand([r], 'filesystem.denyRead', true)) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`, { read: trustOf(r) });
   }
   for (const r of credentialDenyRules(policy)) {
-    for (const l of expand([r], 'credentials.files', true)) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`);
+    for (const l of expand([r], 'credentials.files', true)) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`, { read: CREDENTIAL });
   }
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
   for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
@@ -350,6 +386,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const ms of facts.globMatches.values()) recordKinds(ms);
   for (const ms of facts.globUndecodable?.values() ?? []) recordKinds(ms);
   for (const ph of placeholders.values()) kindOf.set(ph.path, ph.kind);
+  for (const d of blockedDirs) kindOf.set(d, 'dir');
   kindOf.set(facts.tmpDir, 'dir');
   kindOf.set(facts.runDir, 'dir');
   if (facts.runRoot) kindOf.set(facts.runRoot, 'dir');
@@ -400,6 +437,13 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
   const fsArgs: string[] = [];
   const remountRo: string[] = [];
+  // Every mount as it is pushed, for the helper's check: the last one per destination counts.
+  const mounts = new Map<string, PlannedMount>();
+  const planMount = (m: PlannedMount) => { mounts.delete(m.dest); mounts.set(m.dest, m); };
+  const bind = (source: string, dest: string, ro: boolean, how = ro ? '--ro-bind' : '--bind') => {
+    fsArgs.push(how, source, dest);
+    planMount({ kind: 'bind', dest, source, ro });
+  };
   /** Paths bound read-write: the seccomp helper's Landlock rules allow writes beneath exactly these. */
   const writable: string[] = [];
   const parentAccess = (p: string): Access => {
@@ -411,16 +455,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   if (fsPolicy.disabled) {
     warnings.push('filesystem isolation is disabled (filesystem.disabled): the command can read and write every file you can');
-    fsArgs.push('--dev-bind', '/', '/');
+    bind('/', '/', false, '--dev-bind');
   } else {
-    fsArgs.push('--ro-bind', '/', '/');
+    bind('/', '/', true);
   }
   // denyRead ["/"] with allowRead carve-outs (a read allowlist): the kernel filesystems stay, so
   // the tmpfs over / goes before /dev, /proc and a read-only /sys are mounted on it.
   const rootHidden = !fsPolicy.disabled && nodes.has('/') && !accessOf('/').read;
   if (rootHidden) {
     maskRead('/');
-    fsArgs.push('--ro-bind', '/sys', '/sys');
+    bind('/sys', '/sys', true);
   }
   fsArgs.push('--dev', '/dev');
   if (policy.enableWeakerNestedSandbox) {
@@ -438,7 +482,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     // Only credential denies survive; the filesystem is otherwise the host's.
     const creds = new Set(credentialDenyRules(policy).flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
     for (const p of [...creds].sort()) maskRead(p);
-    fsArgs.push('--bind', facts.tmpDir, facts.tmpDir);
+    bind(facts.tmpDir, facts.tmpDir, false);
   } else {
     for (const p of sorted) {
       if (p === '/' && rootHidden) continue;
@@ -449,7 +493,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
         continue;
       }
       if (acc.read === par.read && acc.write === par.write && !mustMount.has(p) && !writeRoots.has(p)) continue;
-      fsArgs.push(acc.write ? '--bind' : '--ro-bind', p, p);
+      bind(p, p, !acc.write);
       if (acc.write && !writable.some((w) => isWithin(p, w))) writable.push(p);
     }
   }
@@ -457,13 +501,17 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   function maskRead(p: string) {
     if (kindOf.get(p) === 'dir') {
       fsArgs.push('--tmpfs', p);
+      planMount({ kind: 'tmpfs', dest: p });
       remountRo.push(p);
     } else {
-      fsArgs.push('--ro-bind', facts.deniedFile, p);
+      bind(facts.deniedFile, p, true);
     }
   }
   for (const [link, target] of facts.symlinks ?? []) {
-    if (!fsPolicy.disabled && !readable(dirname(link)) && readable(landing(link).real)) fsArgs.push('--symlink', target, link);
+    if (!fsPolicy.disabled && !readable(dirname(link)) && readable(landing(link).real)) {
+      fsArgs.push('--symlink', target, link);
+      planMount({ kind: 'symlink', dest: link, target });
+    }
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
   for (const p of remountRo) fsArgs.push('--remount-ro', p);
@@ -497,6 +545,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       ...landlockArgs,
       ...(term ? ['--pty', `${term.channelFd}:${term.parentStatFd}:${term.stdio}`] : []),
       ...(sup ? ['--protect', sup.rulesPath, '--report-fd', String(sup.reportFd)] : []),
+      ...(facts.seccomp.mountsPath ? ['--verify', facts.seccomp.mountsPath] : []),
       '--filter', facts.seccomp.filterPath, '--',
     ]
     : [];
@@ -504,7 +553,33 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const hostListen = (facts.seccomp?.exposes ?? []).flatMap((e) => ['--host-listen', `${e.fd}:${bracketed(e.hostAddress)}:${e.hostPort}`]);
   return {
     args, placeholders: [...placeholders.values()], warnings, errors, notes, writable, hostListen,
+    mounts: [...mounts.values()], chdir: policy.cwd,
     protectedRoots: fsPolicy.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),
     protectedPaths: [...protectedPaths],
   };
+}
+
+/**
+ * The mount plan file the helper checks (seccomp/verify.c): NUL-terminated fields, one record
+ * per mount (`B dest dev ino flags`, `T dest`, `L dest target`) and the working directory
+ * (`C dev ino`). `idOf` gives a bind source's identity now (null: it is gone or no longer a
+ * real path); a missing identity is an error unless the bind is optional (bwrap skips a vanished
+ * `-try` source: then nothing may be at its place).
+ */
+export function encodeMounts(mounts: PlannedMount[], idOf: (source: string) => FileId | null, cwd: FileId | undefined):
+  { data: Buffer } | { error: string } {
+  const fields: string[] = [];
+  for (const m of mounts) {
+    if (m.kind === 'tmpfs') fields.push('T', m.dest);
+    else if (m.kind === 'symlink') fields.push('L', m.dest, m.target);
+    else {
+      // A vanished optional source: nothing may be there (no file has inode 0).
+      const id = idOf(m.source) ?? (m.optional ? { dev: '0', ino: '0' } : null);
+      if (!id) return { error: `${m.source} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` };
+      fields.push('B', m.dest, id.dev, id.ino, `${m.ro ? 'r' : 'w'}${m.optional ? 'o' : ''}`);
+    }
+  }
+  if (cwd) fields.push('C', cwd.dev, cwd.ino);
+  if (fields.some((f) => f.includes('\0'))) return { error: 'a path holds a NUL character' };
+  return { data: Buffer.from(fields.map((f) => `${f}\0`).join('')) };
 }

@@ -1,0 +1,165 @@
+// Path races between srt's plan and bwrap's mounts (SPEC §3 "through any path spelling, symlink
+// or rename", invariants 1, 2 and 10). srt plans with real paths; bwrap resolves the strings it
+// is given again, following symlinks. A concurrent process (another sandbox with the project
+// writable) that swaps a directory on the way with a symlink makes bwrap bind something else,
+// or put a mask somewhere else. The helper checks every planned mount before the command runs.
+//
+// Deterministic: srt is held after its plan and before bwrap (a run directory of a dead run makes
+// it take the state lock, which the test holds), the test swaps, then lets it go.
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
+
+const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
+const tmp = tempDir('srt-mount-race-');
+afterAll(async () => {
+  await stopStragglers();
+  tmp.cleanup();
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+let n = 0;
+function scratch(): { home: string; project: string } {
+  const base = join(tmp.path, String(n++));
+  const home = join(base, 'home');
+  const project = join(base, 'project');
+  mkdirSync(home, { recursive: true });
+  mkdirSync(project);
+  writeFileSync(join(home, '.npmrc'), 'registry=https://registry.npmjs.org/\n');
+  return { home, project };
+}
+
+const listing = (dir: string) => readdirSync(dir).sort();
+
+interface Held { out: () => string; exit: Promise<number | null>; release: () => void }
+
+/** Start srt and hold it after its plan, before bwrap: resolves once its run directory exists. */
+async function startHeld(home: string, cwd: string, args: string[]): Promise<Held> {
+  const run = join(home, '.srt', 'run');
+  const lock = join(home, '.srt', 'state', '.lock');
+  mkdirSync(join(run, '0-dead'), { recursive: true }); // pid 0 never runs: srt reaps it under the lock
+  mkdirSync(lock, { recursive: true });
+  const child = track(spawn(process.execPath, [SRT_BIN, ...args], {
+    cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
+  child.stderr!.on('data', (b: Buffer) => { out += b.toString(); });
+  const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
+  for (let i = 0; i < 200 && !readdirSync(run).some((d) => d !== '0-dead'); i++) await sleep(25);
+  if (!readdirSync(run).some((d) => d !== '0-dead')) throw new Error(`srt never planned: ${out}`);
+  return { out: () => out, exit, release: () => rmdirSync(lock) };
+}
+
+async function waitForFile(path: string): Promise<boolean> {
+  for (let i = 0; i < 200 && !existsSync(path); i++) await sleep(25);
+  return existsSync(path);
+}
+
+describe('a directory swapped with a symlink between srt\'s plan and the mounts', () => {
+  it('the current directory swapped with a symlink to $HOME: $HOME is never bound writable (the run stops, nothing written)', async () => {
+    const { home, project } = scratch();
+    const web = join(project, 'web');
+    mkdirSync(web);
+    writeFileSync(join(web, 'index.html'), 'hi\n');
+    const before = listing(home);
+    const held = await startHeld(home, web, ['--', 'sh', '-c', `echo pwned >> ${join(home, 'notes.txt')}; echo x >> ${join(home, '.npmrc')}; echo wrote`]);
+    renameSync(web, join(project, 'web.real'));
+    symlinkSync('../home', web); // relative: bwrap resolves it the same outside and in its new root
+    held.release();
+    const code = await held.exit;
+    expect(held.out()).not.toContain('wrote');
+    expect(code).toBe(125);
+    expect(held.out()).toMatch(/srt: .*(not what srt planned|changed or disappeared while srt)/);
+    // The host: nothing new in $HOME, ~/.npmrc untouched, the project as it was.
+    expect(existsSync(join(home, 'notes.txt'))).toBe(false);
+    expect(readFileSync(join(home, '.npmrc'), 'utf8')).toBe('registry=https://registry.npmjs.org/\n');
+    expect(listing(home).filter((e) => e !== '.srt')).toEqual(before);
+    expect(listing(join(project, 'web.real'))).toEqual(['index.html']);
+  });
+
+  it('the directory holding a read-denied file swapped with a decoy while bwrap mounts, and back: the mask is never placed elsewhere', async () => {
+    const { home, project } = scratch();
+    const web = join(project, 'web');
+    mkdirSync(web);
+    writeFileSync(join(web, 'secret'), 'TOP-SECRET\n');
+    mkdirSync(join(project, 'decoy'));
+    writeFileSync(join(project, 'decoy', 'secret'), 'decoy\n');
+    const held = await startHeld(home, project, ['--deny-read', join(web, 'secret'), '--',
+      'sh', '-c', 'touch started; while [ ! -e go ]; do sleep 0.05; done; cat web/secret']);
+    renameSync(web, join(project, 'web.real'));
+    symlinkSync('decoy', web);
+    held.release();
+    // If the command starts, the real directory goes back where the deny names it.
+    const started = await Promise.race([waitForFile(join(project, 'started')), held.exit.then(() => false)]);
+    unlinkSync(web);
+    renameSync(join(project, 'web.real'), web);
+    if (started) writeFileSync(join(project, 'go'), '');
+    const code = await held.exit;
+    expect(held.out()).not.toContain('TOP-SECRET');
+    expect(code).toBe(125);
+    expect(readFileSync(join(web, 'secret'), 'utf8')).toBe('TOP-SECRET\n');
+    expect(readFileSync(join(project, 'decoy', 'secret'), 'utf8')).toBe('decoy\n');
+  });
+
+  it('a run that is not raced still starts (the check passes on an ordinary plan with masks, carve-outs and binds)', async () => {
+    const { home, project } = scratch();
+    mkdirSync(join(home, '.ssh'));
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), 'KEY\n');
+    mkdirSync(join(home, 'notes'));
+    writeFileSync(join(project, '.env'), 'TOKEN=x\n');
+    const held = await startHeld(home, project, ['--deny-read', join(home, '.ssh'), '--deny-read', join(project, '.env'),
+      '--allow-write', join(home, 'notes'), '--', 'sh', '-c', 'echo ok > out; echo n > ~/notes/n; cat ~/.ssh/id_ed25519 .env 2>&1; echo done']);
+    held.release();
+    const code = await held.exit;
+    expect(code).toBe(0);
+    expect(held.out()).toContain('done');
+    expect(held.out()).not.toContain('KEY');
+    expect(held.out()).not.toContain('TOKEN');
+    expect(readFileSync(join(project, 'out'), 'utf8')).toBe('ok\n');
+    expect(readFileSync(join(home, 'notes', 'n'), 'utf8')).toBe('n\n');
+  });
+});
+
+// The red team's race, bounded: a sandboxed command at the project root keeps exchanging web/
+// with a symlink to $HOME (renameat2 RENAME_EXCHANGE) while the user starts srt from inside
+// web/ again and again. Without the checks, about half of such runs bound $HOME writable.
+const SWAPPER = [
+  'import ctypes, os, time',
+  'libc = ctypes.CDLL(None, use_errno=True)',
+  'open("swapping", "w").close()',
+  'end = time.time() + 40',
+  'while time.time() < end and not os.path.exists("stop"):',
+  '    if libc.renameat2(-100, b"web", -100, b".lnk", 2) != 0: raise OSError(ctypes.get_errno(), "renameat2")',
+  '    time.sleep(0.0002)',
+].join('\n');
+
+describe('a concurrent sandbox racing the plan', () => {
+  it('srt started over and over from a directory another sandbox keeps swapping with a symlink to $HOME never writes $HOME', async () => {
+    const { home, project } = scratch();
+    mkdirSync(join(project, 'web'));
+    symlinkSync(home, join(project, '.lnk'));
+    const env = { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' };
+    const marker = join(home, 'notes.txt');
+    // The user's shell is inside web/ before the swapping starts (its cwd is the real directory,
+    // whichever name that has at a given moment), and starts srt there again and again.
+    const swapping = join(project, 'swapping');
+    const loop = `while [ ! -e ${swapping} ]; do sleep 0.05; done; ` +
+      `for i in 1 2 3 4 5 6 7 8 9 10 11 12; do ${process.execPath} ${SRT_BIN} -- sh -c 'echo k >> ${marker}' 2>/dev/null; done; echo done`;
+    const user = track(spawn('sh', ['-c', loop], { cwd: join(project, 'web'), env, stdio: ['ignore', 'pipe', 'ignore'] }));
+    const userDone = new Promise((res) => user.on('exit', res));
+    const attacker = track(spawn(process.execPath, [SRT_BIN, '--', PYTHON, '-c', SWAPPER], { cwd: project, env, stdio: 'ignore' }));
+    const attackerDone = new Promise((res) => attacker.on('exit', res));
+    try {
+      await userDone;
+    } finally {
+      writeFileSync(join(project, 'stop'), '');
+      await attackerDone;
+    }
+    expect(existsSync(swapping)).toBe(true);
+    expect(existsSync(marker)).toBe(false);
+    expect(listing(home).filter((e) => e !== '.srt')).toEqual(['.npmrc']);
+  }, 90_000);
+});
