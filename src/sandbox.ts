@@ -435,6 +435,7 @@ export class Sandbox implements PlatformBackend {
         landings,
         globMatches: new Map(globs.map(([path, g]) => [path, g.matches])),
         globUndecodable: new Map(globs.filter(([, g]) => g.undecodable.length).map(([path, g]) => [path, g.undecodable])),
+        globUnreadable: new Map(globs.filter(([, g]) => g.unreadable.length).map(([path, g]) => [path, g.unreadable])),
         protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks, hardLinked,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),

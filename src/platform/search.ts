@@ -178,10 +178,11 @@ const MAX_GLOB_ENTRIES = 2_000_000;
  * and symlinks (a link whose name matches is covered where it leads). Walked directory by
  * directory with names kept as bytes: a name that is not valid UTF-8 cannot be handed to
  * bubblewrap, so the directories holding such a name that could match are returned apart
- * (`undecodable`): a deny rule covers them whole, an allow rule never opens them. Bounded in
- * time and entries (fail closed).
+ * (`undecodable`): a deny rule covers them whole, an allow rule never opens them. So are the
+ * directories srt cannot read (`unreadable`): their owner may open them up during the run, from
+ * inside or outside. Bounded in time and entries (fail closed).
  */
-export function expandGlob(glob: string): { matches: Landing[]; undecodable: Landing[] } {
+export function expandGlob(glob: string): { matches: Landing[]; undecodable: Landing[]; unreadable: Landing[] } {
   const segs = glob.split('/').filter(Boolean);
   const first = segs.findIndex(isGlob);
   const base = '/' + segs.slice(0, first < 0 ? segs.length : first).join('/');
@@ -189,6 +190,7 @@ export function expandGlob(glob: string): { matches: Landing[]; undecodable: Lan
   const deadline = Date.now() + SEARCH_TIMEOUT_MS;
   const matched = new Set<string>();
   const undecodable = new Set<string>();
+  const unreadable = new Set<string>();
   const seen = new Set<string>();
   let entries = 0;
 
@@ -202,8 +204,10 @@ export function expandGlob(glob: string): { matches: Landing[]; undecodable: Lan
     let list;
     try {
       list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
-    } catch {
-      return; // unreadable to srt, so to the command (same user, no capabilities) too
+    } catch (e) {
+      // Unreadable to srt, so to the command now (same user, no capabilities); but not for good.
+      if ((e as NodeJS.ErrnoException).code === 'EACCES') unreadable.add(dir);
+      return;
     }
     entries += list.length;
     const last = i === segs.length - 1;
@@ -238,5 +242,5 @@ export function expandGlob(glob: string): { matches: Landing[]; undecodable: Lan
   // The shallowest match wins: a matched directory hides everything below it.
   const all = [...matched].sort();
   const shallow = all.filter((p) => !all.some((q) => q !== p && p.startsWith(q + '/')));
-  return { matches: shallow.map(resolveLanding), undecodable: [...undecodable].map(resolveLanding) };
+  return { matches: shallow.map(resolveLanding), undecodable: [...undecodable].map(resolveLanding), unreadable: [...unreadable].map(resolveLanding) };
 }

@@ -97,6 +97,8 @@ export interface BwrapFacts {
   /** Per glob, directories holding a name that is not valid UTF-8 (which bwrap cannot be given)
    *  that may match it: deny rules cover such a directory whole, allow rules never open it. */
   globUndecodable?: ReadonlyMap<string, Landing[]>;
+  /** Per glob, directories srt could not read that may hold matches: deny rules cover them whole. */
+  globUnreadable?: ReadonlyMap<string, Landing[]>;
   protectedTargets: ProtectedTarget[];
   /** When cwd is a linked worktree: the main repository's .git dir and the worktree's own git
    *  dir inside it (`.git/worktrees/<name>`), both writable apart from their protected entries. */
@@ -262,7 +264,9 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
         const whole = facts.globUndecodable?.get(r.path) ?? [];
         if (deny) {
           for (const d of whole) warnings.push(`${what}: ${r.original}: ${d.real} holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered`);
-          out.push(...whole);
+          const closed = facts.globUnreadable?.get(r.path) ?? [];
+          for (const d of closed) warnings.push(`${what}: ${r.original}: srt cannot read ${d.real} (permission denied), which may hold matches; the whole directory is covered`);
+          out.push(...whole, ...closed);
         }
       }
     }
@@ -385,6 +389,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   recordKinds([...facts.landings.values()]);
   for (const ms of facts.globMatches.values()) recordKinds(ms);
   for (const ms of facts.globUndecodable?.values() ?? []) recordKinds(ms);
+  for (const ms of facts.globUnreadable?.values() ?? []) recordKinds(ms);
   for (const ph of placeholders.values()) kindOf.set(ph.path, ph.kind);
   for (const d of blockedDirs) kindOf.set(d, 'dir');
   kindOf.set(facts.tmpDir, 'dir');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { buildBwrapPlan, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
 
 const src = { scope: 'cli' as const };
 const rule = (path: string, glob = /[*?[]/.test(path)): PathRule => ({ path, glob, original: path, source: src });
@@ -309,6 +309,35 @@ describe('deny entries that are hard to resolve, and a hidden root', () => {
     expect(mounts(p2.args)).toContain('ro-bind /w/f');
   });
 
+  it('a deny inside a directory srt cannot search covers that directory whole: hidden for reads, read-only for writes, with a warning', () => {
+    const blocked = (real: string): Landing => ({ real, kind: 'impossible', why: 'unreadable', blockedBy: '/w/private' });
+    const read = buildBwrapPlan(policy({ denyRead: [rule('/w/private/key')] }), facts({ '/w/private/key': blocked('/w/private/key') }), ['true']);
+    expect(read.errors).toEqual([]);
+    expect(mounts(read.args)).toEqual(expect.arrayContaining(['tmpfs /w/private', 'remount-ro /w/private']));
+    expect(read.warnings.join('\n')).toContain('srt cannot search /w/private (permission denied), so it cannot find /w/private/key: all of /w/private is hidden');
+    const write = buildBwrapPlan(policy({ denyWrite: [rule('/w/private/key')] }), facts({ '/w/private/key': blocked('/w/private/key') }), ['true']);
+    expect(mounts(write.args)).toContain('ro-bind /w/private');
+    expect(write.warnings.join('\n')).toContain('all of /w/private is read-only');
+    // A credential file there: hidden, and no allowRead re-opens it.
+    const cred = policy({ allowRead: [rule('/w/private')] }, {
+      credentials: { envVars: [], files: [{ path: '/w/private/key', glob: false, mode: 'deny', source: src } as never], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+    });
+    const c = buildBwrapPlan(cred, facts({ '/w/private/key': blocked('/w/private/key'), '/w/private': { real: '/w/private', kind: 'impossible', why: 'unreadable', blockedBy: '/w/private' } }), ['true']);
+    expect(mounts(c.args)).toContain('tmpfs /w/private');
+    // Without the directory it could not search, srt stops rather than guess.
+    const unknown = buildBwrapPlan(policy({ denyRead: [rule('/w/x')] }), facts({ '/w/x': { real: '/w/x', kind: 'impossible', why: 'unreadable' } }), ['true']);
+    expect(unknown.errors).toEqual(['filesystem.denyRead: /w/x: srt cannot look at /w/x; fix its permissions or remove the entry']);
+  });
+
+  it('a deny glob covers a directory srt cannot read that may hold matches', () => {
+    const plan = buildBwrapPlan(policy({ denyRead: [rule('/w/**/*.pem')] }), facts({}, {
+      globMatches: new Map([['/w/**/*.pem', [file('/w/a.pem')]]]),
+      globUnreadable: new Map([['/w/**/*.pem', [dir('/w/private')]]]),
+    }), ['true']);
+    expect(mounts(plan.args)).toEqual(expect.arrayContaining(['ro-bind /w/a.pem </r/denied', 'tmpfs /w/private']));
+    expect(plan.warnings.join('\n')).toContain('srt cannot read /w/private (permission denied), which may hold matches; the whole directory is covered');
+  });
+
   it('directories between a write root and a read-denied path are pinned (rename guards)', () => {
     const m = mounts(buildBwrapPlan(policy({ denyRead: [rule('/w/a/b/key')] }), facts({ '/w/a/b/key': file('/w/a/b/key') }), ['true']).args);
     expect(m).toEqual(expect.arrayContaining(['bind /w/a', 'bind /w/a/b', 'ro-bind /w/a/b/key </r/denied']));
@@ -390,5 +419,45 @@ describe('every writable root and the protected-path supervisor', () => {
     expect(none.warnings.join()).not.toMatch(/home directory/);
     const plan = buildBwrapPlan(policy({ allowWrite: [rule('/')] }, { home: '/h' }), facts({ '/': dir('/') }), ['true']);
     expect(plan.warnings).toContain('the whole home directory /h is writable in this sandbox (through /): apart from srt\'s protected paths, the command can change any of your files there, including ones other programs run later');
+  });
+});
+
+describe('the mount plan the helper checks', () => {
+  it('lists every mount but bwrap\'s /dev and /proc, the last one per place, with the working directory', () => {
+    const plan = buildBwrapPlan(
+      policy({ denyRead: [rule('/h/.ssh'), rule('/w/.env')], allowRead: [rule('/h/.ssh/config')] }),
+      facts({ '/h/.ssh': dir('/h/.ssh'), '/h/.ssh/config': file('/h/.ssh/config'), '/w/.env': file('/w/.env') }),
+      ['true'],
+    );
+    expect(plan.mounts).toEqual([
+      { kind: 'bind', dest: '/', source: '/', ro: true },
+      { kind: 'bind', dest: '/w', source: '/w', ro: false },
+      { kind: 'tmpfs', dest: '/h/.ssh' },
+      { kind: 'bind', dest: '/r/tmp', source: '/r/tmp', ro: false },
+      { kind: 'bind', dest: '/w/.env', source: '/r/denied', ro: true },
+      { kind: 'bind', dest: '/h/.ssh/config', source: '/h/.ssh/config', ro: true },
+    ]);
+    expect(plan.chdir).toBe('/w');
+    const hidden = buildBwrapPlan(policy({ denyRead: [rule('/')], allowRead: [rule('/usr')] }), facts({ '/': dir('/'), '/usr': dir('/usr') }), ['true']);
+    expect(hidden.mounts.slice(0, 2)).toEqual([{ kind: 'tmpfs', dest: '/' }, { kind: 'bind', dest: '/sys', source: '/sys', ro: true }]);
+  });
+
+  it('is handed to the helper (--verify) and encoded as NUL-terminated records; a source that changed stops the run', () => {
+    const seccomp = { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], mountsPath: '/r/mounts' };
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp }), ['true']);
+    expect(plan.args.slice(plan.args.indexOf('/h/srt-seccomp'))).toContain('--verify');
+    expect(plan.args[plan.args.indexOf('--verify') + 1]).toBe('/r/mounts');
+    const ids = new Map([['/', { dev: '1', ino: '2' }], ['/w', { dev: '1', ino: '7' }]]);
+    const enc = encodeMounts([
+      { kind: 'bind', dest: '/', source: '/', ro: true },
+      { kind: 'bind', dest: '/w', source: '/w', ro: false },
+      { kind: 'tmpfs', dest: '/h/.ssh' },
+      { kind: 'symlink', dest: '/lib64', target: 'usr/lib64' },
+      { kind: 'bind', dest: '/h/gone', source: '/h/gone', ro: true, optional: true },
+    ], (p) => ids.get(p) ?? null, { dev: '1', ino: '7' });
+    expect('data' in enc && enc.data.toString().split('\0')).toEqual(['B', '/', '1', '2', 'r', 'B', '/w', '1', '7', 'w', 'T', '/h/.ssh',
+      'L', '/lib64', 'usr/lib64', 'B', '/h/gone', '0', '0', 'ro', 'C', '1', '7', '']);
+    expect(encodeMounts([{ kind: 'bind', dest: '/x', source: '/x', ro: true }], () => null, undefined))
+      .toEqual({ error: '/x changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
   });
 });
