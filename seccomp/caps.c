@@ -1,6 +1,6 @@
-// Capabilities: the helper holds CAP_SYS_ADMIN and CAP_SETPCAP in bwrap's user namespace only
-// (nested PID/mount namespace, fresh /proc, clearing the bounding set) and drops everything
-// before anything else runs.
+// Capabilities: the helper holds CAP_SYS_ADMIN, CAP_SETPCAP and CAP_DAC_READ_SEARCH in bwrap's
+// user namespace only (nested PID/mount namespace, fresh /proc, clearing the bounding set,
+// walking the planned mounts) and drops everything before anything else runs.
 
 #include "helper.h"
 

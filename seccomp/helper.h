@@ -1,6 +1,6 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
 // mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested PID/mount
-// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c, supervisor.c.
+// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c, supervisor.c, readgate.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -90,7 +90,8 @@ int install_filter(const struct sock_fprog *prog, int listen);
 
 // landlock.c: the command may write only beneath these n absolute paths (and a few devices);
 // socket files only after landlock_allow_socket_files().
-void restrict_writes(const char *const *writable, int nwritable);
+int open_writable(const char *path);
+void restrict_writes(const char *const *paths, const int *writable, int nwritable);
 void landlock_allow_socket_files(void);
 
 // verify.c: the sandbox's mounts checked against srt's plan (--verify FILE) before anything
@@ -111,10 +112,21 @@ void supervisor_send_listener(int sock, int listener);
 void supervisor_start(int report_fd);
 void supervisor_forked(void);
 
+// readgate.c: read-denied paths in writable directories, checked by the supervisor at every open.
+// gate_rule takes an `H` or `O` rules record (0: not one); gate_start records the masks in place
+// (in init, before the command); gate_hidden: is the absolute path (with st: the object found
+// there) denied, or with partial, does it hold a denied path?
+struct stat;
+int gate_rule(char kind, char *val);
+int gate_active(void);
+void gate_start(void);
+int gate_hidden(const char *path, int partial, const struct stat *st);
+
 // init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out, pty NULL leaves
 // the command on the helper's own stdio; protect: run the supervisor (rules loaded), reporting
 // on report_fd (-1: none).
-int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable, int nwritable,
-             struct pty *pty, int protect, int report_fd, const sigset_t *set);
+int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
+             const int *writable_fds, int nwritable, struct pty *pty, int protect, int report_fd,
+             const sigset_t *set);
 
 #endif

@@ -51,7 +51,8 @@ static void exec_command(char **cmd, const struct sock_fprog *prog, const struct
 
 // PID 1 of the nested PID namespace.
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
-                    int nwritable, struct pty *pty, int protect, int report_fd, const sigset_t *set) {
+             const int *writable_fds, int nwritable, struct pty *pty, int protect, int report_fd,
+             const sigset_t *set) {
   if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
   // Private: nothing mounted here propagates back to bwrap's mount namespace.
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
@@ -77,7 +78,7 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   // for the command is judged by the command's own Landlock rules (Landlock also lets a process
   // read another's memory only from an enclosing domain). The stdio rules cover init's stdio;
   // a descriptor the command gets the pty on instead is under /dev/pts, writable anyway.
-  if (writable) restrict_writes(writable, nwritable);
+  if (writable) restrict_writes(writable, writable_fds, nwritable);
   int sup_fd = -1;
   if (protect) {
     sup_fd = supervisor_socket();

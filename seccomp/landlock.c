@@ -73,10 +73,7 @@ static void allow_beneath(int ruleset, int fd, uint64_t handled, const char *wha
 }
 
 static void allow_path(int ruleset, const char *path, uint64_t handled, int must_exist) {
-  // A --writable path is a bind the mount check verified: opened as verified (no symlink on
-  // the way, the planned directory), so a path swapped since cannot widen the rule.
-  int fd = must_exist && verify_loaded() ? verified_open(path) : open(path, O_PATH | O_CLOEXEC);
-  if (fd < 0 && must_exist && verify_loaded()) die("seccomp helper: writable path %s is not a planned mount", path);
+  int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) {
     if (!must_exist && errno == ENOENT) return;
     die("seccomp helper: writable path %s: %s", path, strerror(errno));
@@ -89,9 +86,24 @@ static int socket_files = 0;
 
 void landlock_allow_socket_files(void) { socket_files = 1; }
 
+// Open a --writable path for restrict_writes, in the outer helper: as the mount check verified it
+// (no symlink on the way, the planned bind) when there is a plan, so a path swapped since cannot
+// widen the rule. The rule goes on the directory itself (Landlock follows inodes), in whatever
+// mount namespace it is used later.
+int open_writable(const char *path) {
+  if (!verify_loaded()) {
+    int fd = open(path, O_PATH | O_CLOEXEC);
+    if (fd < 0) die("seccomp helper: writable path %s: %s", path, strerror(errno));
+    return fd;
+  }
+  int fd = verified_open(path);
+  if (fd < 0) die("seccomp helper: writable path %s is not a planned read-write mount", path);
+  return fd;
+}
+
 // Runs in init, after it mounted /proc and before it forks the command (and starts the
-// supervisor): the paths are the sandbox's, and both inherit this one domain.
-void restrict_writes(const char *const *writable, int nwritable) {
+// supervisor): both inherit this one domain. writable: the --writable paths, open (open_writable).
+void restrict_writes(const char *const *paths, const int *writable, int nwritable) {
   long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
   if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) return; // not built in, or disabled
   if (abi < 0) die_errno("landlock_create_ruleset");
@@ -103,7 +115,10 @@ void restrict_writes(const char *const *writable, int nwritable) {
   // Without socket access a socket inode has no use (connect() is refused), only a leftover in
   // the work tree: bind() of a socketpair's socket to a path is refused too.
   uint64_t granted = socket_files ? handled : handled & ~LL_MAKE_SOCK;
-  for (int i = 0; i < nwritable; i++) allow_path(ruleset, writable[i], granted, 1);
+  for (int i = 0; i < nwritable; i++) {
+    allow_beneath(ruleset, writable[i], granted, paths[i]);
+    close(writable[i]);
+  }
   for (size_t i = 0; i < sizeof always_writable / sizeof always_writable[0]; i++)
     allow_path(ruleset, always_writable[i], granted, 0);
   // Stdio open for writing may be a host file or terminal: reopening it (/dev/stdout,

@@ -7,8 +7,9 @@
 //   srt-seccomp --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
-// --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP, plus CAP_NET_BIND_SERVICE when a
-// relay listens below port 1024): its capabilities count only in bwrap's user namespace. It
+// --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH (for
+// the mount check), plus CAP_NET_BIND_SERVICE when a relay listens below port 1024): its
+// capabilities count only in bwrap's user namespace. It
 //  0. with --verify, checks every mount of the sandbox against srt's plan (verify.c);
 //  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),
 //     which passes each connection on to srt's proxy (--relay) or into the sandbox (--expose);
@@ -236,6 +237,11 @@ int main(int argc, char **argv) {
   if (report_fd >= 0 && fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
     die("seccomp helper: --report-fd %d: %s", report_fd, strerror(errno));
   if (protect_path) supervisor_load_rules(protect_path);
+  // Landlock's directories, opened now (verified, and while CAP_DAC_READ_SEARCH lets the walk
+  // pass directories the user cannot search); init makes its rules of them.
+  int *writable_fds = calloc(nwritable + 1, sizeof *writable_fds);
+  if (!writable_fds) die_errno("calloc");
+  for (int w = 0; landlock && w < nwritable; w++) writable_fds[w] = open_writable(writable[w]);
 
   struct sock_fprog prog;
   read_filter(filter_path, &prog);
@@ -255,9 +261,10 @@ int main(int argc, char **argv) {
   pid_t init = fork();
   if (init < 0) die_errno("fork");
   if (init == 0)
-    _exit(run_init(cmd, &prog, landlock ? writable : NULL, nwritable, use_pty ? &pty : NULL,
+    _exit(run_init(cmd, &prog, landlock ? writable : NULL, writable_fds, nwritable, use_pty ? &pty : NULL,
                    protect_path != NULL, report_fd, &set));
   if (use_pty) pty_started(&pty, init);
+  for (int w = 0; landlock && w < nwritable; w++) close(writable_fds[w]);
   if (report_fd >= 0) close(report_fd);
   drop_capabilities();
   int status = forward_until_exit(init, 0, &set);

@@ -145,6 +145,9 @@ void supervisor_load_rules(const char *path) {
     case 'S': push(&suffixes, val); absolute = !absolute; break;
     case 'G': push(&gitpats, val); absolute = !absolute; break;
     case 'M': push(&markers, val); absolute = !absolute; break;
+    case 'H': case 'O':
+      if (!gate_rule(kind, val)) die("seccomp helper: %s: record %c%s outside a hidden path", path, kind, val);
+      break;
     default: die("seccomp helper: %s: unknown record %c", path, kind);
     }
     if (!absolute) die("seccomp helper: %s: record %c%s: bad path", path, kind, val);
@@ -826,11 +829,16 @@ static int open_ctty(struct req *r, int flags) {
 // flags, once its path is checked. Consumes obj. 0 with *fd_out, -1 (a worker replies) or errno.
 static int open_object(struct req *r, int obj, int flags, int *fd_out) {
   char opath[LONG_PATH];
-  if (fd_path(obj, opath, sizeof opath) == 0 && opath[0] == '/' && protected_path(opath, 1, 0)) {
+  struct stat st;
+  int named = fd_path(obj, opath, sizeof opath) == 0 && opath[0] == '/';
+  if (named && gate_active() && fstat(obj, &st) == 0 && gate_hidden(opath, 0, &st)) {
+    close(obj);
+    return EACCES;
+  }
+  if (named && (flags & (O_ACCMODE | O_TRUNC | O_CREAT)) && protected_path(opath, 1, 0)) {
     close(obj);
     return refuse("write", opath);
   }
-  struct stat st;
   if (fstat(obj, &st) == 0 && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
     char p[64];
     snprintf(p, sizeof p, "/proc/self/fd/%d", obj);
@@ -863,6 +871,8 @@ static int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t
   if (err) return err;
   int creating = flags & O_CREAT;
   int tmpfile = (flags & __O_TMPFILE) == __O_TMPFILE;
+  // Only a read-only open gets here unless it can write: when the read gate is on (readgate.c).
+  int writing = (flags & (O_ACCMODE | O_TRUNC | O_CREAT)) || tmpfile;
   mode &= 07777 & ~(S_ISUID | S_ISGID);
   for (;;) {
     if (l.slash || l.dot || tmpfile) {
@@ -874,6 +884,15 @@ static int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t
       err = fd_path(dir, dpath, sizeof dpath);
       loc_free(&l);
       if (err) { close(dir); return err; }
+      struct stat dst;
+      if (gate_active() && fstat(dir, &dst) == 0 && gate_hidden(dpath, 0, writing ? NULL : &dst)) { close(dir); return EACCES; }
+      if (!writing) {
+        int fd = openat(dir, ".", (flags & ~O_NOFOLLOW) | O_CLOEXEC);
+        err = fd < 0 ? errno : 0;
+        close(dir);
+        *fd_out = fd;
+        return err;
+      }
       if (!tmpfile) { close(dir); return EISDIR; }
       if (protected_path(dpath, 1, 0)) { close(dir); return refuse("create in", dpath); }
       err = with_umask(r);
@@ -901,7 +920,8 @@ static int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t
       exists = fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
       if (!exists && errno != ENOENT) { err = errno; loc_free(&l); return err; }
     }
-    if (protected_path(l.full, exists, 0)) {
+    if (writing && gate_active() && gate_hidden(l.full, 0, NULL)) { loc_free(&l); return EACCES; }
+    if (writing && protected_path(l.full, exists, 0)) {
       if (!known) exists = fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
       loc_free(&l);
       return refuse(exists ? "write" : "create", l.full);
@@ -909,6 +929,20 @@ static int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t
     if ((err = creating ? with_umask(r) : 0)) { loc_free(&l); return err; }
     // O_NONBLOCK: a FIFO without a reader must not make this thread wait (ENXIO, handled below).
     int fd = openat(l.parent, l.leaf, flags | O_NOFOLLOW | O_NOCTTY | O_CLOEXEC | O_NONBLOCK, mode);
+    if (fd >= 0 && !writing) {
+      // What this open reached, whatever is mounted there now (a mask a host rename detached).
+      if (fstat(fd, &st) != 0 || gate_hidden(l.full, 0, &st)) { close(fd); loc_free(&l); return EACCES; }
+      if (S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
+        // A FIFO's reader waits for a writer: in a worker, so that nothing else waits.
+        close(fd);
+        int obj = openat(l.parent, l.leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+        loc_free(&l);
+        if (obj < 0) return errno;
+        err = open_fifo_later(r, obj, flags);
+        if (err) close(obj);
+        return err ? err : -1;
+      }
+    }
     if (fd >= 0) {
       if (!(flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & (O_APPEND | O_ASYNC | O_DIRECT | O_NOATIME)) != 0) {
         err = errno;
@@ -967,6 +1001,7 @@ static int do_mkdir(struct req *r, int dirfd, const char *path, mode_t mode) {
   struct stat st;
   int exists = fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (exists) err = EEXIST;
+  else if (gate_hidden(l.full, 0, NULL)) err = EACCES;
   else if (protected_path(l.full, 0, 0)) err = refuse("create", l.full);
   else if (!(err = with_umask(r))) {
     if (mkdirat(l.parent, l.leaf, mode & 07777 & ~(S_ISUID | S_ISGID)) != 0) err = errno;
@@ -983,6 +1018,7 @@ static int do_mknod(struct req *r, int dirfd, const char *path, mode_t mode, dev
   if (l.dot || l.slash) { loc_free(&l); return EEXIST; }
   struct stat st;
   if (fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) err = EEXIST;
+  else if (gate_hidden(l.full, 0, NULL)) err = EACCES;
   else if (protected_path(l.full, 0, 0)) err = refuse("create", l.full);
   else if (!(err = with_umask(r))) {
     if (mknodat(l.parent, l.leaf, mode & ~(S_ISUID | S_ISGID), dev) != 0) err = errno;
@@ -998,6 +1034,7 @@ static int do_symlink(struct req *r, const char *target, int dirfd, const char *
   if (err) return err;
   struct stat st;
   if (l.dot || l.slash || fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) err = EEXIST;
+  else if (gate_hidden(l.full, 0, NULL)) err = EACCES;
   else if (protected_path(l.full, 0, 1)) err = refuse("create", l.full);
   else if (symlinkat(target, l.parent, l.leaf) != 0) err = errno;
   else created(&l);
@@ -1017,6 +1054,7 @@ static int do_unlink(struct req *r, int dirfd, const char *path, int flags) {
     if (fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) err = errno;
     else if (l.slash && !S_ISDIR(st.st_mode)) err = ENOTDIR;
     else if (l.slash && !rmdir_) err = EISDIR;
+    else if (gate_hidden(l.full, S_ISDIR(st.st_mode), NULL)) err = EACCES;
     else if (protected_path(l.full, 1, 0)) err = refuse("remove", l.full);
     else if (unlinkat(l.parent, l.leaf, rmdir_) != 0) err = errno;
   }
@@ -1039,7 +1077,9 @@ static int do_rename(struct req *r, int odirfd, const char *opath, int ndirfd, c
     int nexists = fstatat(n.parent, n.leaf, &nst, AT_SYMLINK_NOFOLLOW) == 0;
     int ntree = nexists && (S_ISDIR(nst.st_mode) || S_ISLNK(nst.st_mode));
     int exchange = flags & RENAME_EXCHANGE;
-    if (protected_path(o.full, 1, exchange && ntree)) err = refuse("move", o.full);
+    // A denied path (or a directory holding one) gets no other name, and none is put in its place.
+    if (gate_hidden(o.full, tree, NULL) || gate_hidden(n.full, ntree, NULL)) err = EACCES;
+    else if (protected_path(o.full, 1, exchange && ntree)) err = refuse("move", o.full);
     else if (protected_path(n.full, nexists, tree)) err = refuse(nexists ? "replace" : "create", n.full);
     else if (syscall(SYS_renameat2, o.parent, o.leaf, n.parent, n.leaf, flags) != 0) err = errno;
     else {
@@ -1086,12 +1126,14 @@ static int do_link(struct req *r, int odirfd, const char *opath, int ndirfd, con
   }
   if (obj >= 0) err = fd_path(obj, opathbuf, sizeof opathbuf);
   else snprintf(opathbuf, sizeof opathbuf, "%s", o.full);
+  if (!err && opathbuf[0] == '/' && gate_hidden(opathbuf, 0, NULL)) err = EACCES;
   if (!err && opathbuf[0] == '/' && protected_path(opathbuf, 1, 0)) err = refuse("link", opathbuf);
   if (!err) err = locate(r, ndirfd, -1, NULL, npath, &n);
   else n.parent = -1;
   if (!err) {
     struct stat st;
     if (n.dot || n.slash || fstatat(n.parent, n.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) err = EEXIST;
+    else if (gate_hidden(n.full, 0, NULL)) err = EACCES;
     else if (protected_path(n.full, 0, 0)) err = refuse("create", n.full);
     else {
       int ret;
@@ -1348,6 +1390,7 @@ static void *serve(void *arg) {
 // In init, before the command is forked; the thread inherits init's Landlock domain, blocked
 // signals and empty capability sets.
 void supervisor_start(int fd) {
+  gate_start();
   if (fd >= 0 && (report_fd = dup(fd)) < 0) die_errno("dup");
   if (report_fd >= 0 && fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0) die_errno("fcntl");
   pthread_t t;

@@ -7,12 +7,12 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, encodeMounts, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, globRules, literalPaths, planWriteRoots, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
-import { identifyReal, resolveLanding } from './platform/landing.js';
+import { identifyReal, listSnapshot, replaceableNames, resolveLanding } from './platform/landing.js';
 import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
@@ -410,14 +410,8 @@ export class Sandbox implements PlatformBackend {
       if (seccompHelper) writeFileSync(join(runDir, 'git-proxy'), gitProxyScript(seccompHelper.path, HTTP_RELAY_PORT), { mode: 0o500 });
       const { relays, exposes, forwards: planned } = relayPlan(policy, runDir, warnings);
       let seccomp: SeccompLaunch | undefined;
+      const filterPath = join(runDir, 'filter.bpf');
       if (seccompHelper) {
-        const filterPath = join(runDir, 'filter.bpf');
-        writeFileSync(filterPath, buildSeccompFilter({
-          arch: seccompHelper.arch,
-          allowUnixSockets: policy.network.allowAllUnixSockets,
-          allowNamespaces: policy.allowNestedUserNamespaces,
-          supervise,
-        }), { mode: 0o400 });
         // A terminal on stdin: the command gets its own pty inside, never the user's terminal.
         const stdio = terminalStdio();
         seccomp = {
@@ -431,16 +425,39 @@ export class Sandbox implements PlatformBackend {
       } else {
         warnings.push('without the seccomp helper the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
       }
+      const globMatches = new Map(globs.map(([path, g]) => [path, g.matches]));
       facts = {
         landings,
-        globMatches: new Map(globs.map(([path, g]) => [path, g.matches])),
+        globMatches,
         globUndecodable: new Map(globs.filter(([, g]) => g.undecodable.length).map(([path, g]) => [path, g.undecodable])),
         globUnreadable: new Map(globs.filter(([, g]) => g.unreadable.length).map(([path, g]) => [path, g.unreadable])),
         protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks, hardLinked,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),
+        replaceable: replaceableNames([...landings.values(), ...globs.flatMap(([, g]) => [...g.matches, ...g.undecodable, ...g.unreadable])]),
       };
+      // A first plan says which directories must be snapshots (listed now) and whether opens
+      // must be checked (the filter then sends every open to the supervisor).
+      const first = buildBwrapPlan(policy, facts, ['true']);
+      const snapshots = new Map<string, SnapshotEntry[] | 'too-large'>();
+      for (const d of first.snapshots) {
+        const listed = listSnapshot(d);
+        if (listed !== 'too-large' && listed.skipped.length) {
+          warnings.push(`${d}: ${listed.skipped.length} name(s) that are not valid UTF-8 are not seen inside (srt cannot name them to bubblewrap)`);
+        }
+        snapshots.set(d, listed === 'too-large' ? listed : listed.entries);
+      }
+      facts = { ...facts, snapshots };
+      if (seccompHelper) {
+        writeFileSync(filterPath, buildSeccompFilter({
+          arch: seccompHelper.arch,
+          allowUnixSockets: policy.network.allowAllUnixSockets,
+          allowNamespaces: policy.allowNestedUserNamespaces,
+          supervise,
+          gateReads: supervise && first.gated.length > 0,
+        }), { mode: 0o400 });
+      }
     } catch (e) {
       removeTree(runDir);
       throw e;
@@ -638,7 +655,7 @@ export class Sandbox implements PlatformBackend {
     let reportFd: number | undefined;
     if (sup) {
       try {
-        writeFileSync(sup.rulesPath, encodeRules(this.rules, plan.protectedRoots, plan.protectedPaths, [this.facts.tmpDir]), { mode: 0o400 });
+        writeFileSync(sup.rulesPath, encodeRules(this.rules, plan.protectedRoots, plan.protectedPaths, [this.facts.tmpDir], plan.gated), { mode: 0o400 });
         reportFd = openSync(join(this.runDir, 'report'), 'a', 0o600);
       } catch (e) {
         this.cleanupSync();

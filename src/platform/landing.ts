@@ -7,9 +7,9 @@
 // moments). What it reports for an existing path, with its device and inode, was at that path
 // when it looked. Elsewhere (macOS) the walk is by path, one lstat per component.
 
-import { closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, statSync, type BigIntStats } from 'node:fs';
-import { isAbsolute, join, resolve } from 'node:path';
-import type { FileId, Landing } from '../profiles/bwrap.js';
+import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, statSync, type BigIntStats } from 'node:fs';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
+import type { FileId, Landing, SnapshotEntry } from '../profiles/bwrap.js';
 
 const MAX_LINKS = 40;
 /** Linux's O_PATH (the same on x86_64 and aarch64); Node does not export it. */
@@ -127,3 +127,66 @@ export function identifyReal(path: string): FileId | null {
   return (l.kind === 'file' || l.kind === 'dir') && !l.via?.length && l.real === resolve(path) ? l.id ?? null : null;
 }
 
+
+const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
+/** More entries than srt binds one by one in a snapshot (each is a mount and bwrap arguments). */
+const MAX_SNAPSHOT_ENTRIES = 1000;
+
+/**
+ * A directory's entries for a snapshot: names with their kinds and symlink targets; names that
+ * are not valid UTF-8 (which bwrap cannot be given) apart. `too-large` past MAX_SNAPSHOT_ENTRIES.
+ */
+export function listSnapshot(dir: string): { entries: SnapshotEntry[]; skipped: Buffer[] } | 'too-large' {
+  const list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
+  if (list.length > MAX_SNAPSHOT_ENTRIES) return 'too-large';
+  const entries: SnapshotEntry[] = [];
+  const skipped: Buffer[] = [];
+  for (const e of list) {
+    let name: string;
+    try { name = STRICT_UTF8.decode(e.name); } catch { skipped.push(e.name); continue; }
+    if (e.isSymbolicLink()) {
+      try { entries.push({ name, kind: 'symlink', target: readlinkSync(join(dir, name)) }); } catch { /* gone meanwhile */ }
+    } else {
+      entries.push({ name, kind: e.isDirectory() ? 'dir' : 'file' });
+    }
+  }
+  return { entries, skipped };
+}
+
+/**
+ * For every directory on the way to these landings (and to the directory a deny could not look
+ * into): the paths whose name a program of this user could replace, rename or create in its
+ * directory, outside the sandbox. Root can anywhere; anyone in a directory they own (they may
+ * chmod it) or can write. A sticky directory (/tmp) counts as not: it is shared by every user,
+ * and srt never makes it a snapshot.
+ */
+export function replaceableNames(landings: Landing[]): Set<string> {
+  const uid = process.getuid?.() ?? -1;
+  const dirs = new Map<string, boolean>();
+  const changeable = (dir: string): boolean => {
+    let v = dirs.get(dir);
+    if (v !== undefined) return v;
+    v = false;
+    try {
+      const st = lstatSync(dir);
+      if (st.isDirectory() && !(st.mode & 0o1000)) { // not sticky
+        if (uid === 0 || st.uid === uid) v = true;
+        else {
+          try { accessSync(dir, constants.W_OK); v = true; } catch { /* not writable */ }
+        }
+      }
+    } catch { /* gone or unreadable: nothing to pin */ }
+    dirs.set(dir, v);
+    return v;
+  };
+  const out = new Set<string>();
+  for (const l of landings) {
+    for (const p of [l.real, l.firstMissing, l.blockedBy]) {
+      for (let c = p; c && c !== '/'; c = dirname(c)) {
+        if (out.has(c)) break;
+        if (changeable(dirname(c))) out.add(c);
+      }
+    }
+  }
+  return out;
+}

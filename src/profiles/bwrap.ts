@@ -89,6 +89,14 @@ export type PlannedMount =
 
 const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
 
+/** An entry of a directory srt snapshots: its name and kind (`file`: anything but a directory or symlink). */
+export interface SnapshotEntry {
+  name: string;
+  kind: 'file' | 'dir' | 'symlink';
+  /** For a symlink: its target. */
+  target?: string;
+}
+
 export interface BwrapFacts {
   /** Landing of every path from `literalPaths()` (keys as returned there). */
   landings: ReadonlyMap<string, Landing>;
@@ -121,6 +129,13 @@ export interface BwrapFacts {
   /** Directories srt itself cannot write (a colleague's checkout, /etc): the command cannot
    *  create anything there either, so a missing protected path there needs no placeholder. */
   readOnlyDirs?: ReadonlySet<string>;
+  /** Paths whose name a program of the caller's, outside the sandbox, could replace, rename or
+   *  create in their directory (it is writable or owned by the caller, or the caller is root), for
+   *  every directory on the way to a read-denied path; a sticky directory (/tmp) counts as not. */
+  replaceable?: ReadonlySet<string>;
+  /** What `snapshots` of the plan asked for: each directory's entries when srt listed them, or
+   *  `too-large` (more than srt binds one by one). */
+  snapshots?: ReadonlyMap<string, SnapshotEntry[] | 'too-large'>;
   seccomp?: SeccompLaunch;
   /** fd on which bwrap reports `child-pid` and `exit-code`. */
   jsonStatusFd?: number;
@@ -149,6 +164,11 @@ export interface BwrapPlan {
   mounts: PlannedMount[];
   /** bwrap's `--chdir`: the helper checks it landed in the directory `landings` has for it. */
   chdir: string;
+  /** Directories made snapshots (a read-only tmpfs, each entry bound back): the platform lists them in `facts.snapshots`. */
+  snapshots: string[];
+  /** Read-denied paths inside the writable paths, each with the paths inside it that stay
+   *  readable: the supervisor checks every open against them (`gateReads` of the filter). */
+  gated: { path: string; reopened: string[] }[];
 }
 
 
@@ -373,11 +393,20 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const [l, kind] of missingDenies) placeholderFor(l, kind);
 
   // --- reads: real path → the trust of the strongest rule naming it
+  /** Read-denied paths that do not exist now, with the first missing component (one may appear). */
+  const missingReadDenies = new Map<string, { firstMissing: string; trust: number }>();
+  const denyReadLanding = (l: Landing, trust: number, what: string) => {
+    if (existing(l)) rank(denyRead, l.real, trust);
+    else if (l.kind === 'missing' && l.firstMissing) {
+      const m = missingReadDenies.get(l.real);
+      missingReadDenies.set(l.real, { firstMissing: l.firstMissing, trust: Math.max(trust, m?.trust ?? -1) });
+    } else unresolvable(l, what, { read: trust });
+  };
   for (const r of fsPolicy.denyRead) {
-    for (const l of expand([r], 'filesystem.denyRead', true)) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`, { read: trustOf(r) });
+    for (const l of expand([r], 'filesystem.denyRead', true)) denyReadLanding(l, trustOf(r), `filesystem.denyRead: ${r.original}`);
   }
   for (const r of credentialDenyRules(policy)) {
-    for (const l of expand([r], 'credentials.files', true)) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`, { read: CREDENTIAL });
+    for (const l of expand([r], 'credentials.files', true)) denyReadLanding(l, CREDENTIAL, `credentials.files: ${r.original}`);
   }
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
   for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
@@ -439,6 +468,62 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     }
   }
 
+  // --- denies that hold while the command runs (invariant 2). A mask is a mount on the host's
+  // own directory entry, and the kernel detaches it in every namespace once that entry is
+  // replaced or removed: a program outside that renames a new file over a denied one (a
+  // credential refresh, an editor saving), or moves a denied directory away and makes a new
+  // one, would show the new content inside. So the masks must hang on entries no host program
+  // can touch:
+  //  - outside the writable paths, every directory on the way to a denied path whose entry there
+  //    a program of the caller's could replace or rename (facts.replaceable) becomes a snapshot:
+  //    a read-only tmpfs with each of its entries bound back (the binds hold the very files and
+  //    directories listed; a name added there later, the denied file included, is not seen);
+  //  - inside a writable path a snapshot would swallow the command's writes: there the
+  //    supervisor checks every open against the denied paths (`gated`), whatever is mounted.
+  // Not covered: "/" and sticky shared directories (/tmp) are never snapshots; a directory too
+  // large to bind entry by entry (a warning says which).
+  const snapshotDirs = new Set<string>();
+  const gatedDenies = new Map<string, number>();
+  const hold = (path: string, child: string, trust: number) => {
+    if ((allowRead.get(path) ?? -1) >= trust) return; // re-opened after all
+    if (writableByRoots(path) || isWithin(path, facts.tmpDir)) {
+      gatedDenies.set(path, Math.max(trust, gatedDenies.get(path) ?? -1));
+      return;
+    }
+    for (let c = child, d = dirname(c); d !== '/'; c = d, d = dirname(d)) {
+      if (!readable(d)) break; // inside a mask: the entries there are the sandbox's own
+      if (facts.replaceable?.has(c)) snapshotDirs.add(d);
+    }
+  };
+  if (!fsPolicy.disabled) {
+    for (const [d, trust] of denyRead) if (d !== facts.runRoot) hold(d, d, trust);
+    for (const [path, { firstMissing, trust }] of missingReadDenies) hold(path, firstMissing, trust);
+  }
+  for (const d of [...snapshotDirs]) {
+    const listed = facts.snapshots?.get(d);
+    if (listed === 'too-large') {
+      snapshotDirs.delete(d);
+      warnings.push(`${d} holds too many entries for srt to snapshot: a denied path below it that a program outside the sandbox replaces during the run would be seen inside`);
+    }
+  }
+  for (const d of snapshotDirs) { nodes.add(d); kindOf.set(d, 'dir'); }
+  // What lies in a snapshot and has a mount of its own must get it (the tmpfs has nothing else).
+  for (const p of nodes) if (p !== '/' && snapshotDirs.has(dirname(p))) mustMount.add(p);
+  const gated: BwrapPlan['gated'] = [];
+  for (const [d, trust] of gatedDenies) {
+    const reopeners = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
+    if (reopeners.some(([a]) => a === d)) continue; // readable after all
+    gated.push({ path: d, reopened: reopeners.map(([a]) => a) });
+  }
+  if (gated.length && !supervised && !fsPolicy.disabled) {
+    warnings.push(`${gated.map((g) => g.path).join(', ')} ${gated.length === 1 ? 'is a denied path' : 'are denied paths'} inside a writable directory: ` +
+      'if a program outside the sandbox replaces one during the run (an editor saving it, a tool rewriting it), the command can read the new content; ' +
+      'srt prevents that only with its seccomp supervisor, which this system cannot run (see the warning about protected paths)');
+  }
+  if (fsPolicy.disabled && (denyRead.size || missingReadDenies.size)) {
+    warnings.push('with filesystem.disabled a denied credential file that a program outside the sandbox replaces during the run is readable inside');
+  }
+
   const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
   const fsArgs: string[] = [];
   const remountRo: string[] = [];
@@ -491,6 +576,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   } else {
     for (const p of sorted) {
       if (p === '/' && rootHidden) continue;
+      if (snapshotDirs.has(p)) { snapshot(p); continue; }
       const acc = accessOf(p);
       const par = parentAccess(p);
       if (!acc.read) {
@@ -500,6 +586,31 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       if (acc.read === par.read && acc.write === par.write && !mustMount.has(p) && !writeRoots.has(p)) continue;
       bind(p, p, !acc.write);
       if (acc.write && !writable.some((w) => isWithin(p, w))) writable.push(p);
+    }
+  }
+
+  /** A read-only tmpfs at `dir` with each listed entry bound back (read-only: a snapshot is never
+   *  writable), but those mounted on their own (`nodes`). */
+  function snapshot(dir: string) {
+    const listed = facts.snapshots?.get(dir);
+    if (!Array.isArray(listed)) {
+      errors.push(`srt did not list ${dir}, which it must snapshot; nothing ran`);
+      return;
+    }
+    fsArgs.push('--tmpfs', dir);
+    planMount({ kind: 'tmpfs', dest: dir });
+    remountRo.push(dir);
+    for (const e of listed) {
+      const at = join(dir, e.name);
+      if (nodes.has(at)) continue;
+      if (e.kind === 'symlink') {
+        fsArgs.push('--symlink', e.target!, at);
+        planMount({ kind: 'symlink', dest: at, target: e.target! });
+      } else {
+        // `-try`: an entry removed meanwhile is left out (the check then wants nothing there).
+        fsArgs.push('--ro-bind-try', at, at);
+        planMount({ kind: 'bind', dest: at, source: at, ro: true, optional: true });
+      }
     }
   }
 
@@ -527,10 +638,12 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   ];
   // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc) and CAP_SETPCAP
   // (clearing the bounding set) in bwrap's user namespace only, and drops both before exec.
-  // ... and CAP_NET_BIND_SERVICE to bind a forwarded port below 1024 inside (the relay drops it).
+  // ... and CAP_NET_BIND_SERVICE to bind a forwarded port below 1024 inside (the relay drops it),
+  // and CAP_DAC_READ_SEARCH so its check of the mounts walks the paths bwrap mounted on, which
+  // may pass a directory with no search permission (a root caller's mode-000 directory).
   const lowPort = facts.seccomp?.relays.some((r) => r.port < 1024) ?? false;
   const capArgs = facts.seccomp
-    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP',
+    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH',
       ...(lowPort ? ['--cap-add', 'CAP_NET_BIND_SERVICE'] : [])]
     : ['--cap-drop', 'ALL'];
   const statusArgs = facts.jsonStatusFd !== undefined ? ['--json-status-fd', String(facts.jsonStatusFd)] : [];
@@ -558,7 +671,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const hostListen = (facts.seccomp?.exposes ?? []).flatMap((e) => ['--host-listen', `${e.fd}:${bracketed(e.hostAddress)}:${e.hostPort}`]);
   return {
     args, placeholders: [...placeholders.values()], warnings, errors, notes, writable, hostListen,
-    mounts: [...mounts.values()], chdir: policy.cwd,
+    mounts: [...mounts.values()], chdir: policy.cwd, snapshots: [...snapshotDirs].sort(), gated,
     protectedRoots: fsPolicy.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),
     protectedPaths: [...protectedPaths],
   };

@@ -32,7 +32,9 @@
 //   (SECCOMP_RET_USER_NOTIF), which performs it itself after checking the name: open/openat only
 //   when they can write (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC; never with O_PATH), creat, mkdir(at),
 //   mknod(at), symlink(at), link(at), unlink(at), rmdir, rename(at/at2), truncate and the chmod
-//   family. Read-only opens never leave the kernel. umask() too, only so that the supervisor's
+//   family. Read-only opens never leave the kernel, unless `gateReads` (a read-denied path lies in
+//   a writable directory, where a program outside could replace it: the supervisor then checks
+//   what every open reaches; O_PATH opens, which read nothing, still stay in the kernel). umask() too, only so that the supervisor's
 //   cache of each process's umask is emptied (it is then continued unchanged). A nested seccomp listener
 //   (SECCOMP_FILTER_FLAG_NEW_LISTENER) → EPERM: its supervisor could answer CONTINUE for calls
 //   ours never saw. landlock_create_ruleset → EOPNOTSUPP: the supervisor performs calls under
@@ -48,6 +50,8 @@ export interface SeccompFilterOptions {
   allowNamespaces: boolean;
   /** Send the creating calls to the protected-path supervisor. */
   supervise?: boolean;
+  /** With `supervise`: send read-only opens there too (it checks them against read-denied paths). */
+  gateReads?: boolean;
 }
 
 // <linux/audit.h>: EM_* | __AUDIT_ARCH_64BIT | __AUDIT_ARCH_LE
@@ -222,8 +226,11 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
     ld(argLow(flagsArg));
     jset(O_PATH, 'allow');
     jset(O_CREAT | O_TMPFILE_BIT, `${name}Mode`);
-    if (sup) jset(O_ACCMODE | O_TRUNC, 'notify');
-    ret(SECCOMP_RET_ALLOW);
+    if (sup && opts.gateReads) items.push({ code: BPF_JA, k: 0, jt: 'notify' });
+    else {
+      if (sup) jset(O_ACCMODE | O_TRUNC, 'notify');
+      ret(SECCOMP_RET_ALLOW);
+    }
     label(`${name}Mode`);
     modeAt(flagsArg + 1);
   }

@@ -36,8 +36,10 @@ describe('a deny entry inside a directory the user cannot search right now', () 
     try {
       const r = await srt(['--deny-read', join(dir.cwd, 'private', 'key'), '--', 'sh', '-c', 'chmod 700 private; cat private/key; ls private'], dir);
       expect(r.stdout).not.toContain('TOP-SECRET');
+      expect(r.exitCode).toBe(0); // it ran (as root, the mount check passes the mode-000 directory too)
       if (!root) expect(r.stderr).toContain(`srt cannot search ${join(dir.cwd, 'private')} (permission denied)`);
-      expect(statSync(join(dir.cwd, 'private')).mode & 0o777).toBe(0o000); // the host's directory as it was
+      // Hidden, so it cannot be opened up inside (root may: there it is an ordinary directory of cwd).
+      if (!root) expect(statSync(join(dir.cwd, 'private')).mode & 0o777).toBe(0o000);
     } finally {
       chmodSync(join(dir.cwd, 'private'), 0o700);
     }
@@ -73,5 +75,249 @@ describe('a deny entry inside a directory the user cannot search right now', () 
       chmodSync(join(dir.cwd, 'certs'), 0o700);
     }
     expect(readFileSync(join(dir.cwd, 'certs', 'server.pem'), 'utf8')).toBe('PRIVATE-KEY\n');
+  });
+});
+
+/** Run `script` in a sandbox in the background; resolves with its output once it exits. */
+function background(script: string, dir: { home: string; cwd: string }, args: string[], env: Record<string, string> = {}): { done: Promise<string>; code: Promise<number | null> } {
+  const child = track(spawn(process.execPath, [SRT_BIN, ...args, '--', 'sh', '-c', script], {
+    cwd: dir.cwd, env: { PATH: process.env.PATH, HOME: dir.home, LANG: 'C.UTF-8', ...env }, stdio: ['ignore', 'pipe', 'pipe'],
+  }));
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
+  child.stderr!.on('data', (b: Buffer) => { out += b.toString(); });
+  const code = new Promise<number | null>((res) => child.on('exit', (c) => res(c)));
+  return { done: code.then(() => out), code };
+}
+
+async function waitForFile(path: string): Promise<void> {
+  for (let i = 0; i < 400 && !existsSync(path); i++) await sleep(25);
+  if (!existsSync(path)) throw new Error(`${path} never appeared`);
+}
+
+/** What aws, gh, docker login and most editors do to save a file: write a new one, rename it over. */
+function replaceByRename(path: string, content: string): void {
+  writeFileSync(`${path}.tmp-${process.pid}`, content);
+  renameSync(`${path}.tmp-${process.pid}`, path);
+}
+
+/** Wait inside until `go` exists, then run `then`. */
+const afterGo = (then: string) => `touch started; while [ ! -e go ]; do sleep 0.05; done; ${then}`;
+
+describe('a denied path that a program outside the sandbox replaces during the run', () => {
+  it('a denyRead file outside the writable paths, replaced by rename (a credential refresh): the new content stays unreadable', async () => {
+    const dir = scratch();
+    const secret = join(dir.home, '.aws', 'credentials');
+    mkdirSync(join(dir.home, '.aws'));
+    writeFileSync(secret, 'old-secret\n');
+    writeFileSync(join(dir.home, '.aws', 'config'), '[default]\nregion = eu-west-1\n');
+    const run = background(afterGo(`cat ${secret}; cat ${join(dir.home, '.aws', 'config')}`), dir, ['--deny-read', secret]);
+    await waitForFile(join(dir.cwd, 'started'));
+    replaceByRename(secret, 'NEW-SECRET-AKIA\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-SECRET-AKIA');
+    expect(out).not.toContain('old-secret');
+    expect(out).toContain('Permission denied');
+    expect(out).toContain('region = eu-west-1'); // the rest of the directory is still there
+    expect(readFileSync(secret, 'utf8')).toBe('NEW-SECRET-AKIA\n'); // the host program's write took effect
+  });
+
+  it('the directory holding it moved away and made anew (mv ~/.aws ~/.aws.old; mkdir ~/.aws; new credentials): unreadable', async () => {
+    const dir = scratch();
+    const aws = join(dir.home, '.aws');
+    mkdirSync(aws);
+    writeFileSync(join(aws, 'credentials'), 'old-secret\n');
+    const run = background(afterGo(`cat ${join(aws, 'credentials')}; ls -a ${aws}`), dir, ['--deny-read', join(aws, 'credentials')]);
+    await waitForFile(join(dir.cwd, 'started'));
+    renameSync(aws, `${aws}.old`);
+    mkdirSync(aws);
+    writeFileSync(join(aws, 'credentials'), 'NEW-SECRET-AKIA\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-SECRET-AKIA');
+    expect(out).not.toContain('old-secret');
+    expect(readFileSync(join(aws, 'credentials'), 'utf8')).toBe('NEW-SECRET-AKIA\n');
+    expect(readFileSync(join(`${aws}.old`, 'credentials'), 'utf8')).toBe('old-secret\n');
+  });
+
+  it('a denied directory (~/.ssh) moved away and made anew with a key in it: the sandbox still sees it empty', async () => {
+    const dir = scratch();
+    const ssh = join(dir.home, '.ssh');
+    mkdirSync(ssh);
+    writeFileSync(join(ssh, 'id_ed25519'), 'OLD-KEY\n');
+    const run = background(afterGo(`ls -A ${ssh}; cat ${ssh}/id_ed25519`), dir, ['--deny-read', ssh]);
+    await waitForFile(join(dir.cwd, 'started'));
+    renameSync(ssh, `${ssh}.bak`);
+    mkdirSync(ssh);
+    writeFileSync(join(ssh, 'id_ed25519'), 'NEW-KEY\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-KEY');
+    expect(out).not.toContain('OLD-KEY');
+    expect(readFileSync(join(ssh, 'id_ed25519'), 'utf8')).toBe('NEW-KEY\n');
+  });
+
+  it('a denied file that does not exist yet, created by a program outside during the run: unreadable', async () => {
+    const dir = scratch();
+    const secret = join(dir.home, '.config', 'gh', 'hosts.yml');
+    const run = background(afterGo(`cat ${secret}`), dir, ['--deny-read', secret]);
+    await waitForFile(join(dir.cwd, 'started'));
+    mkdirSync(join(dir.home, '.config', 'gh'), { recursive: true });
+    writeFileSync(secret, 'oauth_token: NEW-TOKEN\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-TOKEN');
+    expect(readFileSync(secret, 'utf8')).toBe('oauth_token: NEW-TOKEN\n');
+  });
+
+  it('a credentials.files deny entry replaced by rename (docker login): unreadable', async () => {
+    const dir = scratch();
+    const config = join(dir.home, '.docker', 'config.json');
+    mkdirSync(join(dir.home, '.docker'));
+    writeFileSync(config, '{"auths":{}}\n');
+    const settings = join(dir.home, '.srt', 'settings.json');
+    mkdirSync(join(dir.home, '.srt'));
+    writeFileSync(settings, JSON.stringify({ credentials: { files: [{ path: '~/.docker/config.json', mode: 'deny' }] } }));
+    const run = background(afterGo(`cat ${config}`), dir, []);
+    await waitForFile(join(dir.cwd, 'started'));
+    replaceByRename(config, '{"auths":{"x":{"auth":"NEW-DOCKER-AUTH"}}}\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-DOCKER-AUTH');
+    expect(out).toContain('Permission denied');
+  });
+
+  it('a denied .env in the writable project, saved by an editor outside (rename over it) while the command reads it in a loop: never readable', async () => {
+    const dir = scratch();
+    const env = join(dir.cwd, '.env');
+    writeFileSync(env, 'TOKEN=old\n');
+    // Reads as fast as it can, by every route: the name, a hard link, a rename, a symlink.
+    const script = afterGo('i=0; while [ $i -lt 400 ] && [ ! -e stop ]; do cat .env 2>/dev/null; ln .env x 2>/dev/null && cat x; ' +
+      'mv .env y 2>/dev/null && cat y; ln -sf .env l 2>/dev/null; cat l 2>/dev/null; i=$((i+1)); done; echo loop-done; ls -a');
+    const run = background(script, dir, ['--deny-read', env]);
+    await waitForFile(join(dir.cwd, 'started'));
+    writeFileSync(join(dir.cwd, 'go'), '');
+    for (let i = 0; i < 20; i++) {
+      replaceByRename(env, `TOKEN=NEW-${i}\n`);
+      await sleep(20);
+    }
+    writeFileSync(join(dir.cwd, 'stop'), '');
+    const out = await run.done;
+    expect(out).toContain('loop-done');
+    expect(out).not.toMatch(/TOKEN=/);
+    // The host: the editor's last save is there, nothing else took its name.
+    expect(readFileSync(env, 'utf8')).toBe('TOKEN=NEW-19\n');
+    expect(existsSync(join(dir.cwd, 'x'))).toBe(false);
+    expect(existsSync(join(dir.cwd, 'y'))).toBe(false);
+  });
+
+  it('a denied .env in the project that does not exist yet, created outside during the run: unreadable, and the command cannot create it', async () => {
+    const dir = scratch();
+    const env = join(dir.cwd, '.env');
+    const run = background(afterGo('cat .env; echo mine > .env && echo created'), dir, ['--deny-read', env]);
+    await waitForFile(join(dir.cwd, 'started'));
+    writeFileSync(env, 'TOKEN=NEW\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('TOKEN=NEW');
+    expect(out).not.toContain('created');
+    expect(readFileSync(env, 'utf8')).toBe('TOKEN=NEW\n');
+  });
+
+  it('a denied directory in the project moved away and made anew outside: its new files are unreadable', async () => {
+    const dir = scratch();
+    const secrets = join(dir.cwd, 'secrets');
+    mkdirSync(secrets);
+    writeFileSync(join(secrets, 'k'), 'OLD\n');
+    const run = background(afterGo('ls -A secrets; cat secrets/k'), dir, ['--deny-read', secrets]);
+    await waitForFile(join(dir.cwd, 'started'));
+    renameSync(secrets, `${secrets}.old`);
+    mkdirSync(secrets);
+    writeFileSync(join(secrets, 'k'), 'NEW-KEY\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-KEY');
+    expect(readFileSync(join(secrets, 'k'), 'utf8')).toBe('NEW-KEY\n');
+  });
+  it('a denied .env and directory in the project, replaced outside: no other route reaches them either (fd reopen, dirfd, link, rename, removal, creation)', async () => {
+    const dir = scratch();
+    mkdirSync(join(dir.cwd, 'sub'));
+    writeFileSync(join(dir.cwd, 'sub', '.env'), 'TOKEN=old\n');
+    mkdirSync(join(dir.cwd, 'keys'));
+    const py = [
+      'import ctypes, os, time',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'def t(name, f):',
+      '    try: print(name, "GOT", f())',
+      '    except OSError as e: print(name, "errno", e.errno)',
+      'print("keys-listed", os.listdir("keys"))', // the mask itself: an empty directory
+      'open("started", "w").close()',
+      'while not os.path.exists("go"): time.sleep(0.02)',
+      'p = os.open("sub/.env", os.O_PATH)', // O_PATH reads nothing: the kernel answers it
+      't("procfd", lambda: open("/proc/self/fd/%d" % p).read())',
+      't("dirfd", lambda: os.read(os.open(".env", os.O_RDONLY, dir_fd=os.open("sub", os.O_PATH)), 99))',
+      'def link():',
+      '    if libc.linkat(p, b"", -100, b"hl", 0x1000) != 0: raise OSError(ctypes.get_errno(), "linkat")',
+      '    return open("hl").read()',
+      't("link", link)',
+      't("mvdir", lambda: (os.rename("sub", "sub2"), open("sub2/.env").read()))',
+      't("rm", lambda: os.unlink("sub/.env"))',
+      't("rmkeys", lambda: os.rmdir("keys"))',
+      't("keys", lambda: os.listdir("keys"))',
+      't("keysdot", lambda: os.listdir("keys/."))',
+      't("mkdir", lambda: os.mkdir("newdir"))',
+      't("rw", lambda: os.read(os.open("sub/.env", os.O_RDWR), 99))',
+    ].join('\n');
+    const run = background(`python3 -c '${py.replace(/'/g, `'"'"'`)}'`, dir,
+      ['--deny-read', join(dir.cwd, 'sub', '.env'), '--deny-read', join(dir.cwd, 'keys'), '--deny-read', join(dir.cwd, 'newdir')]);
+    await waitForFile(join(dir.cwd, 'started'));
+    replaceByRename(join(dir.cwd, 'sub', '.env'), 'TOKEN=NEW\n');
+    renameSync(join(dir.cwd, 'keys'), join(dir.cwd, 'keys.old'));
+    mkdirSync(join(dir.cwd, 'keys'));
+    writeFileSync(join(dir.cwd, 'keys', 'id'), 'NEW-KEY\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).toContain('keys-listed []');
+    for (const route of ['procfd', 'dirfd', 'link', 'mvdir', 'rm', 'rmkeys', 'keys', 'keysdot', 'mkdir', 'rw']) expect(out).toContain(`${route} errno 13`);
+    expect(out).not.toContain('TOKEN=');
+    expect(out).not.toContain('NEW-KEY');
+    // The host: everything where the programs outside left it.
+    expect(readFileSync(join(dir.cwd, 'sub', '.env'), 'utf8')).toBe('TOKEN=NEW\n');
+    expect(readFileSync(join(dir.cwd, 'keys', 'id'), 'utf8')).toBe('NEW-KEY\n');
+    expect(existsSync(join(dir.cwd, 'hl'))).toBe(false);
+    expect(existsSync(join(dir.cwd, 'sub2'))).toBe(false);
+    expect(existsSync(join(dir.cwd, 'newdir'))).toBe(false);
+  });
+});
+
+describe('what pinning leaves usable', () => {
+  it('the rest of a snapshot directory reads as before, a writable path inside it is writable, a denied directory lists empty', async () => {
+    const dir = scratch();
+    mkdirSync(join(dir.home, '.ssh'));
+    writeFileSync(join(dir.home, '.ssh', 'id'), 'KEY\n');
+    writeFileSync(join(dir.home, '.gitconfig'), '[user]\n\tname = t\n');
+    mkdirSync(join(dir.home, '.cache'));
+    mkdirSync(join(dir.home, 'bin'));
+    writeFileSync(join(dir.home, 'bin', 'tool'), '#!/bin/sh\necho tool-ran\n', { mode: 0o755 });
+    const r = await srt(['--deny-read', join(dir.home, '.ssh'), '--allow-write', join(dir.home, '.cache'), '--', 'sh', '-c',
+      `cat ~/.gitconfig; ~/bin/tool; echo c > ~/.cache/c && echo cache-ok; ls -A ~/.ssh | wc -l; echo x > ~/new 2>/dev/null || echo home-ro`], dir);
+    expect(r.exitCode).toBe(0);
+    expect(r.stdout).toContain('name = t');
+    expect(r.stdout).toContain('tool-ran');
+    expect(r.stdout).toContain('cache-ok');
+    expect(r.stdout).toContain('home-ro');
+    expect(r.stdout.split('\n')).toContain('0');
+    expect(readFileSync(join(dir.home, '.cache', 'c'), 'utf8')).toBe('c\n');
+    expect(existsSync(join(dir.home, 'new'))).toBe(false);
+  });
+
+  it('without the supervisor a denied path in a writable directory cannot be held: srt says so at start', async () => {
+    const dir = scratch();
+    writeFileSync(join(dir.cwd, '.env'), 'TOKEN=x\n');
+    const r = await srt(['--deny-read', join(dir.cwd, '.env'), '--', 'cat', '.env'], { ...dir, env: NO_SUPERVISOR });
+    expect(r.stdout).not.toContain('TOKEN');
+    expect(r.stderr).toContain('is a denied path inside a writable directory: if a program outside the sandbox replaces one during the run');
+    rmSync(join(dir.cwd, '.env'));
   });
 });

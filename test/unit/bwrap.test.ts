@@ -61,7 +61,7 @@ describe('bwrap argv', () => {
     const relays = [{ address: '127.0.0.1', port: 3128, socketPath: '/r/http.sock' }];
     const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
     const { args } = plan;
-    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --ro-bind');
+    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH --ro-bind');
     expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '127.0.0.1:3128:/r/http.sock',
       '--writable', '/w', '--writable', '/r/tmp', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
@@ -84,7 +84,7 @@ describe('bwrap argv', () => {
     ];
     const exposes = [{ fd: 6, hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }, { fd: 7, hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }];
     const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
-    expect(plan.args.join(' ')).toContain('--cap-add CAP_SETPCAP --cap-add CAP_NET_BIND_SERVICE');
+    expect(plan.args.join(' ')).toContain('--cap-add CAP_DAC_READ_SEARCH --cap-add CAP_NET_BIND_SERVICE');
     expect(plan.args.slice(plan.args.indexOf('/h/srt-seccomp'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-seccomp',
       '--relay', '127.0.0.1:3128:/r/http.sock', '--relay', '127.0.0.1:80:/r/fwd-0.sock', '--relay', '[::1]:80:/r/fwd-0.sock',
       '--expose', '6:3000', '--expose', '7:80']);
@@ -459,5 +459,53 @@ describe('the mount plan the helper checks', () => {
       'L', '/lib64', 'usr/lib64', 'B', '/h/gone', '0', '0', 'ro', 'C', '1', '7', '']);
     expect(encodeMounts([{ kind: 'bind', dest: '/x', source: '/x', ro: true }], () => null, undefined))
       .toEqual({ error: '/x changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
+  });
+});
+
+describe('denies that hold while the command runs (a host program replacing a denied path)', () => {
+  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/rules', reportFd: 9 } } };
+  it('outside the writable paths: each replaceable directory on the way becomes a read-only snapshot with its entries bound back', () => {
+    const plan = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), facts({ '/h/.aws/credentials': file('/h/.aws/credentials') }, {
+      replaceable: new Set(['/h/.aws/credentials', '/h/.aws']), // /h itself sits in root's /
+      snapshots: new Map([['/h/.aws', [{ name: 'config', kind: 'file' as const }, { name: 'credentials', kind: 'file' as const }]],
+        ['/h', [{ name: '.aws', kind: 'dir' as const }, { name: 'link', kind: 'symlink' as const, target: '.aws' }]]]),
+    }), ['true']);
+    expect(plan.snapshots).toEqual(['/h', '/h/.aws']);
+    const m = mounts(plan.args);
+    expect(m).toContain('tmpfs /h');
+    expect(m).toContain('tmpfs /h/.aws');
+    expect(plan.args.join(' ')).toContain('--tmpfs /h/.aws --ro-bind-try /h/.aws/config /h/.aws/config');
+    expect(m).toContain('remount-ro /h/.aws');
+    expect(plan.args.join(' ')).toContain('--symlink .aws /h/link');
+    expect(m.filter((x) => x.includes('/h/.aws/credentials'))).toEqual(['ro-bind /h/.aws/credentials </r/denied']); // masked, not bound back
+    expect(plan.gated).toEqual([]);
+  });
+
+  it('a directory too large to snapshot is left as it is, with a warning; one srt did not list stops the run', () => {
+    const f = (snapshots: BwrapFacts['snapshots']) => facts({ '/h/.aws/credentials': file('/h/.aws/credentials') }, { replaceable: new Set(['/h/.aws/credentials']), ...(snapshots ? { snapshots } : {}) });
+    const big = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), f(new Map([['/h/.aws', 'too-large' as const]])), ['true']);
+    expect(big.snapshots).toEqual([]);
+    expect(big.warnings.join('\n')).toContain('/h/.aws holds too many entries for srt to snapshot');
+    const unlisted = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), f(undefined), ['true']);
+    expect(unlisted.errors.join('\n')).toContain('srt did not list /h/.aws');
+  });
+
+  it('inside a writable path: gated (the supervisor checks opens), with what allowRead re-opens; without the supervisor a warning', () => {
+    const p = policy({ denyRead: [rule('/w/secrets'), rule('/w/.env')], allowRead: [rule('/w/secrets/public')] });
+    const l = { '/w/secrets': dir('/w/secrets'), '/w/.env': file('/w/.env'), '/w/secrets/public': dir('/w/secrets/public') };
+    const plan = buildBwrapPlan(p, facts(l, { ...sup, replaceable: new Set(['/w/secrets', '/w/.env']) }), ['true']);
+    expect(plan.warnings.join('\n')).not.toContain('inside a writable directory');
+    expect(plan.gated).toEqual(expect.arrayContaining([{ path: '/w/.env', reopened: [] }, { path: '/w/secrets', reopened: ['/w/secrets/public'] }]));
+    expect(plan.snapshots).toEqual([]); // a snapshot there would swallow the command's writes
+    const unsup = buildBwrapPlan(p, facts(l), ['true']);
+    expect(unsup.warnings.join('\n')).toContain('inside a writable directory: if a program outside the sandbox replaces one during the run');
+  });
+
+  it('a denied path that does not exist yet is held too: its first missing component decides', () => {
+    const plan = buildBwrapPlan(policy({ denyRead: [rule('/w/.env'), rule('/h/.config/gh/hosts.yml')] }), facts({
+      '/w/.env': missing('/w/.env'), '/h/.config/gh/hosts.yml': missing('/h/.config/gh/hosts.yml', '/h/.config/gh'),
+    }, { ...sup, replaceable: new Set(['/h/.config/gh', '/h/.config']), snapshots: new Map([['/h/.config', []], ['/h', [{ name: '.config', kind: 'dir' as const }]]]) }), ['true']);
+    expect(plan.gated.map((g) => g.path)).toEqual(['/w/.env']);
+    expect(plan.snapshots).toEqual(['/h', '/h/.config']);
   });
 });
