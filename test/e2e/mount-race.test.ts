@@ -6,10 +6,12 @@
 //
 // Deterministic: srt is held after its plan and before bwrap (a run directory of a dead run makes
 // it take the state lock, which the test holds), the test swaps, then lets it go.
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
+import { SECCOMP_HELPER_PATH, hostSeccompArch } from '../../src/platform/seccomp-helper.js';
 import { SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
@@ -162,4 +164,74 @@ describe('a concurrent sandbox racing the plan', () => {
     expect(existsSync(marker)).toBe(false);
     expect(listing(home).filter((e) => e !== '.srt')).toEqual(['.npmrc']);
   }, 90_000);
+});
+
+// The helper's own check, given a plan that differs from what bwrap mounted (the window between
+// srt's last look and bwrap's mounts is too short to hit on purpose): each difference stops it
+// before the command runs, exit 125.
+describe('the helper\'s mount check (--verify) against what bwrap really mounted', () => {
+  const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bwrap';
+  const id = (p: string) => { const s = statSync(p, { bigint: true }); return [String(s.dev), String(s.ino)]; };
+  function check(records: string[][], binds: string[], chdir: string) {
+    const base = join(tmp.path, `verify-${n++}`);
+    mkdirSync(base);
+    const planFile = join(base, 'plan');
+    writeFileSync(planFile, records.flat().map((f) => `${f}\0`).join(''));
+    const filter = join(base, 'filter.bpf');
+    writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch()!, allowUnixSockets: false, allowNamespaces: false }));
+    const marker = join(base, 'RAN');
+    const r = spawnSync(BWRAP, ['--unshare-user', '--unshare-net', '--unshare-pid', '--die-with-parent', '--as-pid-1',
+      '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH',
+      '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', base, base, ...binds, '--chdir', chdir,
+      '--', SECCOMP_HELPER_PATH, '--verify', planFile, '--no-landlock', '--filter', filter, '--', 'touch', marker], { encoding: 'utf8', timeout: 20_000 });
+    return { code: r.status, stderr: r.stderr, ran: existsSync(marker) };
+  }
+  function dirs() {
+    const base = join(tmp.path, `dirs-${n++}`);
+    for (const d of ['a', 'b', 'real/sub']) mkdirSync(join(base, d), { recursive: true });
+    symlinkSync('real', join(base, 'lnk'));
+    return base;
+  }
+
+  it('the plan as mounted passes, and the command runs', () => {
+    const d = dirs();
+    const r = check([['B', join(d, 'a'), ...id(join(d, 'b')), 'r'], ['C', ...id(join(d, 'b'))]], ['--ro-bind', join(d, 'b'), join(d, 'a')], join(d, 'a')); // a shows b
+    expect(r.stderr).toBe('');
+    expect(r.ran).toBe(true);
+  });
+
+  it('another directory bound where the plan has one (its device and inode differ): stopped', () => {
+    const d = dirs();
+    const r = check([['B', join(d, 'a'), ...id(join(d, 'real')), 'r']], ['--ro-bind', join(d, 'b'), join(d, 'a')], '/');
+    expect(r.code).toBe(125);
+    expect(r.stderr).toContain('another file is mounted there');
+    expect(r.ran).toBe(false);
+  });
+
+  it('the planned mount reached through a symlink on the way: stopped', () => {
+    const d = dirs();
+    const r = check([['B', join(d, 'lnk', 'sub'), ...id(join(d, 'b')), 'r']], ['--ro-bind', join(d, 'b'), join(d, 'real', 'sub')], '/');
+    expect(r.code).toBe(125);
+    expect(r.stderr).toContain('a symlink is on the way');
+    expect(r.ran).toBe(false);
+  });
+
+  it('a bind planned read-only but mounted writable, or a mask planned where nothing is mounted: stopped', () => {
+    const d = dirs();
+    const rw = check([['B', join(d, 'a'), ...id(join(d, 'b')), 'r']], ['--bind', join(d, 'b'), join(d, 'a')], '/');
+    expect(rw.code).toBe(125);
+    expect(rw.stderr).toContain('mounted writable');
+    const mask = check([['T', join(d, 'a')]], [], '/');
+    expect(mask.code).toBe(125);
+    expect(mask.stderr).toContain('nothing is mounted there');
+    expect(rw.ran || mask.ran).toBe(false);
+  });
+
+  it('a working directory other than the planned one: stopped', () => {
+    const d = dirs();
+    const r = check([['C', ...id(join(d, 'a'))]], [], join(d, 'b'));
+    expect(r.code).toBe(125);
+    expect(r.stderr).toContain('working directory is not the one srt planned');
+    expect(r.ran).toBe(false);
+  });
 });
