@@ -6,6 +6,7 @@ import type { Policy, Source } from '../policy.js';
 import { recordedApprovals, type ApprovalSource } from './approvals.js';
 import { SettingsError } from './errors.js';
 import { discoverSettingsFiles, findRoot, readSettingsFile, type SettingsFile } from './files.js';
+import { validCache } from './valid-cache.js';
 import { buildPolicyWithSources, type CliFlags, type PolicyContext, type SettingsLayer } from './policy-builder.js';
 
 export interface LoadOptions {
@@ -58,15 +59,20 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   const needsApproval = files.some((f) => (f.scope === 'project' || f.scope === 'local') && !f.outsideRoot);
   const recorded = !opts.approvals && needsApproval ? recordedApprovals(ctx.home) : undefined;
   const approvals = opts.approvals ?? recorded;
+  const cache = validCache(ctx.home);
+  const unchecked: string[] = [];
   const layers: SettingsLayer[] = files.map((f) => {
     const { settings, sha256 } = readSettingsFile(f.path);
     const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings };
+    if (cache.has(sha256)) layer.knownValid = true;
+    else unchecked.push(sha256);
     if (f.scope === 'project' || f.scope === 'local') {
       layer.approval = f.outsideRoot ? 'outside-root' : approvals?.isApproved({ path: f.path, sha256 }) ? 'approved' : 'unapproved';
     }
     return layer;
   });
   const { policy, sources } = buildPolicyWithSources(ctx, layers, opts.flags ?? {});
+  cache.add(unchecked); // every layer passed: the build throws at the first invalid file
   if (recorded?.warning) policy.warnings.unshift(recorded.warning);
   policy.warnings.unshift(...skipped);
   const withControl = (control: { label: string; settings: unknown }) =>

@@ -44,6 +44,8 @@ export interface SettingsLayer {
    * between cwd and `/` other than the project root: only its deny entries apply.
    */
   approval?: 'approved' | 'unapproved' | 'outside-root';
+  /** These exact bytes passed validation before (valid-cache.ts): not validated again. */
+  knownValid?: true;
 }
 
 /** The `--allow-domain`, `--allow-write`, `--deny-read` flags (CLI scope, relative to cwd). */
@@ -97,7 +99,7 @@ export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[
     const repoScope = l.scope === 'project' || l.scope === 'local';
     return {
       scope: l.scope, source, base: l.base,
-      doc: structuredClone(validateSettings(l.settings, where)),
+      doc: structuredClone(l.knownValid ? l.settings as SettingsDocument : validateSettings(l.settings, where)),
       approval: repoScope ? l.approval ?? 'unapproved' : 'approved',
     };
   });

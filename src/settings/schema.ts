@@ -9,6 +9,8 @@ import { kindOf } from './files.js';
 
 type ZodModule = typeof Zod;
 const require = createRequire(import.meta.url);
+/** This module's code is the schema: valid-cache.ts keys its entries by a hash of it. */
+export const SCHEMA_MODULE_URL = import.meta.url;
 
 /** Keys of Anthropic's sandbox-runtime settings that srt accepts but does not implement. */
 export const UNSUPPORTED_REFERENCE_KEYS: Record<string, string> = {

@@ -222,3 +222,36 @@ describe('srt schema', () => {
     expect(schema.properties.mandatoryDenySearchDepth).toMatchObject({ type: 'integer', minimum: 1, maximum: 10 });
   });
 });
+
+describe('settings validated once per content (~/.srt/cache/valid)', () => {
+  // NODE_DEBUG=module lists every CommonJS module node loads: zod is one, loaded only to validate.
+  const zodLoaded = (stderr: string) => /zod[\\/]/.test(stderr);
+
+  it('a file validated before is not validated again; any change, or an invalid file, is', async () => {
+    const f = fixture('valid-cache');
+    const file = join(f.root, 'extra.json');
+    writeFileSync(file, JSON.stringify({ filesystem: { denyRead: ['~/secret'] } }));
+    const run = () => srt(['--settings', file, '--', 'true'], { home: f.home, cwd: f.repo, env: { NODE_DEBUG: 'module' } });
+    const first = await run();
+    expect(first.exitCode).toBe(0);
+    expect(zodLoaded(first.stderr)).toBe(true);
+    const second = await run();
+    expect(second.exitCode).toBe(0);
+    expect(zodLoaded(second.stderr)).toBe(false);
+
+    // One byte more is another file: validated (and here refused) every time, never remembered.
+    writeFileSync(file, JSON.stringify({ filesystem: { denyRead: '~/secret' } }));
+    for (let i = 0; i < 2; i++) {
+      const bad = await run();
+      expect(bad.exitCode).toBe(125);
+      expect(bad.stderr).toMatch(/filesystem\.denyRead: expected a list/);
+    }
+  });
+
+  it('the sandboxed command cannot record a file as valid', async () => {
+    const f = fixture('valid-cache-forge');
+    const r = await srt(['--', 'sh', '-c', 'mkdir -p ~/.srt/cache/valid && touch ~/.srt/cache/valid/forged; echo rc=$?'], { home: f.home, cwd: f.home });
+    expect(r.stdout).toMatch(/rc=[1-9]/);
+    expect(existsSync(join(f.home, '.srt', 'cache', 'valid', 'forged'))).toBe(false);
+  });
+});

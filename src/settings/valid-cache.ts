@@ -1,0 +1,44 @@
+// Settings files srt has validated before, remembered by content. Loading zod and checking a
+// document costs about as much as starting node itself, and a settings file rarely changes
+// between runs. An entry is an empty file in ~/.srt/cache/valid/ (~/.srt is never writable from
+// a sandbox) named by a hash of the schema module's code and the file's bytes: a changed file,
+// or an srt whose schema changed, validates again. Failing to record one only costs the time.
+
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { SCHEMA_MODULE_URL } from './schema.js';
+
+/** Past this many entries the directory is emptied rather than grown (each edit adds one). */
+const MAX_ENTRIES = 256;
+
+let schemaHash: string | undefined;
+
+function entryName(fileSha256: string): string {
+  schemaHash ??= createHash('sha256').update(readFileSync(fileURLToPath(SCHEMA_MODULE_URL))).digest('hex');
+  return createHash('sha256').update(`${schemaHash}\0${fileSha256}`).digest('hex');
+}
+
+export interface ValidCache {
+  has(fileSha256: string): boolean;
+  add(fileSha256s: string[]): void;
+}
+
+export function validCache(home: string): ValidCache {
+  const dir = join(home, '.srt', 'cache', 'valid');
+  return {
+    has: (sha) => existsSync(join(dir, entryName(sha))),
+    add: (shas) => {
+      if (shas.length === 0) return;
+      try {
+        mkdirSync(dir, { recursive: true, mode: 0o700 });
+        if (readdirSync(dir).length + shas.length > MAX_ENTRIES) {
+          rmSync(dir, { recursive: true, force: true });
+          mkdirSync(dir, { recursive: true, mode: 0o700 });
+        }
+        for (const sha of shas) writeFileSync(join(dir, entryName(sha)), '', { mode: 0o600 });
+      } catch { /* read-only (inside a sandbox) or full: validated again next time */ }
+    },
+  };
+}
