@@ -7,9 +7,13 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
+import { buildCredentialPlan, type CredentialPlan } from './credentials/plan.js';
+import { describeCredentialPlan } from './credentials/describe.js';
+import { gatherCredentialFacts } from './platform/credentials.js';
+import { SourceCommandError } from './credentials/source.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
@@ -215,6 +219,8 @@ export interface SandboxOptions {
   platform?: PlatformName;
   /** `--log FILE`: network decisions, connections and refused protected writes as data. */
   audit?: AuditSink;
+  /** Only for `dryRun()`: credentials' `source` commands are not run. */
+  dryRun?: boolean;
 }
 
 export class Sandbox implements PlatformBackend {
@@ -252,18 +258,39 @@ export class Sandbox implements PlatformBackend {
     private readonly headsBefore: string[],
     /** TLS termination: its CA and the trust files written into the run directory. */
     private readonly tls: { termination: Termination; bundlePath: string; javaTrustStorePath: string } | undefined,
+    /** What the command's environment and files show of credentials, and what the proxy swaps. */
+    private readonly credentials: CredentialPlan,
   ) {
     this.placeholders = new PlaceholderSet(policy.home);
   }
 
-  /** Validate dependencies and gather everything the run needs, for this host's backend or the
-   *  one `opts.platform` names. Throws SandboxError. */
+  /**
+   * Validate dependencies and gather everything the run needs, for this host's backend or the
+   * one `opts.platform` names. Throws SandboxError. Runs the credentials' `source` commands,
+   * unless `dryRun` (then their variables are only described).
+   */
   static async create(opts: SandboxOptions): Promise<PlatformBackend> {
     const { policy } = opts;
     const platform = opts.platform ?? hostPlatform();
     if (platform === 'macos') return (await import('./platform/macos.js')).MacosSandbox.create(opts);
     if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build`);
     const warnings: string[] = [];
+
+    let credentials: CredentialPlan;
+    try {
+      const facts = await gatherCredentialFacts(policy, { runSources: !opts.dryRun, env: process.env });
+      credentials = buildCredentialPlan({ policy, env: process.env, ...facts, bindFiles: true });
+    } catch (e) {
+      if (e instanceof SourceCommandError) throw new SandboxError(`${e.message}; the command did not run`);
+      throw e;
+    }
+    if (credentials.errors.length > 0) throw new SandboxError(credentials.errors.join('\n'));
+    const credentialMounts: CredentialMounts = {
+      deny: credentials.denyFiles.map((d) => d.rule),
+      // bwrap reads each sentinel copy from a pipe, on the descriptors after the exposed ports'
+      // and the supervisor's report descriptor.
+      masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i })),
+    };
 
     const helper = findSeccompHelper();
     let seccompHelper: { path: string; arch: SeccompArch } | undefined;
@@ -302,7 +329,7 @@ export class Sandbox implements PlatformBackend {
       const scanning = Promise.all([
         scanProtected(roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) })),
           policy.mandatoryDenySearchDepth, policy.home),
-        Promise.resolve(globRules(policy).map((r) => [r.path, expandGlob(r.path)] as const)),
+        Promise.resolve(globRules(policy, credentialMounts).map((r) => [r.path, expandGlob(r.path)] as const)),
       ]);
       // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
       // load failure surfaces in run().
@@ -325,7 +352,7 @@ export class Sandbox implements PlatformBackend {
       repoHooks: scanned.repoHooks, workTrees: scanned.workTrees,
       ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
     });
-    for (const p of literalPaths(policy, plan.targets, worktree)) landing(p);
+    for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) landing(p);
     const symlinks = new Map<string, string>();
     for (const r of policy.filesystem.allowRead) {
       if (r.glob) continue;
@@ -411,6 +438,7 @@ export class Sandbox implements PlatformBackend {
         globMatches: new Map(globs.map(([path, g]) => [path, g.matches])),
         globUndecodable: new Map(globs.filter(([, g]) => g.undecodable.length).map(([path, g]) => [path, g.undecodable])),
         protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks, hardLinked,
+        credentials: credentialMounts,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),
@@ -420,7 +448,7 @@ export class Sandbox implements PlatformBackend {
       throw e;
     }
     const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards, plan.rules,
-      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls);
+      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls, credentials);
     sb.warnings.push(...warnings);
     sb.audit = opts.audit;
     process.on('exit', sb.onExit);
@@ -437,6 +465,20 @@ export class Sandbox implements PlatformBackend {
     const plan = buildBwrapPlan(this.policy, this.facts, this.argvOf(cmd));
     if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
     return plan;
+  }
+
+  /**
+   * The command's environment: srt's own, without denied credentials, with sentinels for masked
+   * ones (also what each process inside shows in /proc/PID/environ), plus srt's settings.
+   */
+  private commandEnv(): NodeJS.ProcessEnv {
+    const env: NodeJS.ProcessEnv = { ...process.env };
+    for (const name of this.credentials.unsetEnv) delete env[name];
+    for (const c of this.credentials.setEnv) {
+      if (c.value === undefined) throw new Error(`internal error: ${c.name} has no sentinel yet (a dry-run plan cannot run)`);
+      env[c.name] = c.value;
+    }
+    return { ...env, ...this.envChanges() };
   }
 
   /** What the command's environment gains (values that are not secrets). */
@@ -467,6 +509,7 @@ export class Sandbox implements PlatformBackend {
         socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
         forwards: this.forwards,
       },
+      credentials: { secrets: this.credentials.secrets, allowPlaintextInject: this.policy.credentials.allowPlaintextInject },
       ...(log ? { log } : {}),
       ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),
@@ -475,7 +518,7 @@ export class Sandbox implements PlatformBackend {
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
   private startupWarnings(plan: BwrapPlan): string[] {
-    return [...new Set([...this.warnings, ...maskWarnings(this.policy), ...selfWritableWarnings(plan.writable), ...plan.warnings])];
+    return [...new Set([...this.warnings, ...this.credentials.warnings, ...selfWritableWarnings(plan.writable), ...plan.warnings])];
   }
 
   dryRun(cmd: CommandSpec): string {
@@ -513,7 +556,8 @@ export class Sandbox implements PlatformBackend {
     lines.push('', '# TLS termination', ...this.tlsPlan());
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
-    for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
+    const creds = describeCredentialPlan(this.credentials, { fdOf: (i: number) => this.facts.credentials!.masked[i]!.fd });
+    if (creds.length) lines.push('', '# credentials (real values are never shown; each run mints new sentinels)', ...creds);
     if (this.facts.seccomp?.supervisor) {
       lines.push('', '# protected paths: the seccomp supervisor refuses creating, replacing or removing them (no placeholders)');
       lines.push(`protected names at any depth below: ${plan.protectedRoots.join(' ')}`);
@@ -561,9 +605,8 @@ export class Sandbox implements PlatformBackend {
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
     for (const w of this.startupWarnings(plan)) say(`srt: warning: ${w}`);
-    if (this.debug) for (const n of plan.notes) say(`srt[debug]: ${n}`);
-    const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges() };
-    for (const name of withheldEnv(this.policy)) delete env[name];
+    if (this.debug) for (const n of [...plan.notes, ...this.credentials.notes]) say(`srt[debug]: ${n}`);
+    const env = this.commandEnv();
 
     const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
     if (missing) {
@@ -630,6 +673,7 @@ export class Sandbox implements PlatformBackend {
         viaHelper: this.facts.seccomp !== undefined,
         ...(terminal ? { terminal } : {}),
         ...(reportFd !== undefined && sup ? { report: { fd: reportFd, at: sup.reportFd } } : {}),
+        data: this.facts.credentials!.masked.map((m, i) => ({ fd: m.fd, bytes: this.credentials.maskFiles[i]!.content })),
       });
       this.running = false; // from here on a signal ends srt itself (cleanup runs in its handler)
       if (!res.started) {
@@ -744,7 +788,7 @@ export class Sandbox implements PlatformBackend {
    */
   violations(): string[] {
     const proxied = this.proxy && this.proxyModule ? this.proxy.violations().map(this.proxyModule.formatViolation) : [];
-    return [...proxied, ...this.endNotes];
+    return [...proxied, ...this.endNotes, ...this.proxy!.credentialNotes().map((n) => `srt: warning: ${n}`)];
   }
 
   private cleanupSync(): void {

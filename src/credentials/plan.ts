@@ -20,7 +20,7 @@ const MIN_CROSS_MASK = 8;
 
 /** What srt found at a credential file's path (outside the sandbox, symlinks followed). */
 export type FileFact =
-  | { kind: 'file'; bytes: Buffer }
+  | { kind: 'file'; bytes: Buffer; /** Hard links to the file (other names show the real content). */ links?: number }
   | { kind: 'dir' }
   | { kind: 'missing' }
   | { kind: 'too-large'; size: number }
@@ -245,7 +245,11 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
         if (!isUtf8(fact.bytes)) { fallback('it is not UTF-8 text'); continue; }
     }
     const m = find(f, f.path, fact.bytes.toString('utf8'));
-    if (m) maskings.push(m);
+    if (!m) continue;
+    maskings.push(m);
+    if ((fact.links ?? 1) > 1) {
+      plan.warnings.push(`credentials: ${f.path} has ${fact.links} hard links: the sandbox sees the sentinel copy only under this name (deny or mask the others too)`);
+    }
   }
 
   // --- sentinels: minted once every real value is known, so none clashes with any of them

@@ -189,11 +189,6 @@ function decoder(encoding: string): Transform | null {
   return null;
 }
 
-/** End-of-run line for a tripwire: `srt: blocked GH_TOKEN's sentinel on its way to paste.example`. */
-export function tripLine(label: string, host: string): string {
-  return `srt: blocked ${label}'s sentinel on its way to ${host.includes(':') ? `[${host}]` : host}`;
-}
-
 export class CredentialStage {
   readonly name = 'credentials';
   private readonly matchers = new Map<string, Matcher<Tag>>();
@@ -204,11 +199,7 @@ export class CredentialStage {
 
   constructor(
     private readonly secrets: readonly Secret[],
-    private readonly opts: {
-      allowPlaintextInject: boolean;
-      /** A tripwire fired (the proxy records it as a violation with its own line). */
-      onTrip?: (label: string, host: string) => void;
-    },
+    private readonly opts: { allowPlaintextInject: boolean },
   ) {
     this.remaskMatcher = new Matcher(patterns(secrets, 'remask'));
   }
@@ -222,8 +213,8 @@ export class CredentialStage {
     return s.inject && (s.injectHosts === undefined || s.injectHosts.some((r) => ruleMatches(r, d.host.host, d.port)));
   }
 
+  /** The proxy answers it and records it (a violation with its own report line). */
   private refusal(s: Secret, host: string): Refusal {
-    this.opts.onTrip?.(s.label, host);
     return {
       refuse: `${s.label}'s sentinel may not be sent to ${host} (not in its injectHosts)`,
       status: 403,

@@ -70,6 +70,14 @@ export interface SeccompLaunch {
 
 const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
 
+/** What the credential plan asks of the mounts (credentials/plan.ts). */
+export interface CredentialMounts {
+  /** Files (and globs) unreadable inside: `deny` entries and masks that fall back to deny. */
+  deny: PathRule[];
+  /** Files the command reads as their sentinel copy: bwrap copies it from `fd` (no host file). */
+  masked: { path: string; fd: number }[];
+}
+
 export interface BwrapFacts {
   /** Landing of every path from `literalPaths()` (keys as returned there). */
   landings: ReadonlyMap<string, Landing>;
@@ -97,6 +105,7 @@ export interface BwrapFacts {
   /** Literal allowRead paths that are symlinks, with their targets: recreated inside when their
    *  parent is hidden (`denyRead: ["/"]` hides merged-/usr links such as /lib64 → usr/lib64). */
   symlinks?: ReadonlyMap<string, string>;
+  credentials?: CredentialMounts;
   /** Directories srt itself cannot write (a colleague's checkout, /etc): the command cannot
    *  create anything there either, so a missing protected path there needs no placeholder. */
   readOnlyDirs?: ReadonlySet<string>;
@@ -129,27 +138,22 @@ export interface BwrapPlan {
 
 
 /** Read-side entries whose globs are expanded at wrap time (denyWrite is expanded too: it only adds). */
-export function globRules(policy: Policy): PathRule[] {
+export function globRules(policy: Policy, credentials?: CredentialMounts): PathRule[] {
   const fs = policy.filesystem;
-  return [...fs.denyRead, ...fs.allowRead, ...fs.denyWrite, ...credentialDenyRules(policy)]
+  return [...fs.denyRead, ...fs.allowRead, ...fs.denyWrite, ...(credentials?.deny ?? [])]
     .filter((r) => literalOf(r) === null);
 }
 
-/** Credential files are unreadable inside: `deny`, and `mask` too until masking exists (fail closed). */
-function credentialDenyRules(policy: Policy): PathRule[] {
-  return policy.credentials.files
-    .map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source }));
-}
-
 /** Every literal path whose landing the platform must resolve. */
-export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktree?: BwrapFacts['worktree']): string[] {
+export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktree?: BwrapFacts['worktree'], credentials?: CredentialMounts): string[] {
   const fs = policy.filesystem;
-  const rules = [...fs.allowWrite, ...fs.denyWrite, ...fs.denyRead, ...fs.allowRead, ...credentialDenyRules(policy)];
+  const rules = [...fs.allowWrite, ...fs.denyWrite, ...fs.denyRead, ...fs.allowRead, ...(credentials?.deny ?? [])];
   const paths = new Set<string>([policy.cwd]);
   for (const r of rules) {
     const lit = literalOf(r);
     if (lit !== null) paths.add(lit);
   }
+  for (const m of credentials?.masked ?? []) paths.add(m.path);
   for (const t of targets) paths.add(t.path);
   if (worktree) paths.add(worktree.commonDir).add(worktree.gitDir);
   return [...paths];
@@ -336,7 +340,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const r of fsPolicy.denyRead) {
     for (const l of expand([r], 'filesystem.denyRead', true)) existing(l) ? rank(denyRead, l.real, trustOf(r)) : unresolvable(l, `filesystem.denyRead: ${r.original}`);
   }
-  for (const r of credentialDenyRules(policy)) {
+  const credentialDeny = facts.credentials?.deny ?? [];
+  for (const r of credentialDeny) {
     for (const l of expand([r], 'credentials.files', true)) existing(l) ? rank(denyRead, l.real, CREDENTIAL) : unresolvable(l, `credentials.files: ${r.original}`);
   }
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
@@ -436,7 +441,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   if (fsPolicy.disabled) {
     // Only credential denies survive; the filesystem is otherwise the host's.
-    const creds = new Set(credentialDenyRules(policy).flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
+    const creds = new Set(credentialDeny.flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
     for (const p of [...creds].sort()) maskRead(p);
     fsArgs.push('--bind', facts.tmpDir, facts.tmpDir);
   } else {
@@ -464,6 +469,15 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   }
   for (const [link, target] of facts.symlinks ?? []) {
     if (!fsPolicy.disabled && !readable(dirname(link)) && readable(landing(link).real)) fsArgs.push('--symlink', target, link);
+  }
+  // Sentinel copies over masked files, on top of every bind above (bwrap writes the copy into
+  // its own tmpfs: nothing on the host, nothing another sandbox could see). A masked file the
+  // policy hides anyway stays hidden.
+  for (const m of facts.credentials?.masked ?? []) {
+    const l = landing(m.path);
+    if (l.kind !== 'file') continue;
+    if (!fsPolicy.disabled && !readable(l.real)) continue;
+    fsArgs.push('--ro-bind-data', String(m.fd), l.real);
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
   for (const p of remountRo) fsArgs.push('--remount-ro', p);

@@ -258,10 +258,28 @@ describe('scope trust in read and write rules (SPEC §2.4)', () => {
   });
 
   it('nothing re-opens a credential deny, not even an allowRead of the same path from managed settings', () => {
-    const cred = { path: '/h/.ssh', glob: false, mode: 'deny' as const, onExtractNoMatch: 'warn' as const, maskDuplicates: false, source: { scope: 'user' as const } };
-    const creds = { credentials: { envVars: [], files: [cred], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const }, allowPlaintextInject: false } };
-    expect(view({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] }, creds)).toContain('tmpfs /h/.ssh');
-    expect(view({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] }, creds)).not.toContain('ro-bind /h/.ssh/id');
+    const credentials = { deny: [{ ...user('/h/.ssh') }], masked: [] };
+    const plan = (fs: Partial<Policy['filesystem']>) => mounts(buildBwrapPlan(policy(fs), facts(land, { credentials }), ['true']).args);
+    expect(plan({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] })).toContain('tmpfs /h/.ssh');
+    expect(plan({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] })).not.toContain('ro-bind /h/.ssh/id');
+  });
+
+  it('masked credential files get their sentinel copy from an fd, bound last, at the path they land on', () => {
+    const credentials = { deny: [user('/h/.npmrc')], masked: [{ path: '/h/.netrc', fd: 4 }, { path: '/h/gone', fd: 5 }, { path: '/h/hidden/tok', fd: 6 }] };
+    const { args } = buildBwrapPlan(
+      policy({ denyRead: [user('/h/hidden')] }),
+      facts({ ...land, '/h/.npmrc': file('/h/.npmrc'), '/h/.netrc': file('/h/dotfiles/netrc'), '/h/gone': missing('/h/gone'), '/h/hidden': dir('/h/hidden'), '/h/hidden/tok': file('/h/hidden/tok') }, { credentials }),
+      ['true'],
+    );
+    const joined = args.join(' ');
+    expect(joined).toContain('--ro-bind /r/empty /h/.npmrc');
+    expect(joined).toContain('--ro-bind-data 4 /h/dotfiles/netrc');
+    // Missing, or hidden by the policy anyway: no copy appears.
+    expect(joined).not.toContain('--ro-bind-data 5');
+    expect(joined).not.toContain('--ro-bind-data 6');
+    // After every other mount of the filesystem.
+    expect(args.lastIndexOf('--ro-bind-data')).toBeGreaterThan(args.lastIndexOf('--bind'));
+    expect(args.lastIndexOf('--ro-bind-data')).toBeGreaterThan(args.lastIndexOf('--tmpfs'));
   });
 
   it('the current directory re-opens user denies (denyRead ~ recipe) but not managed ones, and says so', () => {
