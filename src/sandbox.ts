@@ -10,9 +10,9 @@ import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
-import { buildCredentialPlan, type CredentialPlan } from './credentials/plan.js';
+import type { CredentialPlan } from './credentials/plan.js';
 import { describeCredentialPlan } from './credentials/describe.js';
-import { gatherCredentialFacts } from './platform/credentials.js';
+import { credentialPlanFor } from './platform/credentials.js';
 import { SourceCommandError } from './credentials/source.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
@@ -278,8 +278,7 @@ export class Sandbox implements PlatformBackend {
 
     let credentials: CredentialPlan;
     try {
-      const facts = await gatherCredentialFacts(policy, { runSources: !opts.dryRun, env: process.env });
-      credentials = buildCredentialPlan({ policy, env: process.env, ...facts, bindFiles: true });
+      credentials = await credentialPlanFor(policy, { runSources: !opts.dryRun, env: process.env });
     } catch (e) {
       if (e instanceof SourceCommandError) throw new SandboxError(`${e.message}; the command did not run`);
       throw e;

@@ -172,11 +172,16 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
   return t;
 }
 
-/** `body` piped through `t`; an error on either side ends both. */
+/**
+ * `body` piped through `t`; an error of `body` fails `t`. When `t` stops early (a tripwire), the
+ * rest of `body` is drained, not destroyed: the client's connection stays able to hear why.
+ */
 function through(body: Readable, t: Transform): Transform {
   body.on('error', (e) => t.destroy(e));
   t.on('close', () => {
-    if (!body.readableEnded) body.destroy();
+    if (body.readableEnded) return;
+    body.unpipe(t);
+    body.resume();
   });
   return body.pipe(t);
 }

@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { Policy } from '../policy.js';
 import type { Jose } from '../credentials/jwt.js';
-import { MAX_MASKED_FILE, type FileFact } from '../credentials/plan.js';
+import { buildCredentialPlan, MAX_MASKED_FILE, type CredentialPlan, type FileFact } from '../credentials/plan.js';
 import { runSourceCommand, SourceCommandError } from '../credentials/source.js';
 
 export interface CredentialFacts {
@@ -70,4 +70,10 @@ export async function gatherCredentialFacts(policy: Policy, opts: { runSources: 
   const failed = (await Promise.allSettled(work)).find((r) => r.status === 'rejected');
   if (failed) throw failed.reason;
   return facts;
+}
+
+/** The credential plan for this machine (Linux: masked files get sentinel copies). */
+export async function credentialPlanFor(policy: Policy, opts: { runSources: boolean; env: NodeJS.ProcessEnv }): Promise<CredentialPlan> {
+  const facts = await gatherCredentialFacts(policy, opts);
+  return buildCredentialPlan({ policy, env: opts.env, ...facts, bindFiles: process.platform === 'linux' });
 }
