@@ -235,6 +235,8 @@ export class Sandbox implements PlatformBackend {
   private running = false;
   private ran = false;
   private proxy: ProxyHandle | undefined;
+  /** Injects, re-masks and guards credentials in the proxy (only when something is masked). */
+  private stage: import('./credentials/stage.js').CredentialStage | undefined;
   private proxyModule: typeof import('./proxy/server.js') | undefined;
   private readonly onExit = () => this.cleanupSync();
   private readonly onSignal = (sig: NodeJS.Signals) => {
@@ -500,6 +502,10 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
+    if (this.credentials.secrets.length > 0) {
+      const { CredentialStage } = await import('./credentials/stage.js');
+      this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
+    }
     const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
@@ -508,7 +514,7 @@ export class Sandbox implements PlatformBackend {
         socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
         forwards: this.forwards,
       },
-      credentials: { secrets: this.credentials.secrets, allowPlaintextInject: this.policy.credentials.allowPlaintextInject },
+      ...(this.stage ? { stage: this.stage } : {}),
       ...(log ? { log } : {}),
       ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),
@@ -787,7 +793,7 @@ export class Sandbox implements PlatformBackend {
    */
   violations(): string[] {
     const proxied = this.proxy && this.proxyModule ? this.proxy.violations().map(this.proxyModule.formatViolation) : [];
-    return [...proxied, ...this.endNotes, ...this.proxy!.credentialNotes().map((n) => `srt: warning: ${n}`)];
+    return [...proxied, ...this.endNotes, ...(this.stage?.notes() ?? []).map((n) => `srt: warning: ${n}`)];
   }
 
   private cleanupSync(): void {

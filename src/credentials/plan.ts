@@ -361,20 +361,20 @@ function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<st
 
 /** Masks that can never be put back, said at start rather than found out by a failed login. */
 function injectionWarnings(policy: Policy, plan: CredentialPlan): void {
-  const injectable = plan.secrets.filter((s) => s.inject);
-  const pending = plan.setEnv.filter((c) => c.pending);
-  const masked = [...new Set([...injectable.map((s) => s.label), ...pending.map((c) => c.name)])];
-  if (masked.length === 0) return;
   const { network, credentials } = policy;
+  // Every mask entry that is not withheld instead, set in this environment or not: a mistake in
+  // the settings is worth fixing before the day the variable is set.
+  const entries: Array<EnvCredential | FileCredential> = [...credentials.envVars, ...credentials.files].filter((e) =>
+    e.mode === 'mask' && ('name' in e ? !plan.unsetEnv.includes(e.name) : !plan.denyFiles.some((d) => d.rule.path === e.path)));
+  const masked = entries.map((e) => ('name' in e ? e.name : e.path));
+  if (masked.length === 0) return;
   if (!network.tlsTerminate && !credentials.allowPlaintextInject) {
     plan.warnings.push(
       `credentials: ${masked.join(', ')} masked without network.tlsTerminate: the sentinel would reach the server unchanged and authentication would fail; add "tlsTerminate": {} to network`,
     );
   }
-  const entries: Array<EnvCredential | FileCredential> = [...credentials.envVars, ...credentials.files].filter((e) => e.mode === 'mask');
   for (const e of entries) {
     const label = 'name' in e ? e.name : e.path;
-    if (!masked.includes(label)) continue;
     if (!e.injectHosts) {
       if (network.allowedDomains.length === 0) plan.warnings.push(`credentials: ${label}: network.allowedDomains is empty, so its real value is never sent anywhere`);
       continue;

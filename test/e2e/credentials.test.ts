@@ -85,7 +85,12 @@ let other: Upstream;
 let settingsFile: string;
 const baseEnv = () => ({ GH_TOKEN: GH, GITHUB_TOKEN: GH, GL_TOKEN: GH_QUERY, BODY_KEY, NPM_TOKEN: NPM });
 
-function baseSettings(extra: Record<string, unknown> = {}) {
+interface Settings {
+  network: Record<string, unknown>;
+  credentials: { envVars: object[]; files: object[]; [key: string]: unknown };
+}
+
+function baseSettings(): Settings {
   return {
     network: { allowedDomains: [`127.0.0.2:${inject.port}`, `127.0.0.3:${other.port}`] },
     credentials: {
@@ -103,7 +108,6 @@ function baseSettings(extra: Record<string, unknown> = {}) {
         { path: '~/.npmrc', mode: 'deny' },
       ],
     },
-    ...extra,
   };
 }
 
@@ -244,7 +248,7 @@ describe('injection toward inject hosts', () => {
     const real = await new jose.SignJWT({ sub: 'user-42', org: 'acme', exp: 4102444800, iat: 1700000000 })
       .setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new TextEncoder().encode('k'.repeat(32)));
     const settings = baseSettings();
-    (settings.credentials.envVars as object[]).push({ name: 'API_JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['127.0.0.2'] });
+    settings.credentials.envVars.push({ name: 'API_JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['127.0.0.2'] });
     inject.reset();
     const r = await run([
       `node --input-type=module -e "const j = await import('${REPO}/node_modules/jose/dist/webapi/index.js'); const p = j.decodeJwt(process.env.API_JWT); const h = j.decodeProtectedHeader(process.env.API_JWT); console.log('claims=' + JSON.stringify(p)); console.log('alg=' + h.alg)"`,
@@ -298,7 +302,7 @@ describe('the tripwire: sentinels on their way outside their injectHosts', () =>
 
   it('a sentinel that is not foreign passes; without allowPlaintextInject a plain-HTTP inject host gets it unchanged', async () => {
     const settings = baseSettings();
-    (settings.credentials as Record<string, unknown>).allowPlaintextInject = false;
+    settings.credentials.allowPlaintextInject = false;
     inject.reset();
     const r = await run(`curl -s -o /dev/null -w 'code=%{http_code}\\n' -H "Authorization: token $GH_TOKEN" http://127.0.0.2:${inject.port}/plain`, { settings });
     expect(r.kv.code).toBe('200');
@@ -418,7 +422,7 @@ describe('settings, trust and the start-up report', () => {
     settings.credentials.files = [
       { path: '~/.netrc', mode: 'mask', extract: 'token=(\\S+)' },
       { path: '~/.config', mode: 'mask' },
-    ] as typeof settings.credentials.files;
+    ];
     const r = await run('cat ~/.netrc >/dev/null; ls ~/.config | wc -l', { settings });
     expect(r.stderr).toContain('srt: warning: credentials: GH_TOKEN: injectHosts entry "api.github.com" is not covered by network.allowedDomains');
     expect(r.stderr).toContain(`srt: warning: credentials: ${home}/.netrc: extract "token=(\\\\S+)" matches nothing; passed to the command UNMASKED`);
@@ -440,7 +444,7 @@ describe('settings, trust and the start-up report', () => {
       noReal(o.stdout + o.stderr);
     }
     expect(outputs[0]!.stdout).toContain('GH_TOKEN=<sentinel, 40 characters; swapped back for 127.0.0.2 (in headers)>');
-    expect(outputs[0]!.stdout).toContain(`mask ${home}/.config/gh/hosts.yml: the command reads a sentinel copy (1 value masked); bwrap reads the copy from fd 4`);
+    expect(outputs[0]!.stdout).toContain(`mask ${home}/.config/gh/hosts.yml: the command reads a sentinel copy (1 value masked); bwrap reads the copy from fd 6`);
     expect(outputs[1]!.stdout).toContain('Credentials in a run (real values are never shown):');
     expect(JSON.parse(outputs[2]!.stdout).credentialPlan.unsetEnv).toEqual(['NPM_TOKEN']);
   });

@@ -126,11 +126,12 @@ describe('settings checks on a crafted tree', () => {
     expect(checks['settings.ignored']!.status).toBe('warn');
     expect(checks['settings.ignored']!.items![0]).toContain('allowNestedUserNamespaces');
     expect(checks['domains.spelling']!.items![0]).toContain('fe80::1:8080');
+    // injectHosts are canonical like allowedDomains (a port is fine); one names no allowed host.
     expect(checks['credentials.injectHosts']!.items).toEqual([
-      '$GH_TOKEN: injectHosts "api.github.com:443" has a port',
-      '$GH_TOKEN: injectHosts "nothere.example" is not covered by network.allowedDomains',
+      'credentials: GH_TOKEN: injectHosts entry "nothere.example" is not covered by network.allowedDomains, so the proxy never connects there and the value is never sent',
     ]);
     expect(checks['credentials.masking']!.status).toBe('warn');
+    expect(checks['credentials.masking']!.items).toContain('credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too');
 
     // Broken files: all of them reported, the run would refuse (exit 1).
     writeTree(w.home, { '.srt/settings.json': '{"network": {"allowedDomain": []}}', '.srt-settings.json': '{ nope' });

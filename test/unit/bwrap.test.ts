@@ -272,7 +272,7 @@ describe('scope trust in read and write rules (SPEC §2.4)', () => {
       ['true'],
     );
     const joined = args.join(' ');
-    expect(joined).toContain('--ro-bind /r/empty /h/.npmrc');
+    expect(joined).toContain('--ro-bind /r/denied /h/.npmrc');
     expect(joined).toContain('--ro-bind-data 4 /h/dotfiles/netrc');
     // Missing, or hidden by the policy anyway: no copy appears.
     expect(joined).not.toContain('--ro-bind-data 5');
