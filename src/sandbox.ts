@@ -290,7 +290,7 @@ export class Sandbox implements PlatformBackend {
       deny: credentials.denyFiles.map((d) => d.rule),
       // bwrap reads each sentinel copy from a pipe, on the descriptors after the exposed ports'
       // and the supervisor's report descriptor.
-      masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i })),
+      masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i, mode: m.mode })),
     };
 
     const helper = findSeccompHelper();

@@ -20,7 +20,14 @@ const MIN_CROSS_MASK = 8;
 
 /** What srt found at a credential file's path (outside the sandbox, symlinks followed). */
 export type FileFact =
-  | { kind: 'file'; bytes: Buffer; /** Hard links to the file (other names show the real content). */ links?: number }
+  | {
+      kind: 'file';
+      bytes: Buffer;
+      /** Permission bits, kept on the copy (some tools refuse a credential file others may read). */
+      mode?: number;
+      /** Hard links to the file (other names show the real content). */
+      links?: number;
+    }
   | { kind: 'dir' }
   | { kind: 'missing' }
   | { kind: 'too-large'; size: number }
@@ -76,6 +83,8 @@ export interface MaskedFile {
   path: string;
   /** What the command reads there: the file with every secret replaced by its sentinel. */
   content: Buffer;
+  /** Permission bits of the original (without write bits: the copy is read-only). */
+  mode: number;
   /** How many values were masked in it. */
   masked: number;
 }
@@ -118,6 +127,8 @@ interface Masking {
   render(sentinelOf: (real: string) => string): string;
   /** decode "jwt": each value taken apart. */
   jwts?: Map<string, ParsedJwt>;
+  /** Files: the original's permission bits. */
+  mode?: number;
 }
 
 const DEFAULT_AWS: AwsPair = { accessKeyIdVar: 'AWS_ACCESS_KEY_ID', secretAccessKeyVar: 'AWS_SECRET_ACCESS_KEY', sessionTokenVar: 'AWS_SESSION_TOKEN', source: { scope: 'default' } };
@@ -246,6 +257,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     }
     const m = find(f, f.path, fact.bytes.toString('utf8'));
     if (!m) continue;
+    m.mode = fact.mode ?? 0o600;
     maskings.push(m);
     if ((fact.links ?? 1) > 1) {
       plan.warnings.push(`credentials: ${f.path} has ${fact.links} hard links: the sandbox sees the sentinel copy only under this name (deny or mask the others too)`);
@@ -278,7 +290,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     plan.secrets.push(secret);
   }
   for (const label of extended) {
-    plan.warnings.push(`credentials: ${label}: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length)`);
+    plan.warnings.push(`credentials: ${label}: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length), and any response that contains the value is rewritten`);
   }
   const sentinelOf = (real: string) => byReal.get(real)!.sentinel;
 
@@ -292,7 +304,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     } else {
       const { text, hit } = crossMask(rendered, plan.secrets);
       for (const s of hit) plan.notes.push(`credentials: ${m.label} also holds ${s.label}'s value: masked there too`);
-      plan.maskFiles.push({ path: m.entry.path, content: Buffer.from(text, 'utf8'), masked: m.values.length + hit.length });
+      plan.maskFiles.push({ path: m.entry.path, content: Buffer.from(text, 'utf8'), mode: m.mode! & 0o555, masked: m.values.length + hit.length });
     }
   }
   // Another variable holding a guarded value (GITHUB_TOKEN = GH_TOKEN) must not hand it over.

@@ -35,7 +35,7 @@ export function readCredentialFile(path: string): FileFact {
     let n = 0;
     for (let r; n < buf.length && (r = readSync(fd, buf, n, buf.length - n, n)) > 0;) n += r;
     if (n > MAX_MASKED_FILE) return { kind: 'too-large', size: n };
-    return { kind: 'file', bytes: Buffer.from(buf.subarray(0, n)), links: st.nlink };
+    return { kind: 'file', bytes: Buffer.from(buf.subarray(0, n)), mode: st.mode & 0o7777, links: st.nlink };
   } catch (e) {
     return { kind: 'unreadable', why: (e as NodeJS.ErrnoException).code ?? (e as Error).message };
   } finally {

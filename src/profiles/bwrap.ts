@@ -75,7 +75,7 @@ export interface CredentialMounts {
   /** Files (and globs) unreadable inside: `deny` entries and masks that fall back to deny. */
   deny: PathRule[];
   /** Files the command reads as their sentinel copy: bwrap copies it from `fd` (no host file). */
-  masked: { path: string; fd: number }[];
+  masked: { path: string; fd: number; mode: number }[];
 }
 
 export interface BwrapFacts {
@@ -477,7 +477,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     const l = landing(m.path);
     if (l.kind !== 'file') continue;
     if (!fsPolicy.disabled && !readable(l.real)) continue;
-    fsArgs.push('--ro-bind-data', String(m.fd), l.real);
+    fsArgs.push('--perms', m.mode.toString(8).padStart(4, '0'), '--ro-bind-data', String(m.fd), l.real);
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
   for (const p of remountRo) fsArgs.push('--remount-ro', p);

@@ -4,7 +4,7 @@
 // Plain HTTP with allowPlaintextInject here; terminated HTTPS is covered with TLS termination.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
@@ -130,6 +130,7 @@ beforeAll(async () => {
     '.docker/config.json': JSON.stringify({ auths: { 'registry.example': { token: JSON_TOKEN } } }, null, 2),
     '.npmrc': '//registry.npmjs.org/:_authToken=npm_fileSecretValue0123456789\n',
   });
+  chmodSync(join(home, '.netrc'), 0o600);
   settingsFile = join(tmp.path, 'settings.json');
   inject = await upstream('127.0.0.2');
   other = await upstream('127.0.0.3');
@@ -169,6 +170,8 @@ describe('inside the sandbox only sentinels exist', () => {
       'cat ~/.config/gh/hosts.yml ~/.netrc ~/.docker/config.json; echo',
       'echo "npmrc=$(cat ~/.npmrc 2>&1)"',
       'python3 validate.py',
+      // The copy keeps the original's permission bits (without write: it is read-only).
+      'echo "netrc_mode=$(stat -c %a ~/.netrc)"',
     ].join('\n'));
     expect(r.exitCode, r.stderr).toBe(0);
     noReal(r.stdout + r.stderr);
@@ -179,7 +182,7 @@ describe('inside the sandbox only sentinels exist', () => {
     expect(r.kv.self_environ).toBe(`GH_TOKEN=${r.kv.gh}`);
     expect(Number(r.kv.procs_lines)).toBeGreaterThan(5);
     expect(r.kv.npmrc).toMatch(/Permission denied/);
-    expect(r.kv).toMatchObject({ gh_valid: 'True', file_valid: 'True' });
+    expect(r.kv).toMatchObject({ gh_valid: 'True', file_valid: 'True', netrc_mode: '400' });
     expect(r.stdout).toMatch(/oauth_token: gho_[A-Za-z0-9]{36}\n/);
   });
 

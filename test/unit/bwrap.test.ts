@@ -265,7 +265,7 @@ describe('scope trust in read and write rules (SPEC §2.4)', () => {
   });
 
   it('masked credential files get their sentinel copy from an fd, bound last, at the path they land on', () => {
-    const credentials = { deny: [user('/h/.npmrc')], masked: [{ path: '/h/.netrc', fd: 4 }, { path: '/h/gone', fd: 5 }, { path: '/h/hidden/tok', fd: 6 }] };
+    const credentials = { deny: [user('/h/.npmrc')], masked: [{ path: '/h/.netrc', fd: 4, mode: 0o400 }, { path: '/h/gone', fd: 5, mode: 0o400 }, { path: '/h/hidden/tok', fd: 6, mode: 0o400 }] };
     const { args } = buildBwrapPlan(
       policy({ denyRead: [user('/h/hidden')] }),
       facts({ ...land, '/h/.npmrc': file('/h/.npmrc'), '/h/.netrc': file('/h/dotfiles/netrc'), '/h/gone': missing('/h/gone'), '/h/hidden': dir('/h/hidden'), '/h/hidden/tok': file('/h/hidden/tok') }, { credentials }),
@@ -273,7 +273,7 @@ describe('scope trust in read and write rules (SPEC §2.4)', () => {
     );
     const joined = args.join(' ');
     expect(joined).toContain('--ro-bind /r/denied /h/.npmrc');
-    expect(joined).toContain('--ro-bind-data 4 /h/dotfiles/netrc');
+    expect(joined).toContain('--perms 0400 --ro-bind-data 4 /h/dotfiles/netrc');
     // Missing, or hidden by the policy anyway: no copy appears.
     expect(joined).not.toContain('--ro-bind-data 5');
     expect(joined).not.toContain('--ro-bind-data 6');

@@ -193,7 +193,7 @@ describe('credential plan: start-up report and AWS', () => {
   it('a value too short to hide gets a longer sentinel and a warning', () => {
     const p = plan({ network: TLS, credentials: { envVars: [{ name: 'PIN', mode: 'mask' }] } }, { env: { PIN: '1234' } });
     expect(p.setEnv[0]!.value!.length).toBeGreaterThan(4);
-    expect(p.warnings).toEqual(['credentials: PIN: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length)']);
+    expect(p.warnings).toEqual(['credentials: PIN: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length), and any response that contains the value is rewritten']);
   });
 
   it('AWS variables masked together are one credential; the secret key is never swapped back', () => {
