@@ -87,6 +87,7 @@ let other: Upstream;
 /** A TLS server on the non-inject host (for the SNI tripwire), recording the raw bytes it gets. */
 let tlsServer: Server;
 let recorder: Server;
+const relayed = new Set<Socket>();
 let tlsPort = 0;
 const tlsReceived: Buffer[] = [];
 const cert = selfSigned(['tls.test']);
@@ -148,6 +149,7 @@ beforeAll(async () => {
   const inner = (tlsServer.address() as AddressInfo).port;
   recorder = createNetServer((c) => {
     const up = connectNet(inner, '127.0.0.3');
+    relayed.add(c).add(up);
     c.on('data', (d: Buffer) => tlsReceived.push(d));
     c.pipe(up).pipe(c);
     c.on('error', () => up.destroy());
@@ -162,6 +164,7 @@ afterAll(async () => {
     u.server.closeAllConnections();
     await new Promise((r) => u.server.close(r));
   }
+  for (const sock of relayed) sock.destroy();
   await new Promise((r) => recorder.close(r));
   await new Promise((r) => tlsServer.close(r));
   rmrf(cert.dir);
