@@ -71,7 +71,7 @@ function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
 
 async function upstream(host: string): Promise<Upstream> {
   const received: Buffer[] = [];
-  const server = http.createServer(handler);
+  const server = tracked(http.createServer(handler));
   server.on('connection', (s: Socket) => s.on('data', (d: Buffer) => received.push(d)));
   await new Promise<void>((r) => server.listen(0, host, r));
   return {
@@ -87,7 +87,15 @@ let other: Upstream;
 /** A TLS server on the non-inject host (for the SNI tripwire), recording the raw bytes it gets. */
 let tlsServer: Server;
 let recorder: Server;
-const relayed = new Set<Socket>();
+/** Every socket the servers here accepted or opened: destroyed at the end, so close() returns. */
+const open = new Set<Socket>();
+function tracked<T extends Server | http.Server>(server: T): T {
+  server.on('connection', (s: Socket) => {
+    open.add(s);
+    s.on('close', () => open.delete(s));
+  });
+  return server;
+}
 let tlsPort = 0;
 const tlsReceived: Buffer[] = [];
 const cert = selfSigned(['tls.test']);
@@ -144,29 +152,25 @@ beforeAll(async () => {
   inject = await upstream('127.0.0.2');
   other = await upstream('127.0.0.3');
   // The TLS server sits behind a relay that records the raw bytes (a TLS socket's own are not observable).
-  tlsServer = createTlsServer({ cert: cert.cert, key: cert.key }, (s) => s.end('hello over tls\n'));
+  tlsServer = tracked(createTlsServer({ cert: cert.cert, key: cert.key }, (s) => s.end('hello over tls\n')));
   await new Promise<void>((r) => tlsServer.listen(0, '127.0.0.3', r));
   const inner = (tlsServer.address() as AddressInfo).port;
-  recorder = createNetServer((c) => {
+  recorder = tracked(createNetServer((c) => {
     const up = connectNet(inner, '127.0.0.3');
-    relayed.add(c).add(up);
+    open.add(up);
+    up.on('close', () => open.delete(up));
     c.on('data', (d: Buffer) => tlsReceived.push(d));
     c.pipe(up).pipe(c);
     c.on('error', () => up.destroy());
     up.on('error', () => c.destroy());
-  });
+  }));
   await new Promise<void>((r) => recorder.listen(0, '127.0.0.3', r));
   tlsPort = (recorder.address() as AddressInfo).port;
 });
 
 afterAll(async () => {
-  for (const u of [inject, other]) {
-    u.server.closeAllConnections();
-    await new Promise((r) => u.server.close(r));
-  }
-  for (const sock of relayed) sock.destroy();
-  await new Promise((r) => recorder.close(r));
-  await new Promise((r) => tlsServer.close(r));
+  for (const sock of open) sock.destroy();
+  await Promise.all([inject.server, other.server, recorder, tlsServer].map((srv) => new Promise((r) => srv.close(r))));
   rmrf(cert.dir);
   tmp.cleanup();
 });

@@ -154,6 +154,25 @@ describe('credential plan: files', () => {
     expect(p.denyFiles.map((d) => d.rule.path)).toEqual(['/home/u/hosts.yml']);
   });
 
+  it('decode "jwt" on a file: every extracted JWT becomes a fake; one that is not a JWT follows onExtractNoMatch', async () => {
+    const jwt = await new jose.SignJWT({ sub: 'svc', exp: 4000000000 }).setProtectedHeader({ alg: 'HS256', typ: 'JWT' }).sign(new Uint8Array(32));
+    const text = `{"access_token": "${jwt}", "refresh": "opaque-refresh-0123456789"}`;
+    const p = plan(
+      { network: TLS, credentials: { files: [{ path: '/home/u/token.json', mode: 'mask', extract: '"access_token":\\s*"([^"]+)"', decode: 'jwt' }] } },
+      { files: new Map([['/home/u/token.json', file(text)]]) },
+    );
+    const out = JSON.parse(p.maskFiles[0]!.content.toString());
+    expect(out.refresh).toBe('opaque-refresh-0123456789');
+    expect(out.access_token).not.toBe(jwt);
+    expect(jose.decodeJwt(out.access_token).exp).toBe(4000000000);
+    expect(p.secrets[0]).toMatchObject({ real: jwt, sentinel: out.access_token });
+    const bad = plan(
+      { network: TLS, credentials: { files: [{ path: '/home/u/token.json', mode: 'mask', extract: '"refresh":\\s*"([^"]+)"', decode: 'jwt', onExtractNoMatch: 'deny' }] } },
+      { files: new Map([['/home/u/token.json', file(text)]]) },
+    );
+    expect(bad.denyFiles.map((d) => d.why)).toEqual(['decode "jwt": the value is not a JWT']);
+  });
+
   it("a masked file that also holds a masked variable's value gets that sentinel too", () => {
     const p = plan(
       { network: TLS, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }], files: [{ path: '/home/u/.netrc', mode: 'mask', extract: 'login (\\S+)' }] } },
