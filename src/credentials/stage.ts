@@ -113,8 +113,9 @@ function withoutHeader(headers: Header[], name: string): Header[] {
  * A Transform that substitutes as bytes flow. Held bytes are forwarded after HOLD_MS without new
  * data. A tripwire fails the stream with SentinelRefused before any byte of the sentinel leaves.
  * `tlsHello`: a stream that begins with a TLS record is checked only up to the end of that record
- * (a ClientHello: its SNI name is the only plaintext, and a host name, so compared without case);
- * after it come encrypted bytes, passed through unexamined and never held.
+ * (a ClientHello: its SNI name is the only plaintext, and a host name, so compared without case),
+ * an SSH stream only in its first chunk; after them come encrypted bytes, passed through
+ * unexamined and never held.
  */
 function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello = false): Transform {
   const sub = new Substitution(m);
@@ -131,8 +132,12 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
   const t: Transform = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       if (state === 'start') {
-        state = chunk[0] === 0x16 && chunk.length >= 5 ? 'hello' : 'plain';
-        helloLeft = state === 'hello' ? 5 + chunk.readUInt16BE(3) : 0;
+        // TLS: up to the end of the ClientHello record. SSH: the identification line and the
+        // key exchange offer in the first chunk; everything after them is encrypted.
+        const tls = chunk[0] === 0x16 && chunk.length >= 5;
+        const ssh = chunk.subarray(0, 4).toString('latin1') === 'SSH-';
+        state = tls || ssh ? 'hello' : 'plain';
+        helloLeft = tls ? 5 + chunk.readUInt16BE(3) : ssh ? chunk.length : 0;
       }
       if (state === 'hello') {
         const view = Buffer.concat([tail, lowerCase(chunk.subarray(0, helloLeft))]);
@@ -345,8 +350,8 @@ export class CredentialStage {
 
   /**
    * The client-to-server bytes of an opaque tunnel (CONNECT or SOCKS, not terminated): a
-   * TLS stream is checked up to the end of its ClientHello, anything else throughout (see
-   * substitution). Null when no sentinel is foreign there.
+   * TLS stream is checked up to the end of its ClientHello, SSH in its first chunk, anything
+   * else throughout (see substitution). Null when no sentinel is foreign there.
    */
   tunnelGuard(d: Destination): Transform | null {
     const { foreign } = this.split(d, false);

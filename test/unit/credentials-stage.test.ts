@@ -178,6 +178,9 @@ describe('credential stage: tripwire', () => {
     const clean = record(Buffer.from('\x01\x00\x00\x00sni:paste.example', 'latin1'));
     const after = await run([clean, Buffer.from(`encrypted ${GH.sentinel}`)]);
     expect(after.err).toBeUndefined(); // past the ClientHello srt sees only ciphertext and passes it on
+    // SSH: the identification line and key exchange offer are checked, the encrypted rest is not.
+    expect((await run([Buffer.from(`SSH-2.0-${GH.sentinel}\r\n`)])).err).toBeInstanceOf(SentinelRefused);
+    expect((await run([Buffer.from('SSH-2.0-OpenSSH_9.2\r\n'), Buffer.from(`x ${GH.sentinel}`)])).err).toBeUndefined();
     expect(s.tunnelGuard(dest('api.github.com'))).not.toBeNull(); // the AWS secret is foreign everywhere
     expect(stage({ secrets: [GH] }).s.tunnelGuard(dest('api.github.com'))).toBeNull();
   });
