@@ -481,7 +481,8 @@ describe('settings, trust and the start-up report', () => {
       noReal(o.stdout + o.stderr);
     }
     expect(outputs[0]!.stdout).toContain('GH_TOKEN=<sentinel, 40 characters; swapped back for 127.0.0.2 (in headers)>');
-    expect(outputs[0]!.stdout).toContain(`mask ${home}/.config/gh/hosts.yml: the command reads a sentinel copy (1 value masked); bwrap reads the copy from fd 6`);
+    expect(outputs[0]!.stdout).toContain(`mask ${home}/.config/gh/hosts.yml: the command reads a sentinel copy (1 value masked); bwrap reads the copy from fd `);
+    expect(outputs[0]!.stdout).toMatch(/--perms 0[0-7]{3} \\\n\s+--ro-bind-data \d+ \S+\/\.config\/gh\/hosts\.yml/);
     expect(outputs[1]!.stdout).toContain('Credentials in a run (real values are never shown):');
     expect(JSON.parse(outputs[2]!.stdout).credentialPlan.unsetEnv).toEqual(['NPM_TOKEN']);
   });
