@@ -12,6 +12,7 @@
 import { Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
 import type { NormalizedHost } from '../proxy/domains.js';
+import type { Refusal } from '../proxy/http.js';
 import { ruleMatches } from '../proxy/domains.js';
 import type { Secret } from './plan.js';
 import { Matcher, spellingPairs, Substitution, type Pattern } from './substitute.js';
@@ -39,14 +40,6 @@ export interface StageResponse {
   statusMessage: string;
   headers: Header[];
   body: Readable | null;
-}
-
-export interface Refusal {
-  refuse: string;
-  status?: number;
-  proxyError?: string;
-  /** The secret whose sentinel was on its way somewhere it may not go (its own report line). */
-  sentinel?: string;
 }
 
 /** A request or tunnel stopped mid-stream; whoever pipes the body aborts the upstream side. */
