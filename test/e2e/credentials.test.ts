@@ -352,10 +352,18 @@ describe('the tripwire: sentinels on their way outside their injectHosts', () =>
 describe('streaming', () => {
   it('a 200 MB upload with sentinels on chunk boundaries arrives intact and substituted; srt stays under 150 MB', async () => {
     // The same generator inside (with the sentinel) and here (with the real value).
+    // 3200 blocks of 64 KiB; a token crosses every block boundary, 1 to 40 bytes of it before it.
     const gen = [
-      "const tok = process.argv[2]; const n = 3200; const block = Buffer.alloc(65536, 'x');",
-      'let i = 0; const out = process.stdout;',
-      'function more() { while (i < n) { const b = Buffer.from(block); const at = 65536 - (i % 40) - 1; b.write(tok, Math.min(at, 65536 - tok.length)); i++; if (i % 7 === 0) { out.write(b.subarray(0, 1000)); if (!out.write(b.subarray(1000))) return out.once("drain", more); } else if (!out.write(b)) return out.once("drain", more); } }',
+      "const tok = Buffer.from(process.argv[2]); const n = 3200; const B = 65536; const out = process.stdout;",
+      'let i = 0; let carry = Buffer.alloc(0);',
+      'function more() {',
+      '  while (i < n) {',
+      "    const b = Buffer.alloc(B, 'x'); carry.copy(b, 0); carry = Buffer.alloc(0);",
+      '    if (i < n - 1) { const at = B - 1 - (i % 40); tok.copy(b, at, 0, B - at); carry = tok.subarray(B - at); }',
+      '    i++;',
+      '    if (!out.write(b)) return out.once("drain", more);',
+      '  }',
+      '}',
       'more();',
     ].join('\n');
     writeFileSync(join(cwd, 'gen.cjs'), gen);

@@ -8,7 +8,7 @@ import type { Secret } from '../../src/credentials/plan.js';
 import { CredentialStage } from '../../src/credentials/stage.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 import { startProxy, type ProxyHandle } from '../../src/proxy/server.js';
-import { closeServer, listenOn, network } from './proxy-fixtures.js';
+import { closeServer, exchange, listenOn, network } from './proxy-fixtures.js';
 
 const rule = (e: string) => {
   const p = parseDomainEntry(e, 'allow');
@@ -25,19 +25,6 @@ const rawSeen: Buffer[] = [];
 const upgrades: http.IncomingHttpHeaders[] = [];
 const resolved: string[] = [];
 let proxy: ProxyHandle;
-
-/** Send raw bytes and collect the reply until the other side closes. */
-function exchange(port: number, data: Buffer | string, wait = 2000): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = connect(port, '127.0.0.1');
-    let out = '';
-    s.on('data', (c) => (out += c.toString('latin1')));
-    s.on('close', () => resolve(out));
-    s.on('error', reject);
-    s.write(data);
-    setTimeout(() => s.destroy(), wait).unref();
-  });
-}
 
 beforeAll(async () => {
   origin = http.createServer((_req, res) => res.end('ok'));
@@ -96,7 +83,7 @@ describe('the credential stage in the proxy', () => {
   it('a WebSocket handshake to an inject host carries the real value; to another host the sentinel is refused', async () => {
     upgrades.length = 0;
     const ws = (host: string) => `GET http://${host}/ws HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\nAuthorization: Bearer ${GH.sentinel}\r\n\r\n`;
-    expect(await exchange(proxy.httpPort!, ws(`inject.test:${A}`), 1000)).toMatch(/^HTTP\/1\.1 101 /);
+    expect(await exchange(proxy.httpPort!, ws(`inject.test:${A}`))).toMatch(/^HTTP\/1\.1 101 /);
     expect(upgrades[0]!.authorization).toBe(`Bearer ${GH.real}`);
     const refused = await exchange(proxy.httpPort!, ws(`other.test:${R}`));
     expect(refused).toMatch(/^HTTP\/1\.1 403 /);
