@@ -298,9 +298,9 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       denyRead: both('denyRead'),
     };
     const report = await loadReport(merged, debugEnabled(parent));
-    const [{ configJson, configText }, { credentialPlanFor }] = await Promise.all([import('./settings/report.js'), import('./platform/credentials.js')]);
+    const [{ configJson, configText }, { hostCredentialPlan }] = await Promise.all([import('./settings/report.js'), import('./platform/credentials.js')]);
     // What a run would do with credentials: files are read, `source` commands are not run.
-    const credentials = await credentialPlanFor(report.policy, { runSources: false, env: process.env });
+    const credentials = await hostCredentialPlan(report.policy);
     process.stdout.write(opts.json ? `${JSON.stringify(configJson(report, credentials), null, 2)}\n` : printableBlock(configText(report, credentials)));
   });
 

@@ -15,7 +15,7 @@ import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-hel
 import { findStale, reapStale } from './platform/state.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { parseDomainEntry } from './proxy/domains.js';
-import { credentialPlanFor } from './platform/credentials.js';
+import { hostCredentialPlan } from './platform/credentials.js';
 import { inspectSettings, type LoadOptions } from './settings/index.js';
 import { describeSource } from './settings/report.js';
 import { printable } from './shell.js';
@@ -240,7 +240,7 @@ function staleCheck(home: string, fix: boolean): Check {
 
 /** The credential plan a run would follow (files read, `source` commands not run), as checks. */
 async function credentialChecks(policy: Policy): Promise<Check[]> {
-  const plan = await credentialPlanFor(policy, { runSources: false, env: process.env });
+  const plan = await hostCredentialPlan(policy);
   const hosts = plan.warnings.filter((w) => w.includes('injectHosts entry') || w.includes('network.allowedDomains is empty'));
   const masking = [...plan.errors, ...plan.warnings.filter((w) => !hosts.includes(w))];
   const any = [...policy.credentials.envVars, ...policy.credentials.files].some((e) => e.injectHosts);

@@ -10,7 +10,7 @@ import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
-import type { CredentialPlan } from './credentials/plan.js';
+import { credentialEnv, type CredentialPlan } from './credentials/plan.js';
 import { describeCredentialPlan } from './credentials/describe.js';
 import { credentialPlanFor } from './platform/credentials.js';
 import { SourceCommandError } from './credentials/source.js';
@@ -81,19 +81,6 @@ export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' 
 }
 
 /**
- * Credential variables the command never sees: `deny` entries, and for now also `mask` entries
- * and AWS pairs, since masking (sentinels swapped back by the proxy) is not built yet. Failing
- * closed: a secret the user asked srt to guard is withheld rather than passed in as it is.
- */
-export function withheldEnv(policy: Policy): string[] {
-  const names = new Set(policy.credentials.envVars.map((e) => e.name));
-  for (const p of policy.credentials.awsPairs) {
-    for (const n of [p.accessKeyIdVar, p.secretAccessKeyVar, p.sessionTokenVar]) if (n) names.add(n);
-  }
-  return [...names];
-}
-
-/**
  * srt itself inside a path the command may write (e.g. `node_modules/srt` of the project being
  * sandboxed): the command could rewrite srt, or its launcher, and the next run would execute
  * that code outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
@@ -118,14 +105,20 @@ export function selfWritableWarnings(writable: string[]): string[] {
   return out;
 }
 
-/** The startup warning for every credential srt withholds instead of masking. */
-export function maskWarnings(policy: Policy): string[] {
-  const masked = [
-    ...policy.credentials.envVars.filter((e) => e.mode === 'mask').map((e) => `$${e.name}`),
-    ...policy.credentials.files.filter((f) => f.mode === 'mask').map((f) => f.path),
-  ];
-  if (masked.length === 0) return [];
-  return [`credential masking is not available in this version: ${masked.join(', ')} ${masked.length === 1 ? 'is' : 'are'} withheld from the command, as with mode "deny"`];
+/**
+ * The credential plan of a run (credentials/plan.ts), its `source` commands run unless
+ * `dryRun`: a failing command, or a plan error, stops the run before anything starts.
+ */
+export async function runCredentialPlan(policy: Policy, opts: { dryRun?: boolean; bindFiles: boolean }): Promise<CredentialPlan> {
+  let plan: CredentialPlan;
+  try {
+    plan = await credentialPlanFor(policy, { runSources: !opts.dryRun, env: process.env, bindFiles: opts.bindFiles });
+  } catch (e) {
+    if (e instanceof SourceCommandError) throw new SandboxError(`${e.message}; the command did not run`);
+    throw e;
+  }
+  if (plan.errors.length > 0) throw new SandboxError(plan.errors.join('\n'));
+  return plan;
 }
 
 /**
@@ -278,14 +271,7 @@ export class Sandbox implements PlatformBackend {
     if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build`);
     const warnings: string[] = [];
 
-    let credentials: CredentialPlan;
-    try {
-      credentials = await credentialPlanFor(policy, { runSources: !opts.dryRun, env: process.env });
-    } catch (e) {
-      if (e instanceof SourceCommandError) throw new SandboxError(`${e.message}; the command did not run`);
-      throw e;
-    }
-    if (credentials.errors.length > 0) throw new SandboxError(credentials.errors.join('\n'));
+    const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: true });
     const credentialMounts: CredentialMounts = {
       deny: credentials.denyFiles.map((d) => d.rule),
       // bwrap reads each sentinel copy from a pipe, on the descriptors after the exposed ports'
@@ -473,13 +459,7 @@ export class Sandbox implements PlatformBackend {
    * ones (also what each process inside shows in /proc/PID/environ), plus srt's settings.
    */
   private commandEnv(): NodeJS.ProcessEnv {
-    const env: NodeJS.ProcessEnv = { ...process.env };
-    for (const name of this.credentials.unsetEnv) delete env[name];
-    for (const c of this.credentials.setEnv) {
-      if (c.value === undefined) throw new Error(`internal error: ${c.name} has no sentinel yet (a dry-run plan cannot run)`);
-      env[c.name] = c.value;
-    }
-    return { ...env, ...this.envChanges() };
+    return { ...credentialEnv(this.credentials, process.env), ...this.envChanges() };
   }
 
   /** What the command's environment gains (values that are not secrets). */

@@ -22,7 +22,7 @@ export function describeCredentialPlan(plan: CredentialPlan, opts: { fdOf?: (i: 
     const s = bySentinel.get(c.value);
     lines.push(`${c.name}=<sentinel, ${c.value.length} characters${s ? `; ${where(s)}` : ', masked value inside'}>`);
   }
-  for (const d of plan.denyFiles) lines.push(`deny ${d.rule.path}${d.rule.glob ? ' (glob)' : ''}: unreadable inside (EACCES)${d.why ? `; a mask entry, but ${d.why}` : ''}`);
+  for (const d of plan.denyFiles) lines.push(`deny ${d.rule.path}${d.rule.glob ? ' (glob)' : ''}: unreadable inside${d.why ? `; a mask entry, but ${d.why}` : ''}`);
   plan.maskFiles.forEach((m, i) => {
     const fd = opts.fdOf ? `; bwrap reads the copy from fd ${opts.fdOf(i)}` : '';
     lines.push(`mask ${m.path}: the command reads a sentinel copy (${m.masked} value${m.masked === 1 ? '' : 's'} masked)${fd}`);

@@ -328,6 +328,18 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   return plan;
 }
 
+/** The command's environment: `base` without the withheld variables, with the sentinels. */
+export function credentialEnv(plan: CredentialPlan, base: Readonly<Record<string, string | undefined>>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...base };
+  for (const name of plan.unsetEnv) delete env[name];
+  for (const c of plan.setEnv) {
+    // A plan built for a dry run has no sentinel for a sourced variable yet: it cannot run.
+    if (c.value === undefined) throw new Error(`internal error: ${c.name} has no sentinel (the plan of a dry run cannot run)`);
+    env[c.name] = c.value;
+  }
+  return env;
+}
+
 /** Group masked AWS variables into credentials (SPEC §7): the default names, then awsPairs. */
 function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<string, Secret>, input: PlanInput): void {
   const entries = new Map(policy.credentials.envVars.map((e) => [e.name, e]));

@@ -72,8 +72,14 @@ export async function gatherCredentialFacts(policy: Policy, opts: { runSources: 
   return facts;
 }
 
-/** The credential plan for this machine (Linux: masked files get sentinel copies). */
-export async function credentialPlanFor(policy: Policy, opts: { runSources: boolean; env: NodeJS.ProcessEnv }): Promise<CredentialPlan> {
+/** The credential plan for a backend: `bindFiles` on Linux (sentinel copies), not on macOS. A
+ *  failing source command rejects with a SourceCommandError. */
+export async function credentialPlanFor(policy: Policy, opts: { runSources: boolean; env: NodeJS.ProcessEnv; bindFiles: boolean }): Promise<CredentialPlan> {
   const facts = await gatherCredentialFacts(policy, opts);
-  return buildCredentialPlan({ policy, env: opts.env, ...facts, bindFiles: process.platform === 'linux' });
+  return buildCredentialPlan({ policy, env: opts.env, ...facts, bindFiles: opts.bindFiles });
+}
+
+/** The plan as a run on this host would build it, for `srt config` and `srt doctor` (no source commands). */
+export function hostCredentialPlan(policy: Policy): Promise<CredentialPlan> {
+  return credentialPlanFor(policy, { runSources: false, env: process.env, bindFiles: process.platform !== 'darwin' });
 }

@@ -492,6 +492,12 @@ describe('settings, trust and the start-up report', () => {
     expect(outputs[0]!.stdout).toContain(`mask ${home}/.config/gh/hosts.yml: the command reads a sentinel copy (1 value masked); bwrap reads the copy from fd `);
     expect(outputs[0]!.stdout).toMatch(/--perms 0[0-7]{3} \\\n\s+--ro-bind-data \d+ \S+\/\.config\/gh\/hosts\.yml/);
     expect(outputs[1]!.stdout).toContain('Credentials in a run (real values are never shown):');
+    // The macOS backend's plan: the same sentinels, masked files denied (no sentinel copy there).
+    const mac = await srt(['--settings', settingsFile, '--platform', 'macos', '--dry-run', '--', 'true'], { home, cwd, env });
+    expect(mac.exitCode, mac.stderr).toBe(0);
+    noReal(mac.stdout + mac.stderr);
+    expect(mac.stdout).toContain('GH_TOKEN=<sentinel, 40 characters; swapped back for 127.0.0.2 (in headers)>');
+    expect(mac.stdout).toContain(`deny ${home}/.config/gh/hosts.yml: unreadable inside; a mask entry, but masked files need a sentinel copy bound over them, which this platform cannot do`);
     expect(JSON.parse(outputs[2]!.stdout).credentialPlan.unsetEnv).toEqual(['NPM_TOKEN']);
   });
 });
