@@ -494,7 +494,7 @@ export class Sandbox implements PlatformBackend {
         socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
         forwards: this.forwards,
       },
-      ...(this.stage ? { stage: this.stage } : {}),
+      ...(this.stage ? { stages: [this.stage] } : {}),
       ...(log ? { log } : {}),
       ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),

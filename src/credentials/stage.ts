@@ -11,43 +11,14 @@
 
 import { Transform, type Readable } from 'node:stream';
 import { createBrotliDecompress, createUnzip } from 'node:zlib';
-import type { NormalizedHost } from '../proxy/domains.js';
-import type { Refusal } from '../proxy/http.js';
 import { ruleMatches } from '../proxy/domains.js';
+import type { Target } from '../proxy/gate.js';
+import { RefusedError, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage, type TunnelInfo } from '../proxy/pipeline.js';
 import type { Secret } from './plan.js';
 import { Matcher, spellingPairs, Substitution, type Pattern } from './substitute.js';
 
-export type Header = [name: string, value: string];
-
 /** What the stage needs of a destination (the proxy's authorized Target has it). */
-export interface Destination {
-  host: NormalizedHost;
-  port: number;
-}
-
-export interface StageRequest {
-  /** `https`: decrypted from a terminated TLS tunnel; `http`: plain HTTP through the proxy. */
-  readonly scheme: 'http' | 'https';
-  readonly target: Destination;
-  method: string;
-  path: string;
-  headers: Header[];
-  body: Readable | null;
-}
-
-export interface StageResponse {
-  status: number;
-  statusMessage: string;
-  headers: Header[];
-  body: Readable | null;
-}
-
-/** A request or tunnel stopped mid-stream; whoever pipes the body aborts the upstream side. */
-export class SentinelRefused extends Error {
-  constructor(readonly refusal: Refusal) {
-    super(refusal.refuse);
-  }
-}
+type Destination = Pick<Target, 'host' | 'port'>;
 
 /** Held bytes that could begin a pattern are forwarded after this long without new data: an
  *  interactive stream (gRPC ping-pong, a TLS handshake) must never wait for bytes that may not
@@ -104,7 +75,7 @@ function withoutHeader(headers: Header[], name: string): Header[] {
 
 /**
  * A Transform that substitutes as bytes flow. Held bytes are forwarded after HOLD_MS without new
- * data. A tripwire fails the stream with SentinelRefused before any byte of the sentinel leaves.
+ * data. A tripwire fails the stream with RefusedError before any byte of the sentinel leaves.
  * `tlsHello`: a stream that begins with a TLS record is checked only up to the end of that record
  * (a ClientHello: its SNI name is the only plaintext, and a host name, so compared without case),
  * an SSH stream only in its first chunk; after them come encrypted bytes, passed through
@@ -135,7 +106,7 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
       if (state === 'hello') {
         const view = Buffer.concat([tail, lowerCase(chunk.subarray(0, helloLeft))]);
         const hit = hostNeedles.find(({ needle }) => view.includes(needle));
-        if (hit) return cb(new SentinelRefused(onTrip(hit.secret)));
+        if (hit) return cb(new RefusedError(onTrip(hit.secret)));
         helloLeft -= chunk.length;
         if (helloLeft <= 0) state = 'encrypted';
         else tail = view.subarray(Math.max(0, view.length - m.maxLength));
@@ -143,14 +114,14 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
       if (state === 'encrypted' || state === 'hello') return cb(null, chunk);
       stop();
       const r = sub.push(chunk);
-      if (r.trip) return cb(new SentinelRefused(onTrip(r.trip.tag.secret)));
+      if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag.secret)));
       if (r.out.length > 0) t.push(r.out);
       if (sub.held > 0) {
         timer = setTimeout(() => {
           timer = undefined;
           // The held bytes go as they are; whatever follows is matched afresh.
           const held = sub.end();
-          if (held.trip) t.destroy(new SentinelRefused(onTrip(held.trip.tag.secret)));
+          if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag.secret)));
           else if (held.out.length > 0) t.push(held.out);
         }, HOLD_MS);
       }
@@ -159,7 +130,7 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
     flush(cb) {
       stop();
       const r = sub.end();
-      if (r.trip) return cb(new SentinelRefused(onTrip(r.trip.tag.secret)));
+      if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag.secret)));
       cb(null, r.out.length > 0 ? r.out : undefined);
     },
     destroy(err, cb) {
@@ -192,7 +163,7 @@ function decoder(encoding: string): Transform | null {
   return null;
 }
 
-export class CredentialStage {
+export class CredentialStage implements Stage {
   readonly name = 'credentials';
   private readonly matchers = new Map<string, Matcher<Tag>>();
   private readonly remaskMatcher: Matcher<Tag>;
@@ -263,7 +234,7 @@ export class CredentialStage {
     return foreign.find((s) => views.some((v) => v.includes(s.sentinel)));
   }
 
-  request(req: StageRequest): Refusal | undefined {
+  request(req: ProxyRequest): Refusal | undefined {
     const readable = req.scheme === 'https' || this.opts.allowPlaintextInject;
     const { own, foreign, place } = this.split(req.target, readable);
     const host = req.target.host.host;
@@ -320,7 +291,7 @@ export class CredentialStage {
     return undefined;
   }
 
-  response(res: StageResponse, req: StageRequest): Refusal | undefined {
+  response(res: ProxyResponse, req: ProxyRequest): Refusal | undefined {
     const m = this.remaskMatcher;
     if (m.empty) return undefined;
     res.statusMessage = rewrite(res.statusMessage, m).text;
@@ -346,9 +317,21 @@ export class CredentialStage {
    * TLS stream is checked up to the end of its ClientHello, SSH in its first chunk, anything
    * else throughout (see substitution). Null when no sentinel is foreign there.
    */
-  tunnelGuard(d: Destination): Transform | null {
+  /** The SNI name of a terminated tunnel (the proxy has already made it match the target). */
+  /** A terminated tunnel's SNI name (the proxy has made sure it names the tunnel's host). */
+  tunnel(t: TunnelInfo): Refusal | undefined {
+    return t.sni !== undefined ? this.screenHost(t.sni, t.target.port) : undefined;
+  }
+
+  /**
+   * The client-to-server bytes of an opaque tunnel (CONNECT or SOCKS, not terminated): a
+   * TLS stream is checked up to the end of its ClientHello, SSH in its first chunk, anything
+   * else throughout (see substitution). Nothing when no sentinel is foreign there.
+   */
+  guard(t: TunnelInfo): Transform | undefined {
+    const d = t.target;
     const { foreign } = this.split(d, false);
-    if (foreign.length === 0) return null;
+    if (foreign.length === 0) return undefined;
     const m = this.matcher(`tunnel|${foreign.map((s) => this.secrets.indexOf(s)).join(',')}`, () => patterns(foreign, 'trip'));
     return substitution(m, (s) => this.refusal(s, d.host.host), true);
   }

@@ -362,7 +362,7 @@ export class MacosSandbox implements PlatformBackend {
         network: this.policy.network,
         listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
         ...(log ? { log } : {}),
-        ...(this.stage ? { stage: this.stage } : {}),
+        ...(this.stage ? { stages: [this.stage] } : {}),
       });
     } catch (e) {
       this.cleanupSync();

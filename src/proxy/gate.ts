@@ -7,6 +7,7 @@ import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
 import type { DomainRule } from './domains.js';
 import type { NormalizedHost } from './domains.js';
+import type { Refusal } from './pipeline.js';
 import { addressBlockReason, guardDestination, isLoopbackAddress, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
 import { namedLoopback } from './domains.js';
@@ -32,9 +33,8 @@ export function formatViolation(v: Violation): string {
 
 /** Checks a destination host name before anything is resolved or dialled (the credential
  *  tripwire: a sentinel inside a host name would otherwise reach a DNS resolver). */
-export type HostScreen = (host: string, port: number) => { refuse: string; sentinel?: string; proxyError?: string } | undefined;
+export type HostScreen = (host: string, port: number) => Refusal | undefined;
 
-/** How a connection reached the gate; `forward`: a forwarded host loopback port (local-services.ts). */
 export type Via = 'http' | 'connect' | 'socks' | 'upgrade' | 'forward';
 
 export interface Target {

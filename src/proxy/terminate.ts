@@ -300,7 +300,10 @@ export class Terminator implements TlsTerminator {
       if (!sni || sni.host !== target.host.host) return fail(`TLS server name "${info.sni}" is not the tunnel's host ${target.display}`);
     }
     const refusal = runTunnelStages(this.opts.stages, { target, via, ...(info.sni !== undefined ? { sni: target.host.host } : {}) });
-    if (refusal) return fail(refusal.refuse);
+    if (refusal) {
+      gate.refuse(target.host.host, target.port, refusal.refuse, via, refusal);
+      return fail();
+    }
     gate.log(`proxy: ${via} ${target.display}: terminating TLS (SNI ${info.sni ?? 'none'}, ALPN ${info.alpn?.join(',') ?? 'none'})`);
 
     const offered = info.alpn ?? [];
@@ -448,7 +451,7 @@ export class Terminator implements TlsTerminator {
     return {
       stages: this.opts.stages,
       upstream: session.upstream,
-      refused: (t, reason) => this.gate.refuse(t.host.host, t.port, reason, via),
+      refused: (t, r) => this.gate.refuse(t.host.host, t.port, r.refuse, via, r),
       log: (l) => this.gate.log(l),
     };
   }

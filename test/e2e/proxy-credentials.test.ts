@@ -42,7 +42,7 @@ beforeAll(async () => {
     resolver: async (h) => { resolved.push(h); return ['127.0.0.1']; },
     upstreamEnv: {},
     testOnlyExemptAddresses: ['127.0.0.1'],
-    stage: new CredentialStage([GH], { allowPlaintextInject: true }),
+    stages: [new CredentialStage([GH], { allowPlaintextInject: true })],
   });
 });
 

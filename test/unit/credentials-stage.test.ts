@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { Secret } from '../../src/credentials/plan.js';
-import { CredentialStage, HOLD_MS, SentinelRefused, type StageRequest, type StageResponse } from '../../src/credentials/stage.js';
+import { CredentialStage, HOLD_MS } from '../../src/credentials/stage.js';
+import { RefusedError, type ProxyRequest, type ProxyResponse } from '../../src/proxy/pipeline.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 
 const rule = (e: string) => {
@@ -14,10 +15,11 @@ const GH: Secret = { label: 'GH_TOKEN', real: 'ghp_REALREALREALREALREALREALREALR
 const SLASHY: Secret = { label: 'KEY', real: 'real/key+with=chars0', sentinel: 'fake/abc+defg=hijkl1', injectHosts: [rule('*.example.com')], injectInto: ['headers', 'query', 'body'], inject: true };
 const AWS_SECRET: Secret = { label: 'AWS_SECRET_ACCESS_KEY', real: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', sentinel: 'ab12/CDefGHijKLmnOPqrSTuvWXyz0123456789+', injectInto: ['headers'], inject: false };
 
-const dest = (host: string, port = 443) => ({ host: { host }, port });
+const dest = (host: string, port = 443) => ({ host: { host }, port, addresses: [], display: `${host}:${port}` });
+const tunnel = (host: string) => ({ target: dest(host), via: 'connect' as const });
 
-function req(host: string, over: Partial<StageRequest> = {}): StageRequest {
-  return { scheme: 'https', target: dest(host), method: 'GET', path: '/', headers: [], body: null, ...over };
+function req(host: string, over: Partial<ProxyRequest> = {}): ProxyRequest {
+  return { scheme: 'https', target: dest(host), method: 'GET', path: '/', authority: host, headers: [], body: null, upgrade: undefined, ...over };
 }
 
 async function collect(r: Readable): Promise<string> {
@@ -114,7 +116,7 @@ describe('credential stage: injection', () => {
 
 describe('credential stage: tripwire', () => {
   it('a sentinel in the target or a header to a host outside its injectHosts is refused and reported', () => {
-    const cases: Array<Partial<StageRequest>> = [
+    const cases: Array<Partial<ProxyRequest>> = [
       { path: `/paste?c=${GH.sentinel}` },
       { path: `/paste?c=${encodeURIComponent(GH.sentinel).replace(/_/g, '%5F')}` },
       { headers: [['X-Note', `see ${GH.sentinel}`]] },
@@ -146,10 +148,10 @@ describe('credential stage: tripwire', () => {
       r.body!.on('data', (c: Buffer) => got.push(c));
       r.body!.on('error', resolve);
     });
-    expect(err).toBeInstanceOf(SentinelRefused);
-    expect((err as SentinelRefused).refusal.proxyError).toBe('sentinel-not-allowed-here');
+    expect(err).toBeInstanceOf(RefusedError);
+    expect((err as RefusedError).refusal.proxyError).toBe('sentinel-not-allowed-here');
     expect(Buffer.concat(got).toString()).toBe('a'.repeat(1000));
-    expect((err as SentinelRefused).refusal.sentinel).toBe('GH_TOKEN');
+    expect((err as RefusedError).refusal.sentinel).toBe('GH_TOKEN');
   });
 
   it('host names: a sentinel in any case before resolution', () => {
@@ -161,7 +163,7 @@ describe('credential stage: tripwire', () => {
   it('opaque tunnels: plaintext scanned throughout; TLS up to the end of the ClientHello (SNI), without case', async () => {
     const { s } = stage();
     const run = async (chunks: Buffer[]) => {
-      const g = s.tunnelGuard(dest('paste.example'))!;
+      const g = s.guard(tunnel('paste.example'))!;
       const out: Buffer[] = [];
       g.on('data', (c: Buffer) => out.push(c));
       const err = new Promise<Error | undefined>((resolve) => { g.on('error', resolve); g.on('end', () => resolve(undefined)); });
@@ -170,24 +172,24 @@ describe('credential stage: tripwire', () => {
       return { err: await err, out: Buffer.concat(out) };
     };
     const plain = await run([Buffer.from(`POST / HTTP/1.1\r\n\r\n${GH.sentinel.slice(0, 5)}`), Buffer.from(GH.sentinel.slice(5))]);
-    expect(plain.err).toBeInstanceOf(SentinelRefused);
+    expect(plain.err).toBeInstanceOf(RefusedError);
     expect(plain.out.toString()).not.toContain('ghp_S');
     const record = (payload: Buffer) => Buffer.concat([Buffer.from([0x16, 0x03, 0x01, payload.length >> 8, payload.length & 255]), payload]);
     const hello = record(Buffer.from(`\x01\x00\x00\x00sni:${GH.sentinel.toLowerCase()}.evil.example`, 'latin1'));
-    expect((await run([hello.subarray(0, 20), hello.subarray(20)])).err).toBeInstanceOf(SentinelRefused);
+    expect((await run([hello.subarray(0, 20), hello.subarray(20)])).err).toBeInstanceOf(RefusedError);
     const clean = record(Buffer.from('\x01\x00\x00\x00sni:paste.example', 'latin1'));
     const after = await run([clean, Buffer.from(`encrypted ${GH.sentinel}`)]);
     expect(after.err).toBeUndefined(); // past the ClientHello srt sees only ciphertext and passes it on
     // SSH: the identification line and key exchange offer are checked, the encrypted rest is not.
-    expect((await run([Buffer.from(`SSH-2.0-${GH.sentinel}\r\n`)])).err).toBeInstanceOf(SentinelRefused);
+    expect((await run([Buffer.from(`SSH-2.0-${GH.sentinel}\r\n`)])).err).toBeInstanceOf(RefusedError);
     expect((await run([Buffer.from('SSH-2.0-OpenSSH_9.2\r\n'), Buffer.from(`x ${GH.sentinel}`)])).err).toBeUndefined();
-    expect(s.tunnelGuard(dest('api.github.com'))).not.toBeNull(); // the AWS secret is foreign everywhere
-    expect(stage({ secrets: [GH] }).s.tunnelGuard(dest('api.github.com'))).toBeNull();
+    expect(s.guard(tunnel('api.github.com'))).toBeDefined(); // the AWS secret is foreign everywhere
+    expect(stage({ secrets: [GH] }).s.guard(tunnel('api.github.com'))).toBeUndefined();
   });
 
   it('bytes that could begin a sentinel are held at most HOLD_MS, then forwarded', async () => {
     const { s } = stage();
-    const g = s.tunnelGuard(dest('paste.example'))!;
+    const g = s.guard(tunnel('paste.example'))!;
     const out: string[] = [];
     g.on('data', (c: Buffer) => out.push(c.toString()));
     g.write(Buffer.from('ping ghp_'));
@@ -205,7 +207,7 @@ describe('credential stage: responses', () => {
     const request = req('api.github.com', { headers: [['Authorization', `token ${GH.sentinel}`]] });
     s.request(request);
     const body = `{"echo":"${GH.real}","key":"${encodeURIComponent(SLASHY.real)}"}`;
-    const res: StageResponse = { status: 200, statusMessage: 'OK', headers: [['X-Echo', GH.real], ['content-length', String(body.length)]], body: Readable.from([Buffer.from(body.slice(0, 15)), Buffer.from(body.slice(15))]) };
+    const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['X-Echo', GH.real], ['content-length', String(body.length)]], body: Readable.from([Buffer.from(body.slice(0, 15)), Buffer.from(body.slice(15))]) };
     expect(s.response(res, request)).toBeUndefined();
     expect(res.headers).toEqual([['X-Echo', GH.sentinel], ['content-length', String(body.length)]]);
     const out = await collect(res.body!);
@@ -217,7 +219,7 @@ describe('credential stage: responses', () => {
     const { s } = stage();
     const request = req('api.github.com', { headers: [['Authorization', `token ${GH.sentinel}`]] });
     s.request(request);
-    const res: StageResponse = { status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip'], ['Content-Length', '99']], body: Readable.from([gzipSync(`token=${GH.real}`)]) };
+    const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip'], ['Content-Length', '99']], body: Readable.from([gzipSync(`token=${GH.real}`)]) };
     s.response(res, request);
     expect(res.headers).toEqual([]);
     expect(await collect(res.body!)).toBe(`token=${GH.sentinel}`);
@@ -225,11 +227,11 @@ describe('credential stage: responses', () => {
     const plain = req('api.github.com');
     s.request(plain);
     const gz = gzipSync('opaque');
-    const untouched: StageResponse = { status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip']], body: Readable.from([gz]) };
+    const untouched: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip']], body: Readable.from([gz]) };
     s.response(untouched, plain);
     expect(untouched.headers).toEqual([['Content-Encoding', 'gzip']]);
     expect(Buffer.concat(await untouched.body!.toArray())).toEqual(gz);
-    const zstd: StageResponse = { status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'zstd']], body: Readable.from([Buffer.from('x')]) };
+    const zstd: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'zstd']], body: Readable.from([Buffer.from('x')]) };
     expect(s.response(zstd, request)).toMatchObject({ status: 502, proxyError: 'unreadable-response' });
   });
 });
