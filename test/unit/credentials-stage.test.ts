@@ -187,6 +187,19 @@ describe('credential stage: tripwire', () => {
     expect(stage({ secrets: [GH] }).s.guard(tunnel('api.github.com'))).toBeUndefined();
   });
 
+  it('a slow reader is no pause of the sender: a sentinel split across chunks is still substituted', async () => {
+    const { s } = stage();
+    const body = new Readable({ read() {} });
+    const r = req('x.example.com', { method: 'POST', body });
+    s.request(r);
+    body.push(Buffer.from(`k=${SLASHY.sentinel.slice(0, 6)}`));
+    // Nothing reads the substituted body for several HOLD_MS: backpressure, not an idle sender.
+    await new Promise((res) => setTimeout(res, HOLD_MS * 3));
+    body.push(Buffer.from(`${SLASHY.sentinel.slice(6)}&x`));
+    body.push(null);
+    expect(await collect(r.body!)).toBe(`k=${SLASHY.real}&x`);
+  });
+
   it('bytes that could begin a sentinel are held at most HOLD_MS, then forwarded', async () => {
     const { s } = stage();
     const g = s.guard(tunnel('paste.example'))!;
