@@ -2,18 +2,18 @@
 // Credential substitution and re-masking (SPEC §7), as ratios in one run:
 //  - in-process MB/s of the proxy's body stage: a clean body and one with sentinels (several per
 //    64 KiB chunk, some straddling chunk boundaries), injection and tripwire patterns armed
-//  - a 100 MB download by curl inside the real sandbox through srt's proxy: with a masked
-//    credential (every response srt reads is re-masked) vs without (target ≤ 1.3×)
-//  - an SSE stream from an inject host (one event every 100 ms): how late each event reaches a
-//    client inside the sandbox (target ≤ 20 ms)
-// Needs a build (dist/). Usage: node scripts/bench/credentials.mjs [bodyMB] [downloadMB]
-import http from 'node:http';
+//  - a 100 MB download by curl inside the real sandbox over terminated TLS: with a masked
+//    credential (every response srt reads is re-masked) vs the same download unmasked (target ≤ 1.3×)
+//  - an SSE stream from an inject host over terminated TLS (one event every 100 ms): how late
+//    each event reaches a client inside the sandbox (target ≤ 20 ms)
+// Needs a build (dist/) and openssl. Usage: node scripts/bench/credentials.mjs [bodyMB] [downloadMB]
+import https from 'node:https';
 import { execFile } from 'node:child_process';
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { Readable, Writable } from 'node:stream';
 import { pipeline } from 'node:stream/promises';
-import { median, report, REPO, scratch, SRT } from './lib.mjs';
+import { median, report, REPO, scratch, SRT, testPki } from './lib.mjs';
 
 const BODY_MB = Number(process.argv[2] ?? 512);
 const DOWNLOAD_MB = Number(process.argv[3] ?? 100);
@@ -57,8 +57,10 @@ for (let i = 0; i < 3; i++) {
   rates.sentinels.push(await bodyRate(true));
 }
 
-// --- through the real sandbox
-const origin = http.createServer((req, res) => {
+// --- through the real sandbox, over terminated TLS
+const tmp = scratch();
+const pki = testPki(tmp.dir, ['127.0.0.2']);
+const origin = https.createServer({ cert: pki.cert, key: pki.key }, (req, res) => {
   if (req.url === '/sse') {
     res.writeHead(200, { 'content-type': 'text/event-stream' });
     let i = 0;
@@ -80,7 +82,6 @@ const origin = http.createServer((req, res) => {
 });
 await new Promise((r) => origin.listen(0, '127.0.0.2', r));
 const port = origin.address().port;
-const tmp = scratch();
 const home = join(tmp.dir, 'home');
 const cwd = join(tmp.dir, 'work');
 mkdirSync(join(home, '.srt'), { recursive: true });
@@ -88,8 +89,8 @@ mkdirSync(cwd);
 const settings = (masked) => {
   const file = join(tmp.dir, `settings-${masked}.json`);
   writeFileSync(file, JSON.stringify({
-    network: { allowedDomains: [`127.0.0.2:${port}`] },
-    credentials: masked ? { allowPlaintextInject: true, envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['127.0.0.2'] }] } : {},
+    network: { allowedDomains: [`127.0.0.2:${port}`], tlsTerminate: { extraCaCertPaths: [pki.ca] } },
+    credentials: masked ? { envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['127.0.0.2'] }] } : {},
   }));
   return file;
 };
@@ -101,20 +102,22 @@ const srt = (file, script) => new Promise((resolve, reject) => {
     else resolve(stdout);
   });
 });
-const download = `curl -s -o /dev/null -w '%{time_total}' http://127.0.0.2:${port}/big`;
+const download = `curl -s -o /dev/null -w '%{time_total}' https://127.0.0.2:${port}/big`;
 const times = { plain: [], masked: [] };
 for (let i = 0; i < 5; i++) {
   times.plain.push(Number(await srt(settings(false), download)));
   times.masked.push(Number(await srt(settings(true), download)));
 }
-writeFileSync(join(cwd, 'sse.cjs'), [
-  "const http = require('http');",
-  `http.get({ host: '127.0.0.1', port: 3128, path: 'http://127.0.0.2:${port}/sse' }, (res) => {`,
-  "  let buf = ''; res.setEncoding('utf8');",
-  "  res.on('data', (d) => { buf += d; let k; while ((k = buf.indexOf('\\n\\n')) !== -1) { console.log(Date.now() - JSON.parse(buf.slice(6, k)).t); buf = buf.slice(k + 2); } });",
-  '});',
+writeFileSync(join(cwd, 'sse.mjs'), [
+  `const res = await fetch('https://127.0.0.2:${port}/sse');`,
+  'const reader = res.body.getReader(); const dec = new TextDecoder(); let buf = "";',
+  'for (;;) {',
+  '  const { done, value } = await reader.read(); if (done) break;',
+  "  buf += dec.decode(value, { stream: true }); let k;",
+  "  while ((k = buf.indexOf('\\n\\n')) !== -1) { console.log(Date.now() - JSON.parse(buf.slice(6, k)).t); buf = buf.slice(k + 2); }",
+  '}',
 ].join('\n'));
-const late = (await srt(settings(true), 'node sse.cjs')).trim().split('\n').map(Number);
+const late = (await srt(settings(true), 'node sse.mjs')).trim().split('\n').map(Number);
 origin.closeAllConnections();
 origin.close();
 tmp.cleanup();
@@ -124,8 +127,8 @@ const tMasked = median(times.masked);
 report([
   ['body stage MB/s, clean (>= 300)', median(rates.clean).toFixed(0)],
   ['body stage MB/s, 4+ sentinels/64 KiB (>= 300)', median(rates.sentinels).toFixed(0)],
-  [`${DOWNLOAD_MB} MB download inside, s, unmasked`, tPlain.toFixed(3)],
-  [`${DOWNLOAD_MB} MB download inside, s, re-masked`, tMasked.toFixed(3)],
+  [`${DOWNLOAD_MB} MB download inside (TLS terminated), s, unmasked`, tPlain.toFixed(3)],
+  [`${DOWNLOAD_MB} MB download inside (TLS terminated), s, re-masked`, tMasked.toFixed(3)],
   ['re-masking overhead (<= 1.3x)', `${(tMasked / tPlain).toFixed(2)}x`],
   ['SSE event lateness median / max ms (<= 20)', `${median(late)} / ${Math.max(...late)}`],
 ]);
