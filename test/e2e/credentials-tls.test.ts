@@ -12,7 +12,7 @@ import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
 import { keyValues, srt, SRT_BIN, tempDir } from './helpers.js';
-import { expectStreamed, testPki } from './proxy-fixtures.js';
+import { testPki } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-cred-tls-');
 const home = join(tmp.path, 'home');
@@ -49,10 +49,11 @@ async function upstream(host: string, cert: { cert: string; key: string }): Prom
     }
     if (url.startsWith('/sse')) {
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      // The stream never ends: its events reach the client only if nothing holds them back.
       let i = 0;
       const timer = setInterval(() => {
-        res.write(`data: ${JSON.stringify({ i, t: Date.now(), tok: i === 2 ? String(req.headers.authorization ?? '') : '' })}\n\n`);
-        if (++i === 8) { clearInterval(timer); res.end(); }
+        res.write(`data: ${JSON.stringify({ i, tok: i === 2 ? String(req.headers.authorization ?? '') : '' })}\n\n`);
+        i++;
       }, 100);
       res.on('close', () => clearInterval(timer));
       return;
@@ -193,14 +194,14 @@ describe('over terminated TLS', () => {
     noReal(excluded.raw());
   });
 
-  it('an SSE stream from the inject host arrives event by event, the echoed token re-masked', async () => {
+  it('an SSE stream from the inject host that never ends arrives event by event (nothing held back), the echoed token re-masked', async () => {
     writeFileSync(join(cwd, 'sse.mjs'), [
       "const res = await fetch(process.argv[2], { headers: { authorization: `token ${process.env.GH_TOKEN}` } });",
       'const reader = res.body.getReader(); const dec = new TextDecoder(); let buf = "";',
       'for (;;) {',
       '  const { done, value } = await reader.read(); if (done) break;',
       '  buf += dec.decode(value, { stream: true }); let k;',
-      "  while ((k = buf.indexOf('\\n\\n')) !== -1) { const ev = JSON.parse(buf.slice(6, k)); buf = buf.slice(k + 2); console.log('event=' + JSON.stringify({ i: ev.i, late: Date.now() - ev.t, tok: ev.tok })); }",
+      "  while ((k = buf.indexOf('\\n\\n')) !== -1) { const ev = JSON.parse(buf.slice(6, k)); buf = buf.slice(k + 2); console.log('event=' + JSON.stringify(ev)); if (ev.i === 7) process.exit(0); }",
       '}',
     ].join('\n'));
     const r = await run(`node sse.mjs https://127.0.0.2:${inject.port}/sse; echo "gh=$GH_TOKEN"`);
@@ -209,7 +210,6 @@ describe('over terminated TLS', () => {
     const events = r.stdout.split('\n').filter((l) => l.startsWith('event=')).map((l) => JSON.parse(l.slice(6)));
     expect(events.map((e) => e.i)).toEqual([0, 1, 2, 3, 4, 5, 6, 7]);
     expect(events[2].tok).toBe(`token ${r.kv.gh}`);
-    expectStreamed(events.map((e) => e.late));
   });
 
   it('a 200 MB upload with a token across every 64 KiB boundary arrives byte-exact and substituted; srt stays under 150 MB', async () => {

@@ -111,17 +111,6 @@ export function testPki(dir: string) {
   };
 }
 
-/**
- * Each event arrived on its own, before the next was sent (nothing buffered until the end), and
- * typically within 20 ms. The median, not the maximum: on a loaded 2-core machine a single event
- * can wait for a CPU; the benchmark reports the figures.
- */
-export function expectStreamed(lagsMs: number[]): void {
-  const sorted = [...lagsMs].sort((a, b) => a - b);
-  expect(sorted[Math.floor(sorted.length / 2)]).toBeLessThan(20);
-  expect(sorted.at(-1)).toBeLessThan(100);
-}
-
 /** Send raw bytes to a proxy on loopback and collect the reply until the connection closes. */
 export function exchange(port: number, data: Buffer | string): Promise<string> {
   return new Promise((resolve, reject) => {
