@@ -21,10 +21,10 @@ import { Matcher, spellingPairs, Substitution, type Pattern } from './substitute
 type Destination = Pick<Target, 'host' | 'port'>;
 
 /** Held bytes that could begin a pattern are forwarded after this long without new data from the
- *  sender (not while the reader is slow): an interactive stream (gRPC ping-pong, a TLS handshake)
- *  must never wait for bytes that may not come. The price: a sentinel the sender splits with a
- *  pause this long is not recognised. */
-export const HOLD_MS = 100;
+ *  sender (not while the reader is slow, nor while srt itself was stalled): an interactive stream
+ *  (gRPC ping-pong, a TLS handshake) must never wait for bytes that may not come. The price: a
+ *  value the sender splits with a pause this long is not recognised. */
+export const HOLD_MS = 250;
 
 type Tag = { secret: Secret };
 
@@ -88,9 +88,12 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
   let helloLeft = 0;
   let tail = Buffer.alloc(0);
   let timer: NodeJS.Timeout | undefined;
+  let check: NodeJS.Immediate | undefined;
   const stop = () => {
     if (timer) clearTimeout(timer);
+    if (check) clearImmediate(check);
     timer = undefined;
+    check = undefined;
   };
   const lowerCase = (b: Buffer) => Buffer.from(b.toString('latin1').toLowerCase(), 'latin1');
   const hostNeedles = tlsHello ? m.patterns.map((p) => ({ needle: lowerCase(p.from), secret: p.tag.secret })) : [];
@@ -125,11 +128,17 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
             timer = setTimeout(idle, HOLD_MS);
             return;
           }
+          // After a stall of srt itself the timer fires before the sockets are read: decide only
+          // once pending input has been delivered (setImmediate runs after the I/O phase; a chunk
+          // that arrives meanwhile cancels this).
           timer = undefined;
-          // The sender went quiet: the held bytes go as they are; what follows is matched afresh.
-          const held = sub.end();
-          if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag.secret)));
-          else if (held.out.length > 0) t.push(held.out);
+          check = setImmediate(() => {
+            check = undefined;
+            // The sender went quiet: the held bytes go as they are; what follows is matched afresh.
+            const held = sub.end();
+            if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag.secret)));
+            else if (held.out.length > 0) t.push(held.out);
+          });
         };
         timer = setTimeout(idle, HOLD_MS);
       }

@@ -35,6 +35,7 @@ export function formatViolation(v: Violation): string {
  *  tripwire: a sentinel inside a host name would otherwise reach a DNS resolver). */
 export type HostScreen = (host: string, port: number) => Refusal | undefined;
 
+/** How a connection reached the gate; `forward`: a forwarded host loopback port (local-services.ts). */
 export type Via = 'http' | 'connect' | 'socks' | 'upgrade' | 'forward';
 
 export interface Target {

@@ -42,7 +42,7 @@ import {
 import type { Gate, Target } from './gate.js';
 import { DROPPED_UPGRADE_WITH_BODY, hasBody, parseAbsoluteTarget, parseAuthority } from './http.js';
 import { endToEndHeaders, formatAuthority, runTunnelStages, upgradeToForward, type Header, type ProxyRequest, type Stage } from './pipeline.js';
-import { splice, type AdmittedTunnel, type Deadline, type TlsTerminator } from './tunnel.js';
+import { guardTunnel, splice, type AdmittedTunnel, type Deadline, type TlsTerminator } from './tunnel.js';
 
 /** Mints (and caches) the leaf certificate a client is shown for a host. */
 export interface LeafIssuer {
@@ -424,7 +424,8 @@ export class Terminator implements TlsTerminator {
     session.streaming = true;
     session.begin();
     this.gate.log(`proxy: ${session.t.via} ${session.t.target.display}: not HTTP inside TLS; relayed between the two TLS sessions`);
-    splice(session.client, up);
+    // Decrypted but not parsed: the stages' guard still sees the client's bytes.
+    splice(session.client, up, guardTunnel(this.gate, this.opts.stages, session.t));
     session.client.resume();
     up.resume();
   }

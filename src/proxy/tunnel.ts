@@ -84,20 +84,11 @@ export class Tunnels {
     };
   }
 
-  /** The stages' guard of an opaque tunnel's client bytes; a stop it makes is recorded. */
-  private guard(t: AdmittedTunnel): Transform | undefined {
-    const guard = tunnelGuard(this.opts.stages, { target: t.target, via: t.via });
-    guard?.on('error', (e) => {
-      if (e instanceof RefusedError) this.gate.refuse(t.target.host.host, t.target.port, e.refusal.refuse, t.via, e.refusal);
-    });
-    return guard;
-  }
-
   /** The tunnel is established (client told so): relay it, or terminate its TLS. */
   serve(client: Duplex, upstream: Duplex, t: AdmittedTunnel, head: Buffer): void {
     if (!t.terminate || !this.opts.terminator) {
       t.release();
-      const guard = this.guard(t);
+      const guard = guardTunnel(this.gate, this.opts.stages, t);
       if (head.length > 0) (guard ?? upstream).write(head);
       splice(client, upstream, guard);
       return;
@@ -140,7 +131,7 @@ export class Tunnels {
       deadline.cancel();
       t.release();
       gate.log(`proxy: ${t.via} ${t.target.display}: not TLS, relayed as an opaque tunnel`);
-      const guard = this.guard(t);
+      const guard = guardTunnel(this.gate, this.opts.stages, t);
       if (first.length > 0) (to === upstream ? guard ?? upstream : to).write(first);
       splice(client, upstream, guard);
       client.resume();
@@ -197,6 +188,16 @@ export class Tunnels {
     this.closed = true;
     void this.terminator?.then((t) => t.close(), () => undefined);
   }
+}
+
+/** The stages' guard of the client bytes of a tunnel whose content srt does not parse (opaque, or
+ *  not HTTP inside terminated TLS); a stop it makes is recorded as a refusal. */
+export function guardTunnel(gate: Gate, stages: readonly Stage[], t: { target: Target; via: 'connect' | 'socks' }): Transform | undefined {
+  const guard = tunnelGuard(stages, { target: t.target, via: t.via });
+  guard?.on('error', (e) => {
+    if (e instanceof RefusedError) gate.refuse(t.target.host.host, t.target.port, e.refusal.refuse, t.via, e.refusal);
+  });
+  return guard;
 }
 
 /**

@@ -8,6 +8,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
+import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
 import { gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
@@ -83,13 +84,17 @@ async function upstream(host: string, cert: { cert: string; key: string }): Prom
 
 let pki: ReturnType<typeof testPki>;
 let inject: Upstream, other: Upstream, excluded: Upstream;
+/** A TLS server that speaks no HTTP (srt relays such a stream, decrypted, without parsing it). */
+let raw: TlsServer;
+let rawPort = 0;
+const rawSeen: string[] = [];
 let settingsFile: string;
 const env = { GH_TOKEN: GH, GL_TOKEN: GL, BODY_KEY: KEY };
 
 function settings() {
   return {
     network: {
-      allowedDomains: [`127.0.0.2:${inject.port}`, `127.0.0.3:${other.port}`, `127.0.0.4:${excluded.port}`],
+      allowedDomains: [`127.0.0.2:${inject.port}`, `127.0.0.3:${other.port}`, `127.0.0.3:${rawPort}`, `127.0.0.4:${excluded.port}`],
       tlsTerminate: { extraCaCertPaths: [pki.caPath], excludeDomains: ['127.0.0.4'] },
     },
     credentials: {
@@ -119,12 +124,21 @@ beforeAll(async () => {
   inject = await upstream('127.0.0.2', pki.leaf(['IP:127.0.0.2']));
   other = await upstream('127.0.0.3', pki.leaf(['IP:127.0.0.3']));
   excluded = await upstream('127.0.0.4', pki.leaf(['IP:127.0.0.4']));
+  const rawCert = pki.leaf(['IP:127.0.0.3']);
+  raw = createTlsServer({ cert: rawCert.cert, key: rawCert.key }, (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+    s.on('data', (d: Buffer) => rawSeen.push(d.toString('latin1')));
+    s.on('error', () => {});
+  });
+  await new Promise<void>((r) => raw.listen(0, '127.0.0.3', r));
+  rawPort = (raw.address() as AddressInfo).port;
   settingsFile = join(tmp.path, 'settings.json');
 });
 
 afterAll(async () => {
   for (const s of sockets) s.destroy();
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  await Promise.all([...servers, raw].map((s) => new Promise((r) => s.close(r))));
   tmp.cleanup();
 });
 
@@ -182,6 +196,16 @@ describe('over terminated TLS', () => {
     expect(seen).not.toMatch(/ghp_[A-Za-z0-9]{36}/);
     expect(seen).not.toContain('bbbb');
     expect(seen).toContain('/clean');
+    expect(r.stderr).toMatch(/^srt: blocked GH_TOKEN's sentinel on its way to 127\.0\.0\.3$/m);
+  });
+
+  it('a TLS stream that is not HTTP is relayed decrypted, and its sentinel is still stopped', async () => {
+    rawSeen.length = 0;
+    const sClient = `timeout 10 openssl s_client -quiet -no_ign_eof -proxy 127.0.0.1:3128 -connect 127.0.0.3:${rawPort} >/dev/null 2>&1`;
+    const r = await run([`echo 'note clean' | ${sClient}`, `echo "note $GH_TOKEN" | ${sClient}`, 'echo done=1'].join('\n'));
+    expect(r.kv.done).toBe('1');
+    expect(rawSeen.join('')).toContain('note clean');
+    expect(rawSeen.join('')).not.toContain('ghp_');
     expect(r.stderr).toMatch(/^srt: blocked GH_TOKEN's sentinel on its way to 127\.0\.0\.3$/m);
   });
 

@@ -1,3 +1,4 @@
+import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
@@ -198,6 +199,33 @@ describe('credential stage: tripwire', () => {
     body.push(Buffer.from(`${SLASHY.sentinel.slice(6)}&x`));
     body.push(null);
     expect(await collect(r.body!)).toBe(`k=${SLASHY.real}&x`);
+  });
+
+  it('a stall of srt itself is no pause of the sender: input waiting in the socket is read before held bytes go', async () => {
+    const { s } = stage();
+    let far!: Socket;
+    const server = createNetServer((c) => { far = c; });
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', res));
+    const near = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await new Promise((res) => near.once('connect', res));
+    const r = req('x.example.com', { method: 'POST', body: near });
+    s.request(r);
+    const out: Buffer[] = [];
+    r.body!.on('data', (c: Buffer) => out.push(c));
+    far.write(`k=${SLASHY.sentinel.slice(0, 6)}`);
+    await new Promise((res) => setTimeout(res, 20));
+    // The rest reaches the socket while the whole process is busy past HOLD_MS: the next turn of
+    // the event loop runs the expired timer before it reads the socket.
+    await new Promise<void>((res) => setImmediate(() => {
+      far.write(`${SLASHY.sentinel.slice(6)}&x`);
+      const until = Date.now() + HOLD_MS + 100;
+      while (Date.now() < until) { /* busy */ }
+      res();
+    }));
+    far.end();
+    await new Promise((res) => r.body!.once('end', res));
+    server.close();
+    expect(Buffer.concat(out).toString()).toBe(`k=${SLASHY.real}&x`);
   });
 
   it('bytes that could begin a sentinel are held at most HOLD_MS, then forwarded', async () => {
