@@ -10,10 +10,9 @@ import type { Policy } from './policy.js';
 import { buildBwrapPlan, globRules, literalPaths, planWriteRoots, type BwrapFacts, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
-import { credentialEnv, type CredentialPlan } from './credentials/plan.js';
+import type { CredentialPlan } from './credentials/plan.js';
+import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
 import { describeCredentialPlan } from './credentials/describe.js';
-import { credentialPlanFor } from './platform/credentials.js';
-import { SourceCommandError } from './credentials/source.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
@@ -110,6 +109,9 @@ export function selfWritableWarnings(writable: string[]): string[] {
  * `dryRun`: a failing command, or a plan error, stops the run before anything starts.
  */
 export async function runCredentialPlan(policy: Policy, opts: { dryRun?: boolean; bindFiles: boolean }): Promise<CredentialPlan> {
+  // Without credential entries there is nothing to build: the builder is not even loaded.
+  if (!hasCredentials(policy)) return emptyCredentialPlan();
+  const [{ credentialPlanFor }, { SourceCommandError }] = await Promise.all([import('./platform/credentials.js'), import('./credentials/source.js')]);
   let plan: CredentialPlan;
   try {
     plan = await credentialPlanFor(policy, { runSources: !opts.dryRun, env: process.env, bindFiles: opts.bindFiles });

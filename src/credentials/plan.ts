@@ -11,6 +11,7 @@ import type { DomainRule } from '../proxy/domains.js';
 import { extract } from './extract.js';
 import { fakeJwt, parseJwt, type Jose, type ParsedJwt } from './jwt.js';
 import { cryptoRandom, SentinelMint, type RandomInt } from './sentinels.js';
+import { emptyCredentialPlan } from './env.js';
 
 /** Larger masked files fall back to deny: a secret file is small, and the copy is held in memory. */
 export const MAX_MASKED_FILE = 8 * 1024 * 1024;
@@ -170,7 +171,7 @@ function crossMask(text: string, secrets: readonly Secret[]): { text: string; hi
 export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   const { policy, env } = input;
   const random = input.random ?? cryptoRandom;
-  const plan: CredentialPlan = { unsetEnv: [], setEnv: [], denyFiles: [], maskFiles: [], secrets: [], aws: [], warnings: [], errors: [], notes: [] };
+  const plan = emptyCredentialPlan();
   const maskings: Masking[] = [];
   const deny = (f: FileCredential, why: string) => plan.denyFiles.push({ rule: { path: f.path, glob: f.glob, original: f.path, source: f.source }, why });
 
@@ -326,18 +327,6 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   awsPairing(policy, plan, byReal, input);
   injectionWarnings(policy, plan);
   return plan;
-}
-
-/** The command's environment: `base` without the withheld variables, with the sentinels. */
-export function credentialEnv(plan: CredentialPlan, base: Readonly<Record<string, string | undefined>>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...base };
-  for (const name of plan.unsetEnv) delete env[name];
-  for (const c of plan.setEnv) {
-    // A plan built for a dry run has no sentinel for a sourced variable yet: it cannot run.
-    if (c.value === undefined) throw new Error(`internal error: ${c.name} has no sentinel (the plan of a dry run cannot run)`);
-    env[c.name] = c.value;
-  }
-  return env;
 }
 
 /** Group masked AWS variables into credentials (SPEC §7): the default names, then awsPairs. */

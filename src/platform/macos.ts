@@ -31,7 +31,8 @@ import {
   type CommandSpec, type SandboxOptions,
 } from '../sandbox.js';
 import { describeCredentialPlan } from '../credentials/describe.js';
-import { credentialEnv, type CredentialPlan } from '../credentials/plan.js';
+import { credentialEnv } from '../credentials/env.js';
+import type { CredentialPlan } from '../credentials/plan.js';
 import type { CredentialStage } from '../credentials/stage.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { hooksPathDir } from '../profiles/protected.js';

@@ -8,6 +8,7 @@ import http from 'node:http';
 import { connect as connectNet, createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
@@ -411,5 +412,37 @@ describe('settings, trust and the start-up report', () => {
     expect(mac.stdout).toContain('GH_TOKEN=<sentinel, 40 characters; swapped back for 127.0.0.2 (in headers)>');
     expect(mac.stdout).toContain(`deny ${home}/.config/gh/hosts.yml: unreadable inside; a mask entry, but masked files need a sentinel copy bound over them, which this platform cannot do`);
     expect(JSON.parse(outputs[2]!.stdout).credentialPlan.unsetEnv).toEqual(['NPM_TOKEN']);
+  });
+});
+
+describe('lazy loading', () => {
+  it('`srt -- true` loads no credential code without credential entries; jose only for decode "jwt"', async () => {
+    const hooks = join(tmp.path, 'hooks.mjs');
+    const register = join(tmp.path, 'register.mjs');
+    writeFileSync(hooks, "import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(process.env.SRT_TEST_LOADED, url + '\\n'); return next(url, context); }\n");
+    writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
+    /** The source modules (rolldown's `// dist/…` markers) and packages the run loaded. */
+    const loaded = async (settings: object) => {
+      const list = join(tmp.path, `loaded-${Math.random()}`);
+      writeFileSync(list, '');
+      writeFileSync(settingsFile, JSON.stringify(settings));
+      const r = await execa(process.execPath, ['--import', register, join(REPO, 'bin', 'srt'), '--settings', settingsFile, '--', 'true'], {
+        cwd, env: { PATH: process.env.PATH, HOME: home, GH_TOKEN: GH, SRT_TEST_LOADED: list }, extendEnv: false, reject: false,
+      });
+      expect(r.exitCode, r.stderr).toBe(0);
+      const files = [...new Set(readFileSync(list, 'utf8').split('\n').filter((u) => u.startsWith('file://')).map((u) => new URL(u).pathname))];
+      const text = files.map((f) => readFileSync(f, 'utf8')).join('\n');
+      return {
+        credentials: [...text.matchAll(/^\/\/ dist\/((?:credentials|platform)\/[\w-]+)\.js$/gm)].map((m) => m[1]!).filter((m) => !m.startsWith('platform/') || m === 'platform/credentials').sort(),
+        jose: text.includes('node_modules/jose/'),
+      };
+    };
+    const network = { allowedDomains: ['127.0.0.2'] };
+    // What is left is the command's environment and the dry-run wording (no sentinels, no builder).
+    expect(await loaded({ network })).toEqual({ credentials: ['credentials/describe', 'credentials/env'], jose: false });
+    const masked = await loaded({ network, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }] } });
+    expect(masked.credentials).toEqual(expect.arrayContaining(['credentials/plan', 'credentials/sentinels', 'credentials/substitute', 'platform/credentials']));
+    expect(masked.jose).toBe(false);
+    expect((await loaded({ network, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask', decode: 'jwt' }] } })).jose).toBe(true);
   });
 });

@@ -1,6 +1,7 @@
 import * as jose from 'jose';
 import { describe, expect, it } from 'vitest';
 import { buildCredentialPlan, MAX_MASKED_FILE, type FileFact, type PlanInput } from '../../src/credentials/plan.js';
+import { emptyCredentialPlan, hasCredentials } from '../../src/credentials/env.js';
 import { hasValidChecksum } from '../../src/credentials/sentinels.js';
 import { buildPolicy, type SettingsLayer } from '../../src/settings/index.js';
 
@@ -17,6 +18,16 @@ function plan(settings: unknown, extra: Partial<PlanInput> = {}) {
 const file = (text: string | Buffer): FileFact => ({ kind: 'file', bytes: Buffer.isBuffer(text) ? text : Buffer.from(text) });
 
 describe('credential plan: environment', () => {
+  it('a policy without credential entries has the empty plan (what a run uses without loading the builder)', () => {
+    const settings = { network: { ...TLS, allowedDomains: [] }, credentials: { sigv4: { presigned: 'passthrough' }, allowPlaintextInject: true } };
+    const policy = buildPolicy(ctx, [user(settings)]);
+    expect(hasCredentials(policy)).toBe(false);
+    expect(plan(settings, { env: { GH_TOKEN: GH, AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE' } })).toEqual(emptyCredentialPlan());
+    for (const c of [{ envVars: [{ name: 'X', mode: 'deny' }] }, { files: [{ path: '~/.netrc', mode: 'deny' }] }]) {
+      expect(hasCredentials(buildPolicy(ctx, [user({ credentials: c })]))).toBe(true);
+    }
+  });
+
   it('deny unsets; mask sets a sentinel of the same shape; the secret keeps its canonical inject hosts and places', () => {
     const p = plan(
       { network: TLS, credentials: { envVars: [{ name: 'NPM_TOKEN', mode: 'deny' }, { name: 'GH_TOKEN', mode: 'mask', injectHosts: ['API.GitHub.com.'], injectInto: ['headers', 'query'] }] } },
