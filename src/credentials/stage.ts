@@ -23,7 +23,8 @@ type Destination = Pick<Target, 'host' | 'port'>;
 /** Held bytes that could begin a pattern are forwarded after this long without new data from the
  *  sender (not while the reader is slow, nor while srt itself was stalled): an interactive stream
  *  (gRPC ping-pong, a TLS handshake) must never wait for bytes that may not come. The price: a
- *  value the sender splits with a pause this long is not recognised. */
+ *  value the sender splits with a pause this long is not substituted (injected or re-masked); a
+ *  foreign sentinel split so is still stopped, before its last part leaves. */
 export const HOLD_MS = 250;
 
 type Tag = { secret: Secret };
@@ -97,6 +98,21 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
   };
   const lowerCase = (b: Buffer) => Buffer.from(b.toString('latin1').toLowerCase(), 'latin1');
   const hostNeedles = tlsHello ? m.patterns.map((p) => ({ needle: lowerCase(p.from), secret: p.tag.secret })) : [];
+  const trips = m.patterns.filter((p) => p.to === null);
+  // Once held bytes went out after a pause, the last bytes sent stay in view for the tripwire: a
+  // sentinel split by a pause must still be stopped before its end leaves (its start has gone).
+  let sent: Buffer | undefined;
+  const acrossPause = (chunk: Buffer): Secret | undefined => {
+    if (sent === undefined) return undefined;
+    const view = Buffer.concat([sent, chunk.subarray(0, m.maxLength)]);
+    const hit = trips.find((p) => {
+      const at = view.indexOf(p.from);
+      return at !== -1 && at < sent!.length;
+    });
+    const keep = Math.max(1, m.maxLength - 1);
+    sent = Buffer.concat([sent, chunk.subarray(-keep)]).subarray(-keep);
+    return hit?.tag.secret;
+  };
   const t: Transform = new Transform({
     transform(chunk: Buffer, _enc, cb) {
       if (state === 'start') {
@@ -117,6 +133,8 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
       }
       if (state === 'encrypted' || state === 'hello') return cb(null, chunk);
       stop();
+      const split = acrossPause(chunk);
+      if (split) return cb(new RefusedError(onTrip(split)));
       const r = sub.push(chunk);
       if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag.secret)));
       if (r.out.length > 0) t.push(r.out);
@@ -137,7 +155,10 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
             // The sender went quiet: the held bytes go as they are; what follows is matched afresh.
             const held = sub.end();
             if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag.secret)));
-            else if (held.out.length > 0) t.push(held.out);
+            else if (held.out.length > 0) {
+              t.push(held.out);
+              if (trips.length > 0) sent = Buffer.from(held.out.subarray(-Math.max(1, m.maxLength - 1)));
+            }
           });
         };
         timer = setTimeout(idle, HOLD_MS);
@@ -329,12 +350,6 @@ export class CredentialStage implements Stage {
     return undefined;
   }
 
-  /**
-   * The client-to-server bytes of an opaque tunnel (CONNECT or SOCKS, not terminated): a
-   * TLS stream is checked up to the end of its ClientHello, SSH in its first chunk, anything
-   * else throughout (see substitution). Null when no sentinel is foreign there.
-   */
-  /** The SNI name of a terminated tunnel (the proxy has already made it match the target). */
   /** A terminated tunnel's SNI name (the proxy has made sure it names the tunnel's host). */
   tunnel(t: TunnelInfo): Refusal | undefined {
     return t.sni !== undefined ? this.screenHost(t.sni, t.target.port) : undefined;

@@ -155,6 +155,34 @@ describe('credential stage: tripwire', () => {
     expect((err as RefusedError).refusal.sentinel).toBe('GH_TOKEN');
   });
 
+  it('a sentinel split by a pause longer than HOLD_MS is still stopped before its end leaves (body and tunnel)', async () => {
+    const { s } = stage();
+    const client = new Readable({ read() {} });
+    const r = req('paste.example', { method: 'POST', body: client });
+    expect(s.request(r)).toBeUndefined();
+    const g = s.guard(tunnel('paste.example'))!;
+    const ends = [() => client.push(null), () => g.end()];
+    for (const [i, [stream, feed]] of ([[r.body!, (b: Buffer) => client.push(b)], [g, (b: Buffer) => g.write(b)]] as const).entries()) {
+      const got: Buffer[] = [];
+      const failed = new Promise<Error>((resolve) => {
+        stream.on('data', (c: Buffer) => got.push(c));
+        stream.on('error', resolve);
+        stream.on('end', () => resolve(new Error('the stream ended without a refusal')));
+      });
+      // Three pieces, each pause longer than HOLD_MS: the held start goes out, the rest is watched.
+      feed(Buffer.from(`x=${GH.sentinel.slice(0, 5)}`));
+      await new Promise((res) => setTimeout(res, HOLD_MS + 100));
+      feed(Buffer.from(GH.sentinel.slice(5, 20)));
+      await new Promise((res) => setTimeout(res, HOLD_MS + 100));
+      feed(Buffer.from(`${GH.sentinel.slice(20)}&tail`));
+      ends[i]!();
+      const err = await failed;
+      expect(err).toBeInstanceOf(RefusedError);
+      expect((err as RefusedError).refusal).toMatchObject({ proxyError: 'sentinel-not-allowed-here', sentinel: 'GH_TOKEN' });
+      expect(Buffer.concat(got).toString()).toBe(`x=${GH.sentinel.slice(0, 20)}`);
+    }
+  });
+
   it('host names: a sentinel in any case before resolution', () => {
     const { s } = stage();
     expect(s.screenHost(`${GH.sentinel.toLowerCase()}.evil.example`, 443)).toMatchObject({ proxyError: 'sentinel-not-allowed-here', sentinel: 'GH_TOKEN' });
