@@ -4,12 +4,47 @@
 // the timeout stops the run with the command's own stderr in the message.
 
 import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
 
 export const SOURCE_TIMEOUT_MS = 10_000;
 /** A secret is small; output past this is a mistake (a command printing a whole file). */
 const MAX_OUTPUT = 1 << 20;
 
 export class SourceCommandError extends Error {}
+
+/**
+ * Every descendant of `pid`, from /proc (Linux; elsewhere none are found). The command stays in
+ * srt's session (see below), so it has no process group of its own to kill; a child it started
+ * (`pass` runs gpg) could otherwise hold its stdout open and outlive the timeout.
+ */
+function descendants(pid: number): number[] {
+  let names: string[];
+  try {
+    names = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const children = new Map<number, number[]>();
+  for (const name of names) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      // "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ')'.
+      const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      children.set(ppid, [...(children.get(ppid) ?? []), Number(name)]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const out: number[] = [];
+  for (let queue = [pid]; queue.length > 0;) {
+    for (const c of children.get(queue.pop()!) ?? []) {
+      out.push(c);
+      queue.push(c);
+    }
+  }
+  return out;
+}
 
 function describe(argv: readonly string[]): string {
   return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
@@ -29,6 +64,14 @@ export function runSourceCommand(argv: readonly string[], opts: { cwd: string; e
     let failure: string | undefined;
     const stop = (why: string) => {
       failure ??= why;
+      // Descendants first: once the child is gone they are re-parented and cannot be found.
+      for (const pid of child.pid === undefined ? [] : descendants(child.pid)) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // already gone
+        }
+      }
       child.kill('SIGKILL');
     };
     const timer = setTimeout(() => stop(`did not finish within ${timeoutMs / 1000} s`), timeoutMs);
@@ -44,6 +87,12 @@ export function runSourceCommand(argv: readonly string[], opts: { cwd: string; e
     child.on('error', (e: NodeJS.ErrnoException) => {
       clearTimeout(timer);
       reject(new SourceCommandError(`${what} could not be started: ${e.code === 'ENOENT' ? 'command not found' : e.message}`));
+    });
+    // A stopped command's pipes may still be held by a process srt could not find: stop reading.
+    child.on('exit', () => {
+      if (failure === undefined) return;
+      child.stdout.destroy();
+      child.stderr.destroy();
     });
     child.on('close', (code, signal) => {
       clearTimeout(timer);

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runSourceCommand } from '../../src/credentials/source.js';
 
@@ -15,5 +16,26 @@ describe('source commands', () => {
     const t = Date.now();
     await expect(runSourceCommand(['sleep', '30'], { ...opts, timeoutMs: 300 })).rejects.toThrow('source command `sleep 30` did not finish within 0.3 s');
     expect(Date.now() - t).toBeLessThan(5000);
+  });
+
+  it('a timeout stops the command\'s children too (one holding its stdout open cannot stall srt)', async () => {
+    const marker = `${process.pid}${Date.now() % 1000}`; // sleep 30.<digits>: a name to find it by
+    const alive = () => readdirSync('/proc').filter((p) => /^\d+$/.test(p)).filter((p) => {
+      try {
+        return readFileSync(`/proc/${p}/cmdline`, 'utf8').includes(`sleep\u000030.${marker}`);
+      } catch {
+        return false;
+      }
+    });
+    const t = Date.now();
+    // The shell waits for its child sleep, which holds the shell's stdout.
+    await expect(runSourceCommand(['sh', '-c', `sleep 30.${marker}; echo token`], { ...opts, timeoutMs: 300 })).rejects.toThrow(/did not finish within 0.3 s/);
+    expect(Date.now() - t).toBeLessThan(5000);
+    expect(alive()).toEqual([]);
+    // A grandchild that left the tree (re-parented at once) still holds stdout: srt stops reading.
+    const t2 = Date.now();
+    await expect(runSourceCommand(['sh', '-c', `(sleep 30.${marker} &); sleep 30; echo token`], { ...opts, timeoutMs: 300 })).rejects.toThrow(/did not finish/);
+    expect(Date.now() - t2).toBeLessThan(5000);
+    for (const pid of alive()) process.kill(Number(pid), 'SIGKILL');
   });
 });
