@@ -356,7 +356,8 @@ export class CredentialStage implements Stage {
   }
 
   /**
-   * The client-to-server bytes of an opaque tunnel (CONNECT or SOCKS, not terminated): a
+   * The client-to-server bytes of an opaque tunnel (CONNECT or SOCKS, not terminated, or a
+   * forwarded host loopback port): a
    * TLS stream is checked up to the end of its ClientHello, SSH in its first chunk, anything
    * else throughout (see substitution). Nothing when no sentinel is foreign there.
    */

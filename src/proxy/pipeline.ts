@@ -61,7 +61,8 @@ export interface Refusal {
 
 export interface TunnelInfo {
   target: Target;
-  via: 'connect' | 'socks';
+  /** `forward`: a forwarded host loopback port (forward.ts). */
+  via: 'connect' | 'socks' | 'forward';
   /** The TLS SNI name (canonical) once the ClientHello has been read; absent before that. */
   sni?: string;
 }

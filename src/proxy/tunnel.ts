@@ -11,7 +11,7 @@ import type { Duplex, Transform } from 'node:stream';
 import type { Gate, Target } from './gate.js';
 import { ruleMatches } from './domains.js';
 import { looksLikeTls, MAX_CLIENT_HELLO, parseClientHello } from './clienthello.js';
-import { RefusedError, runTunnelStages, tunnelGuard, type Refusal, type Stage } from './pipeline.js';
+import { RefusedError, runTunnelStages, tunnelGuard, type Refusal, type Stage, type TunnelInfo } from './pipeline.js';
 
 /** The terminator (terminate.ts, loaded only when TLS termination is configured). */
 export interface TlsTerminator {
@@ -192,7 +192,7 @@ export class Tunnels {
 
 /** The stages' guard of the client bytes of a tunnel whose content srt does not parse (opaque, or
  *  not HTTP inside terminated TLS); a stop it makes is recorded as a refusal. */
-export function guardTunnel(gate: Gate, stages: readonly Stage[], t: { target: Target; via: 'connect' | 'socks' }): Transform | undefined {
+export function guardTunnel(gate: Gate, stages: readonly Stage[], t: Pick<TunnelInfo, 'target' | 'via'>): Transform | undefined {
   const guard = tunnelGuard(stages, { target: t.target, via: t.via });
   guard?.on('error', (e) => {
     if (e instanceof RefusedError) gate.refuse(t.target.host.host, t.target.port, e.refusal.refuse, t.via, e.refusal);

@@ -1,8 +1,11 @@
 // The credential stage inside the real proxy (no sandbox): a sentinel in a host name is refused
 // before the name is resolved, a WebSocket handshake is injected, plaintext through SOCKS is
 // stopped, and a sentinel after the ClientHello of an opaque TLS tunnel passes (srt cannot read it).
+import { mkdtempSync, rmSync } from 'node:fs';
 import http from 'node:http';
 import { connect, createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Secret } from '../../src/credentials/plan.js';
 import { CredentialStage } from '../../src/credentials/stage.js';
@@ -25,6 +28,9 @@ const rawSeen: Buffer[] = [];
 const upgrades: http.IncomingHttpHeaders[] = [];
 const resolved: string[] = [];
 let proxy: ProxyHandle;
+/** A forwarded host loopback port (SPEC §6 local services) to the raw server, as the sandbox's relay uses it. */
+const fwdDir = mkdtempSync(join(tmpdir(), 'srt-fwd-'));
+const fwdSocket = join(fwdDir, 'fwd.sock');
 
 beforeAll(async () => {
   origin = http.createServer((_req, res) => res.end('ok'));
@@ -37,8 +43,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => raw.listen(0, '127.0.0.1', r));
   R = (raw.address() as { port: number }).port;
   proxy = await startProxy({
-    network: network({ allow: [`inject.test:${A}`, `other.test:${R}`, '*.wild.test'] }),
-    listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
+    network: network({ allow: [`inject.test:${A}`, `other.test:${R}`, '*.wild.test', `127.0.0.1:${R}`] }),
+    listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 }, forwards: [{ socketPath: fwdSocket, host: '127.0.0.1', port: R }] },
     resolver: async (h) => { resolved.push(h); return ['127.0.0.1']; },
     upstreamEnv: {},
     testOnlyExemptAddresses: ['127.0.0.1'],
@@ -50,6 +56,7 @@ afterAll(async () => {
   await proxy?.close();
   await closeServer(origin);
   await new Promise((r) => raw.close(r));
+  rmSync(fwdDir, { recursive: true, force: true });
 });
 
 describe('the credential stage in the proxy', () => {
@@ -119,5 +126,24 @@ describe('the credential stage in the proxy', () => {
     const hello = Buffer.concat([Buffer.from([0x16, 0x03, 0x01, 0x00, 0x04]), Buffer.from([1, 0, 0, 0])]);
     await viaSocks([hello, Buffer.from(`ciphertext ${GH.sentinel}`)]);
     expect(Buffer.concat(rawSeen).toString('latin1')).toContain(`ciphertext ${GH.sentinel}`);
+  });
+
+  it('a forwarded host loopback port: plaintext is stopped at the sentinel and reported', async () => {
+    rawSeen.length = 0;
+    const before = proxy.violations().length;
+    await new Promise<void>((resolve, reject) => {
+      const s = connect(fwdSocket);
+      s.on('error', () => {}); // the proxy closes it mid-way: that is the point
+      s.on('connect', () => {
+        s.write(`SET key ${GH.sentinel.slice(0, 12)}`);
+        setTimeout(() => s.write(`${GH.sentinel.slice(12)} and more\r\n`), 50);
+      });
+      s.on('close', () => resolve());
+      setTimeout(() => reject(new Error('the forward was not closed')), 5000);
+    });
+    await new Promise((r) => setTimeout(r, 100));
+    expect(Buffer.concat(rawSeen).toString('latin1')).toContain('SET key ');
+    expect(Buffer.concat(rawSeen).toString('latin1')).not.toContain(GH.sentinel.slice(0, 12));
+    expect(proxy.violations().slice(before)).toEqual([expect.objectContaining({ sentinel: 'GH_TOKEN' })]);
   });
 });
