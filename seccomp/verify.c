@@ -17,6 +17,8 @@
 //                          may have vanished, then nothing may be at dest)
 //   T dest                 a read-only tmpfs
 //   L dest target          a symlink
+//   D dest dev ino         bwrap's read-only copy of a descriptor (a sentinel copy): a regular
+//                          file in a read-only tmpfs, never the host file dev:ino it stands for
 //   C dev ino              the working directory
 
 #include "helper.h"
@@ -89,7 +91,10 @@ void verify_load(const char *path) {
     }
     r.dest = next_field(&p, end, path);
     if (r.dest[0] != '/') die("seccomp helper: %s: %s: not absolute", path, r.dest);
-    if (r.kind == 'B') {
+    if (r.kind == 'D') {
+      r.dev = number(next_field(&p, end, path), path);
+      r.ino = number(next_field(&p, end, path), path);
+    } else if (r.kind == 'B') {
       r.dev = number(next_field(&p, end, path), path);
       r.ino = number(next_field(&p, end, path), path);
       const char *flags = next_field(&p, end, path);
@@ -189,6 +194,10 @@ static int check(const struct planned *r, int *fd_out) {
   } else if (r->kind == 'T') {
     ok = sf.f_type == TMPFS_MAGIC && (sf.f_flags & ST_RDONLY);
     if (!ok) mismatch = "not a read-only tmpfs";
+  } else if (r->kind == 'D') {
+    // bwrap's copy: a read-only regular file in its tmpfs, never the host file it stands for.
+    ok = S_ISREG(st.st_mode) && sf.f_type == TMPFS_MAGIC && (sf.f_flags & ST_RDONLY) && !(st.st_dev == r->dev && st.st_ino == r->ino);
+    if (!ok) mismatch = "not srt's read-only copy";
   } else if (st.st_dev != r->dev || st.st_ino != r->ino) {
     mismatch = "another file is mounted there";
   } else if (r->ro && !(sf.f_flags & ST_RDONLY)) {

@@ -158,7 +158,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   }
   try {
     sandbox = await Sandbox.create({
-      policy: report.policy, debug, pinCwd: true, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
+      policy: report.policy, debug, pinCwd: true, dryRun: opts.dryRun === true, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
     });
     if (opts.dryRun) {
       process.stdout.write(printableBlock(sandbox.dryRun(spec)));
@@ -298,8 +298,10 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       denyRead: both('denyRead'),
     };
     const report = await loadReport(merged, debugEnabled(parent));
-    const { configJson, configText } = await import('./settings/report.js');
-    process.stdout.write(opts.json ? `${JSON.stringify(configJson(report), null, 2)}\n` : printableBlock(configText(report)));
+    const [{ configJson, configText }, { hostCredentialPlan }] = await Promise.all([import('./settings/report.js'), import('./platform/credentials.js')]);
+    // What a run would do with credentials: files are read, `source` commands are not run.
+    const credentials = await hostCredentialPlan(report.policy);
+    process.stdout.write(opts.json ? `${JSON.stringify(configJson(report, credentials), null, 2)}\n` : printableBlock(configText(report, credentials)));
   });
 
   addPolicyOptions(

@@ -14,7 +14,8 @@ import { resolveLanding } from './platform/landing.js';
 import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
 import { findStale, reapStale } from './platform/state.js';
 import { PACKAGE_ROOT } from './paths.js';
-import { normalizeHost, parseDomainEntry, ruleMatches } from './proxy/domains.js';
+import { parseDomainEntry } from './proxy/domains.js';
+import { hostCredentialPlan } from './platform/credentials.js';
 import { inspectSettings, type LoadOptions } from './settings/index.js';
 import { describeSource } from './settings/report.js';
 import { printable } from './shell.js';
@@ -200,26 +201,6 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
     ? { id: 'domains.spelling', title: 'domain spellings', status: 'warn', detail: `${unreliable.length} network domain entr${unreliable.length === 1 ? 'y has' : 'ies have'} unreliable spellings`, fix: 'bracket IPv6 addresses ([::1]:8080); avoid * in allow lists', ...listed([...new Set(unreliable)]) }
     : { id: 'domains.spelling', title: 'domain spellings', status: 'ok', detail: 'every domain entry is unambiguous' });
 
-  const never: string[] = [];
-  const creds = [...p.credentials.envVars.map((e) => ({ what: `$${e.name}`, hosts: e.injectHosts })), ...p.credentials.files.map((f) => ({ what: f.path, hosts: f.injectHosts }))];
-  for (const c of creds) {
-    for (const h of c.hosts ?? []) {
-      const n = normalizeHost(h);
-      const why = h.startsWith('[') ? 'is bracketed' : h.includes('%') ? 'has a zone id' : n === null && /:\d+$/.test(h) ? 'has a port' : n === null ? 'is not a host name'
-        : n.host !== h ? `is not in canonical form (${n.host})`
-          : !p.network.allowedDomains.some((d) => ruleMatches(d.rule, n.host, d.rule.port ?? 443)) ? 'is not covered by network.allowedDomains' : null;
-      if (why) never.push(`${c.what}: injectHosts "${h}" ${why}`);
-    }
-  }
-  checks.push(never.length
-    ? { id: 'credentials.injectHosts', title: 'credential injectHosts', status: 'warn', detail: `${never.length} injectHosts entr${never.length === 1 ? 'y' : 'ies'} can never match a destination`, fix: 'write plain host names (api.github.com) that network.allowedDomains allows', ...listed(never) }
-    : { id: 'credentials.injectHosts', title: 'credential injectHosts', status: 'ok', detail: creds.some((c) => c.hosts) ? 'every injectHosts entry can match' : 'no injectHosts entries' });
-
-  const credWarnings = p.warnings.filter((w) => w.startsWith('credentials:'));
-  checks.push(credWarnings.length
-    ? { id: 'credentials.masking', title: 'credential masking', status: 'warn', detail: `${credWarnings.length} problem(s) with masked credentials`, fix: 'see each line', ...listed(credWarnings) }
-    : { id: 'credentials.masking', title: 'credential masking', status: 'ok', detail: 'no problem found' });
-
   // srt, or the node that runs it, inside a path the sandbox may write: the command could
   // replace it and run outside any sandbox next time.
   const roots = writableRoots(p);
@@ -257,10 +238,31 @@ function staleCheck(home: string, fix: boolean): Check {
   };
 }
 
+/** The credential plan a run would follow (files read, `source` commands not run), as checks. */
+async function credentialChecks(policy: Policy): Promise<Check[]> {
+  const plan = await hostCredentialPlan(policy);
+  const hosts = plan.warnings.filter((w) => w.includes('injectHosts entry') || w.includes('network.allowedDomains is empty'));
+  const masking = [...plan.errors, ...plan.warnings.filter((w) => !hosts.includes(w))];
+  const any = [...policy.credentials.envVars, ...policy.credentials.files].some((e) => e.injectHosts);
+  return [
+    hosts.length
+      ? { id: 'credentials.injectHosts', title: 'credential injectHosts', status: 'warn', detail: `${hosts.length} injectHosts entr${hosts.length === 1 ? 'y' : 'ies'} can never match a destination`, fix: 'name hosts that network.allowedDomains allows', ...listed(hosts) }
+      : { id: 'credentials.injectHosts', title: 'credential injectHosts', status: 'ok', detail: any ? 'every injectHosts entry can match' : 'no injectHosts entries' },
+    masking.length
+      ? { id: 'credentials.masking', title: 'credential masking', status: plan.errors.length ? 'error' : 'warn', detail: `${masking.length} problem(s) with masked credentials`, fix: 'see each line', ...listed(masking) }
+      : { id: 'credentials.masking', title: 'credential masking', status: 'ok', detail: 'no problem found' },
+  ];
+}
+
 export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
   const checks = await dependencyChecks();
   const settings = settingsChecks(opts.load);
   checks.push(...settings.checks);
+  if (settings.policy) {
+    // After the domain checks, in the order the report always had.
+    const at = checks.findIndex((c) => c.id === 'srt.location');
+    checks.splice(at === -1 ? checks.length : at, 0, ...(await credentialChecks(settings.policy)));
+  }
   checks.push(staleCheck(opts.load.home, opts.fix === true));
   if (opts.tools) {
     const cannot = checks.find((c) => c.status === 'error');

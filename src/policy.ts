@@ -35,12 +35,18 @@ export interface SourcedDomain {
 
 export type CredentialMode = 'mask' | 'deny';
 export type OnExtractNoMatch = 'warn' | 'deny' | 'error';
+export type InjectPlace = 'headers' | 'query' | 'body';
 
 export interface EnvCredential {
   name: string;
   mode: CredentialMode;
-  /** Hosts (lowercase, no port) the real value may be sent to; undefined = every allowed host. */
-  injectHosts?: string[];
+  /** Where the real value may be sent, parsed like allowedDomains (canonical hosts, optional
+   *  port, wildcards); undefined = every allowed host. */
+  injectHosts?: DomainRule[];
+  /** Default `['headers']`. */
+  injectInto: InjectPlace[];
+  /** argv whose stdout is the real value (user/cli/managed scope only). */
+  sourceCommand?: string[];
   decode?: 'jwt';
   maskClaims?: string[];
   /** Regex; group 1 of each match is masked (never combined with decode). */
@@ -57,7 +63,8 @@ export interface FileCredential {
   extract?: string;
   onExtractNoMatch: OnExtractNoMatch;
   maskDuplicates: boolean;
-  injectHosts?: string[];
+  injectHosts?: DomainRule[];
+  injectInto: InjectPlace[];
   decode?: 'jwt';
   maskClaims?: string[];
   source: Source;

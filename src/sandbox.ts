@@ -7,9 +7,12 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, encodeMounts, globRules, literalPaths, planWriteRoots, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, globRules, literalPaths, planWriteRoots, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
+import type { CredentialPlan } from './credentials/plan.js';
+import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
+import { describeCredentialPlan } from './credentials/describe.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { identifyReal, listSnapshot, replaceableNames, resolveLanding } from './platform/landing.js';
@@ -95,19 +98,6 @@ export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' 
 }
 
 /**
- * Credential variables the command never sees: `deny` entries, and for now also `mask` entries
- * and AWS pairs, since masking (sentinels swapped back by the proxy) is not built yet. Failing
- * closed: a secret the user asked srt to guard is withheld rather than passed in as it is.
- */
-export function withheldEnv(policy: Policy): string[] {
-  const names = new Set(policy.credentials.envVars.map((e) => e.name));
-  for (const p of policy.credentials.awsPairs) {
-    for (const n of [p.accessKeyIdVar, p.secretAccessKeyVar, p.sessionTokenVar]) if (n) names.add(n);
-  }
-  return [...names];
-}
-
-/**
  * srt itself inside a path the command may write (e.g. `node_modules/srt` of the project being
  * sandboxed): the command could rewrite srt, or its launcher, and the next run would execute
  * that code outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
@@ -132,14 +122,23 @@ export function selfWritableWarnings(writable: string[]): string[] {
   return out;
 }
 
-/** The startup warning for every credential srt withholds instead of masking. */
-export function maskWarnings(policy: Policy): string[] {
-  const masked = [
-    ...policy.credentials.envVars.filter((e) => e.mode === 'mask').map((e) => `$${e.name}`),
-    ...policy.credentials.files.filter((f) => f.mode === 'mask').map((f) => f.path),
-  ];
-  if (masked.length === 0) return [];
-  return [`credential masking is not available in this version: ${masked.join(', ')} ${masked.length === 1 ? 'is' : 'are'} withheld from the command, as with mode "deny"`];
+/**
+ * The credential plan of a run (credentials/plan.ts), its `source` commands run unless
+ * `dryRun`: a failing command, or a plan error, stops the run before anything starts.
+ */
+export async function runCredentialPlan(policy: Policy, opts: { dryRun?: boolean; bindFiles: boolean }): Promise<CredentialPlan> {
+  // Without credential entries there is nothing to build: the builder is not even loaded.
+  if (!hasCredentials(policy)) return emptyCredentialPlan();
+  const [{ credentialPlanFor }, { SourceCommandError }] = await Promise.all([import('./platform/credentials.js'), import('./credentials/source.js')]);
+  let plan: CredentialPlan;
+  try {
+    plan = await credentialPlanFor(policy, { runSources: !opts.dryRun, env: process.env, bindFiles: opts.bindFiles });
+  } catch (e) {
+    if (e instanceof SourceCommandError) throw new SandboxError(`${e.message}; the command did not run`);
+    throw e;
+  }
+  if (plan.errors.length > 0) throw new SandboxError(plan.errors.join('\n'));
+  return plan;
 }
 
 /**
@@ -236,6 +235,8 @@ export interface SandboxOptions {
   platform?: PlatformName;
   /** `--log FILE`: network decisions, connections and refused protected writes as data. */
   audit?: AuditSink;
+  /** Only for `dryRun()`: credentials' `source` commands are not run. */
+  dryRun?: boolean;
 }
 
 export class Sandbox implements PlatformBackend {
@@ -250,6 +251,8 @@ export class Sandbox implements PlatformBackend {
   private running = false;
   private ran = false;
   private proxy: ProxyHandle | undefined;
+  /** Injects, re-masks and guards credentials in the proxy (only when something is masked). */
+  private stage: import('./credentials/stage.js').CredentialStage | undefined;
   private proxyModule: typeof import('./proxy/server.js') | undefined;
   private readonly onExit = () => this.cleanupSync();
   private readonly onSignal = (sig: NodeJS.Signals) => {
@@ -273,18 +276,31 @@ export class Sandbox implements PlatformBackend {
     private readonly headsBefore: string[],
     /** TLS termination: its CA and the trust files written into the run directory. */
     private readonly tls: { termination: Termination; bundlePath: string; javaTrustStorePath: string } | undefined,
+    /** What the command's environment and files show of credentials, and what the proxy swaps. */
+    private readonly credentials: CredentialPlan,
   ) {
     this.placeholders = new PlaceholderSet(policy.home);
   }
 
-  /** Validate dependencies and gather everything the run needs, for this host's backend or the
-   *  one `opts.platform` names. Throws SandboxError. */
+  /**
+   * Validate dependencies and gather everything the run needs, for this host's backend or the
+   * one `opts.platform` names. Throws SandboxError. Runs the credentials' `source` commands,
+   * unless `dryRun` (then their variables are only described).
+   */
   static async create(opts: SandboxOptions): Promise<PlatformBackend> {
     const { policy } = opts;
     const platform = opts.platform ?? hostPlatform();
     if (platform === 'macos') return (await import('./platform/macos.js')).MacosSandbox.create(opts);
     if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build`);
     const warnings: string[] = [];
+
+    const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: true });
+    const credentialMounts: CredentialMounts = {
+      deny: credentials.denyFiles.map((d) => d.rule),
+      // bwrap reads each sentinel copy from a pipe, on the descriptors after the exposed ports'
+      // and the supervisor's report descriptor.
+      masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i, mode: m.mode })),
+    };
 
     const helper = findSeccompHelper();
     let seccompHelper: { path: string; arch: SeccompArch } | undefined;
@@ -324,7 +340,7 @@ export class Sandbox implements PlatformBackend {
       const scanning = Promise.all([
         scanProtected(roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) })),
           policy.mandatoryDenySearchDepth, policy.home),
-        Promise.resolve(globRules(policy).map((r) => [r.path, expandGlob(r.path)] as const)),
+        Promise.resolve(globRules(policy, credentialMounts).map((r) => [r.path, expandGlob(r.path)] as const)),
       ]);
       // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
       // load failure surfaces in run().
@@ -347,7 +363,7 @@ export class Sandbox implements PlatformBackend {
       repoHooks: scanned.repoHooks, workTrees: scanned.workTrees,
       ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
     });
-    for (const p of literalPaths(policy, plan.targets, worktree)) landing(p);
+    for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) landing(p);
     if (opts.pinCwd) pinnedCwd(policy.cwd, landing(policy.cwd));
     const symlinks = new Map<string, string>();
     for (const r of policy.filesystem.allowRead) {
@@ -432,6 +448,7 @@ export class Sandbox implements PlatformBackend {
         globUndecodable: new Map(globs.filter(([, g]) => g.undecodable.length).map(([path, g]) => [path, g.undecodable])),
         globUnreadable: new Map(globs.filter(([, g]) => g.unreadable.length).map(([path, g]) => [path, g.unreadable])),
         protectedTargets: targets, runDir, runRoot, tmpDir, deniedFile, jsonStatusFd: STATUS_FD, readOnlyDirs, symlinks, hardLinked,
+        credentials: credentialMounts,
         runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
         ...(worktree ? { worktree } : {}),
         ...(seccomp ? { seccomp } : {}),
@@ -463,7 +480,7 @@ export class Sandbox implements PlatformBackend {
       throw e;
     }
     const sb = new Sandbox(policy, opts.debug ?? false, bwrap, runDir, facts, watched, forwards, plan.rules,
-      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls);
+      supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls, credentials);
     sb.warnings.push(...warnings);
     sb.audit = opts.audit;
     process.on('exit', sb.onExit);
@@ -480,6 +497,14 @@ export class Sandbox implements PlatformBackend {
     const plan = buildBwrapPlan(this.policy, this.facts, this.argvOf(cmd));
     if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
     return plan;
+  }
+
+  /**
+   * The command's environment: srt's own, without denied credentials, with sentinels for masked
+   * ones (also what each process inside shows in /proc/PID/environ), plus srt's settings.
+   */
+  private commandEnv(): NodeJS.ProcessEnv {
+    return { ...credentialEnv(this.credentials, process.env), ...this.envChanges() };
   }
 
   /** What the command's environment gains (values that are not secrets). */
@@ -502,6 +527,10 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
+    if (this.credentials.secrets.length > 0) {
+      const { CredentialStage } = await import('./credentials/stage.js');
+      this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
+    }
     const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
@@ -510,6 +539,7 @@ export class Sandbox implements PlatformBackend {
         socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
         forwards: this.forwards,
       },
+      ...(this.stage ? { stages: [this.stage] } : {}),
       ...(log ? { log } : {}),
       ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),
@@ -518,7 +548,7 @@ export class Sandbox implements PlatformBackend {
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
   private startupWarnings(plan: BwrapPlan): string[] {
-    return [...new Set([...this.warnings, ...maskWarnings(this.policy), ...selfWritableWarnings(plan.writable), ...plan.warnings])];
+    return [...new Set([...this.warnings, ...this.credentials.warnings, ...selfWritableWarnings(plan.writable), ...plan.warnings])];
   }
 
   dryRun(cmd: CommandSpec): string {
@@ -556,7 +586,8 @@ export class Sandbox implements PlatformBackend {
     lines.push('', '# TLS termination', ...this.tlsPlan());
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges())) lines.push(`${k}=${shellQuote(v)}`);
-    for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
+    const creds = describeCredentialPlan(this.credentials, { fdOf: (i: number) => this.facts.credentials!.masked[i]!.fd });
+    if (creds.length) lines.push('', '# credentials (real values are never shown; each run mints new sentinels)', ...creds);
     if (this.facts.seccomp?.supervisor) {
       lines.push('', '# protected paths: the seccomp supervisor refuses creating, replacing or removing them (no placeholders)');
       lines.push(`protected names at any depth below: ${plan.protectedRoots.join(' ')}`);
@@ -604,9 +635,8 @@ export class Sandbox implements PlatformBackend {
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
     for (const w of this.startupWarnings(plan)) say(`srt: warning: ${w}`);
-    if (this.debug) for (const n of plan.notes) say(`srt[debug]: ${n}`);
-    const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges() };
-    for (const name of withheldEnv(this.policy)) delete env[name];
+    if (this.debug) for (const n of [...plan.notes, ...this.credentials.notes]) say(`srt[debug]: ${n}`);
+    const env = this.commandEnv();
 
     const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
     if (missing) {
@@ -687,6 +717,7 @@ export class Sandbox implements PlatformBackend {
         viaHelper: this.facts.seccomp !== undefined,
         ...(terminal ? { terminal } : {}),
         ...(reportFd !== undefined && sup ? { report: { fd: reportFd, at: sup.reportFd } } : {}),
+        data: this.facts.credentials!.masked.map((m, i) => ({ fd: m.fd, bytes: this.credentials.maskFiles[i]!.content })),
       });
       this.running = false; // from here on a signal ends srt itself (cleanup runs in its handler)
       if (!res.started) {
@@ -801,7 +832,7 @@ export class Sandbox implements PlatformBackend {
    */
   violations(): string[] {
     const proxied = this.proxy && this.proxyModule ? this.proxy.violations().map(this.proxyModule.formatViolation) : [];
-    return [...proxied, ...this.endNotes];
+    return [...proxied, ...this.endNotes, ...(this.stage?.notes() ?? []).map((n) => `srt: warning: ${n}`)];
   }
 
   private cleanupSync(): void {

@@ -1,7 +1,7 @@
 // Shared benchmark plumbing: wall-time medians of whole commands, measured in one run so
 // every figure is a ratio against a baseline taken on the same machine at the same time.
-import { spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, realpathSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { appendFileSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -39,3 +39,15 @@ export function report(rows) {
   for (const [name, value] of rows) console.log(`${name.padEnd(48)} ${value}`);
   if (process.env.BENCH_RESULTS) appendFileSync(process.env.BENCH_RESULTS, `${JSON.stringify(rows)}\n`);
 }
+
+/** A test CA and one leaf for every address the origins listen on (openssl, like the tests). */
+export function testPki(dir, ips) {
+  const run = (args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
+  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=bench CA',
+    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', 'ca.key', '-out', 'ca.pem']);
+  run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=bench', '-keyout', 'leaf.key', '-out', 'leaf.csr']);
+  writeFileSync(join(dir, 'leaf.ext'), `subjectAltName=${ips.map((ip) => `IP:${ip}`).join(',')}\n`);
+  run(['x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'leaf.ext', '-out', 'leaf.pem']);
+  return { ca: join(dir, 'ca.pem'), cert: readFileSync(join(dir, 'leaf.pem')), key: readFileSync(join(dir, 'leaf.key')) };
+}
+

@@ -19,7 +19,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, report, scratch, SRT, timeCommand } from './lib.mjs';
+import { median, report, scratch, SRT, testPki, timeCommand } from './lib.mjs';
 
 const BULK_MB = Number(process.argv[2] ?? 200);
 const NEW_HOSTS = 100;
@@ -144,17 +144,6 @@ async function client(o) {
 function vmHwmMb(pid) {
   const m = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return m ? Number(m[1]) / 1024 : NaN;
-}
-
-/** A test CA and one leaf for every address the origins listen on (openssl, like the tests). */
-function testPki(dir, ips) {
-  const run = (args) => execFileSync('openssl', args, { cwd: dir, stdio: 'pipe' });
-  run(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '2', '-subj', '/CN=bench CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign', '-keyout', 'ca.key', '-out', 'ca.pem']);
-  run(['req', '-new', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-subj', '/CN=bench', '-keyout', 'leaf.key', '-out', 'leaf.csr']);
-  writeFileSync(join(dir, 'leaf.ext'), `subjectAltName=${ips.map((ip) => `IP:${ip}`).join(',')}\n`);
-  run(['x509', '-req', '-in', 'leaf.csr', '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-days', '2', '-extfile', 'leaf.ext', '-out', 'leaf.pem']);
-  return { ca: join(dir, 'ca.pem'), cert: readFileSync(join(dir, 'leaf.pem')), key: readFileSync(join(dir, 'leaf.key')) };
 }
 
 function origins(pki) {

@@ -27,9 +27,13 @@ import { sandboxProxyEnv, NODE_PRELOAD_PATH } from '../proxy/env.js';
 import { forwardedPorts } from '../proxy/local-services.js';
 import type { ProxyHandle } from '../proxy/server.js';
 import {
-  checkCommand, commandArgv, loadProxyModule, maskWarnings, runtimeFiles, SandboxError, selfWritableWarnings, withheldEnv,
+  checkCommand, commandArgv, loadProxyModule, runCredentialPlan, runtimeFiles, SandboxError, selfWritableWarnings,
   type CommandSpec, type SandboxOptions,
 } from '../sandbox.js';
+import { describeCredentialPlan } from '../credentials/describe.js';
+import { credentialEnv } from '../credentials/env.js';
+import type { CredentialPlan } from '../credentials/plan.js';
+import type { CredentialStage } from '../credentials/stage.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { hooksPathDir } from '../profiles/protected.js';
 import { defaultManagedPaths } from '../settings/files.js';
@@ -174,6 +178,8 @@ export class MacosSandbox implements PlatformBackend {
   private running = false;
   private proxy: ProxyHandle | undefined;
   private proxyModule: typeof import('../proxy/server.js') | undefined;
+  /** Injects, re-masks and guards credentials in the proxy (only when something is masked). */
+  private stage: CredentialStage | undefined;
   private readonly denials = new Map<string, Denial>();
   /** Helper processes of the run (log stream, watchdog): stopped by cleanup whatever happens. */
   private readonly helpers = new Set<ChildProcess>();
@@ -191,10 +197,13 @@ export class MacosSandbox implements PlatformBackend {
     private readonly tmpDir: string,
     private readonly plan: SeatbeltPlan,
     private readonly tag: string,
+    /** Masked files have no sentinel copy on macOS: the plan denies them (the profile does too). */
+    private readonly credentials: CredentialPlan,
   ) {}
 
   static async create(opts: SandboxOptions): Promise<MacosSandbox> {
     const { policy } = opts;
+    const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: false });
     try { reapStale(policy.home); } catch { /* the lock is busy: they stay for the next run */ }
 
     const gitPath = join(policy.cwd, '.git');
@@ -249,7 +258,7 @@ export class MacosSandbox implements PlatformBackend {
         ...(hooks.name ? { hooksName: hooks.name } : {}),
       });
       if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
-      const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag);
+      const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag, credentials);
       process.on('exit', sb.onExit);
       for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
       return sb;
@@ -283,7 +292,7 @@ export class MacosSandbox implements PlatformBackend {
   }
 
   private startupWarnings(): string[] {
-    return [...new Set([...maskWarnings(this.policy), ...selfWritableWarnings(this.plan.writable), ...this.plan.warnings])];
+    return [...new Set([...this.credentials.warnings, ...selfWritableWarnings(this.plan.writable), ...this.plan.warnings])];
   }
 
   dryRun(cmd: CommandSpec): string {
@@ -310,7 +319,8 @@ export class MacosSandbox implements PlatformBackend {
     for (const e of own.exposePorts) lines.push(`localhost:${e.sandboxPort}: the command may listen there and the host reach it (network.exposePorts)`);
     lines.push('', '# environment changes (everything else inherited)');
     for (const [k, v] of Object.entries(this.envChanges(DRY_HTTP, DRY_SOCKS))) lines.push(ports(`${k}=${shellQuote(v)}`));
-    for (const name of withheldEnv(this.policy)) lines.push(`unset ${name}`);
+    const creds = describeCredentialPlan(this.credentials);
+    if (creds.length) lines.push('', '# credentials (real values are never shown; each run mints new sentinels)', ...creds);
     if (this.policy.ignored.length) {
       lines.push('', '# settings entries ignored (srt config shows them too)');
       for (const i of this.policy.ignored) lines.push(`${i.key}${i.value !== undefined ? ` ${i.value}` : ''} (${describeSource(i.source, this.policy)}): ${i.reason}`);
@@ -344,11 +354,16 @@ export class MacosSandbox implements PlatformBackend {
     }
     try {
       this.proxyModule = await loadProxyModule();
+      if (this.credentials.secrets.length > 0) {
+        const { CredentialStage } = await import('../credentials/stage.js');
+        this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
+      }
       const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
       this.proxy = await this.proxyModule.startProxy({
         network: this.policy.network,
         listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
         ...(log ? { log } : {}),
+        ...(this.stage ? { stages: [this.stage] } : {}),
       });
     } catch (e) {
       this.cleanupSync();
@@ -359,8 +374,7 @@ export class MacosSandbox implements PlatformBackend {
     const socks = this.proxy.socksPort!;
     // git:// URLs: git runs GIT_PROXY_COMMAND with the host and port, without a shell.
     writeFileSync(join(this.runDir, 'git-proxy'), `#!/bin/sh\nexec ${NC} -X connect -x 127.0.0.1:${http} "$1" "$2"\n`, { mode: 0o500 });
-    const env: NodeJS.ProcessEnv = { ...process.env, ...this.envChanges(http, socks) };
-    for (const name of withheldEnv(this.policy)) delete env[name];
+    const env: NodeJS.ProcessEnv = { ...credentialEnv(this.credentials, process.env), ...this.envChanges(http, socks) };
 
     let logger: ChildProcess | undefined;
     try {
@@ -522,6 +536,7 @@ export class MacosSandbox implements PlatformBackend {
     const denials = [...this.denials.values()];
     for (const d of denials.slice(0, MAX_REPORTED)) out.push(`srt: sandbox refused ${d.op} ${d.target} (${d.process})${this.reason(d)}`);
     if (denials.length > MAX_REPORTED) out.push(`srt: … and ${denials.length - MAX_REPORTED} more sandbox refusals (--debug lists them)`);
+    for (const n of this.stage?.notes() ?? []) out.push(`srt: warning: ${n}`);
     return out;
   }
 

@@ -33,6 +33,8 @@ export interface LaunchOptions {
   terminal?: Terminal;
   /** A descriptor of ours handed to bwrap as its descriptor `at` (the protected-path supervisor's report). */
   report?: { fd: number; at: number };
+  /** Contents bwrap reads from these descriptors (`--ro-bind-data`): pipes, no file anywhere. */
+  data?: { fd: number; bytes: Buffer }[];
 }
 
 function childrenOf(pid: number): number[] {
@@ -73,12 +75,13 @@ function plainStdio(): { stdio: StdioOptions; opened: number[] } {
   return { stdio: ['inherit', out[0]!, out[1]!, 'pipe'], opened };
 }
 
-/** The supervisor's report descriptor at its index (the unused ones before it left closed). */
-function withReport(stdio: StdioOptions, report: LaunchOptions['report']): StdioOptions {
-  if (!report) return stdio;
+/** `stdio` with `extra` descriptors at their numbers (the ones between stay closed). */
+function withDescriptors(stdio: StdioOptions, extra: Array<{ at: number; value: number | 'pipe' }>): StdioOptions {
   const out = [...(stdio as unknown[])];
-  while (out.length < report.at) out.push('ignore');
-  out[report.at] = report.fd;
+  for (const { at, value } of extra) {
+    while (out.length < at) out.push('ignore');
+    out[at] = value;
+  }
   return out as StdioOptions;
 }
 
@@ -108,8 +111,16 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     const child = spawn(opts.bwrap, opts.args, {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: withReport(terminal ? terminal.spawnStdio() : plain!.stdio, opts.report),
+      stdio: withDescriptors(terminal ? terminal.spawnStdio() : plain!.stdio, [
+        ...(opts.report ? [{ at: opts.report.at, value: opts.report.fd }] : []),
+        ...(opts.data ?? []).map((d) => ({ at: d.fd, value: 'pipe' as const })),
+      ]),
     });
+    for (const d of opts.data ?? []) {
+      const pipe = child.stdio[d.fd] as import('node:stream').Writable;
+      pipe.on('error', () => { /* bwrap failed before reading it: its own error says why */ });
+      pipe.end(d.bytes);
+    }
     for (const fd of plain?.opened ?? []) closeSync(fd);
     terminal?.attach(child);
     let statusText = '';

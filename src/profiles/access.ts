@@ -102,7 +102,8 @@ export interface AccessFacts {
   globTargets?: ReadonlyMap<string, string[]>;
 }
 
-/** Credential files are unreadable inside: `deny`, and `mask` too (no sentinel copy yet on Linux, none ever on macOS). */
+/** Credential files are unreadable inside on macOS: `deny`, and `mask` too (no sentinel copy),
+ *  exactly the credential plan's denyFiles there (Linux binds sentinel copies from the plan). */
 export function credentialRules(policy: Policy): PathRule[] {
   return policy.credentials.files.map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source }));
 }

@@ -84,6 +84,8 @@ export interface SeccompLaunch {
  */
 export type PlannedMount =
   | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean }
+  /** A read-only copy bwrap made from a descriptor (a sentinel copy): never the host file `hides`. */
+  | { kind: 'data'; dest: string; hides: string }
   | { kind: 'tmpfs'; dest: string }
   | { kind: 'symlink'; dest: string; target: string };
 
@@ -95,6 +97,14 @@ export interface SnapshotEntry {
   kind: 'file' | 'dir' | 'symlink';
   /** For a symlink: its target. */
   target?: string;
+}
+
+/** What the credential plan asks of the mounts (credentials/plan.ts). */
+export interface CredentialMounts {
+  /** Files (and globs) unreadable inside: `deny` entries and masks that fall back to deny. */
+  deny: PathRule[];
+  /** Files the command reads as their sentinel copy: bwrap copies it from `fd` (no host file). */
+  masked: { path: string; fd: number; mode: number }[];
 }
 
 export interface BwrapFacts {
@@ -126,6 +136,7 @@ export interface BwrapFacts {
   /** Literal allowRead paths that are symlinks, with their targets: recreated inside when their
    *  parent is hidden (`denyRead: ["/"]` hides merged-/usr links such as /lib64 → usr/lib64). */
   symlinks?: ReadonlyMap<string, string>;
+  credentials?: CredentialMounts;
   /** Directories srt itself cannot write (a colleague's checkout, /etc): the command cannot
    *  create anything there either, so a missing protected path there needs no placeholder. */
   readOnlyDirs?: ReadonlySet<string>;
@@ -174,27 +185,22 @@ export interface BwrapPlan {
 
 
 /** Read-side entries whose globs are expanded at wrap time (denyWrite is expanded too: it only adds). */
-export function globRules(policy: Policy): PathRule[] {
+export function globRules(policy: Policy, credentials?: CredentialMounts): PathRule[] {
   const fs = policy.filesystem;
-  return [...fs.denyRead, ...fs.allowRead, ...fs.denyWrite, ...credentialDenyRules(policy)]
+  return [...fs.denyRead, ...fs.allowRead, ...fs.denyWrite, ...(credentials?.deny ?? [])]
     .filter((r) => literalOf(r) === null);
 }
 
-/** Credential files are unreadable inside: `deny`, and `mask` too until masking exists (fail closed). */
-function credentialDenyRules(policy: Policy): PathRule[] {
-  return policy.credentials.files
-    .map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source }));
-}
-
 /** Every literal path whose landing the platform must resolve. */
-export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktree?: BwrapFacts['worktree']): string[] {
+export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktree?: BwrapFacts['worktree'], credentials?: CredentialMounts): string[] {
   const fs = policy.filesystem;
-  const rules = [...fs.allowWrite, ...fs.denyWrite, ...fs.denyRead, ...fs.allowRead, ...credentialDenyRules(policy)];
-  const paths = new Set<string>([policy.cwd]);
+  const rules = [...fs.allowWrite, ...fs.denyWrite, ...fs.denyRead, ...fs.allowRead, ...(credentials?.deny ?? [])];
+  const paths = new Set<string>([policy.cwd, ...(credentials?.masked ?? []).map((m) => m.path)]);
   for (const r of rules) {
     const lit = literalOf(r);
     if (lit !== null) paths.add(lit);
   }
+  for (const m of credentials?.masked ?? []) paths.add(m.path);
   for (const t of targets) paths.add(t.path);
   if (worktree) paths.add(worktree.commonDir).add(worktree.gitDir);
   return [...paths];
@@ -405,7 +411,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const r of fsPolicy.denyRead) {
     for (const l of expand([r], 'filesystem.denyRead', true)) denyReadLanding(l, trustOf(r), `filesystem.denyRead: ${r.original}`);
   }
-  for (const r of credentialDenyRules(policy)) {
+  const credentialDeny = facts.credentials?.deny ?? [];
+  for (const r of credentialDeny) {
     for (const l of expand([r], 'credentials.files', true)) denyReadLanding(l, CREDENTIAL, `credentials.files: ${r.original}`);
   }
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
@@ -490,6 +497,9 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       gatedDenies.set(path, Math.max(trust, gatedDenies.get(path) ?? -1));
       return;
     }
+    pin(child);
+  };
+  const pin = (child: string) => {
     for (let c = child, d = dirname(c); d !== '/'; c = d, d = dirname(d)) {
       if (!readable(d)) break; // inside a mask: the entries there are the sandbox's own
       if (facts.replaceable?.has(c)) snapshotDirs.add(d);
@@ -498,6 +508,19 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   if (!fsPolicy.disabled) {
     for (const [d, trust] of denyRead) if (d !== facts.runRoot) hold(d, d, trust);
     for (const [path, { firstMissing, trust }] of missingReadDenies) hold(path, firstMissing, trust);
+  }
+  // A sentinel copy is a mount on the masked file's name too: a host program renaming over that
+  // file (`aws configure` rewriting ~/.aws/credentials) would detach it and show the real file.
+  // Inside a writable path the read gate cannot help (the copy must stay readable): README.
+  // In a snapshot the copy takes the entry's place rather than covering a bind of the host file:
+  // a mount on the host's dentry is what a rename over it detaches.
+  const maskedCopies = new Set<string>();
+  for (const m of facts.credentials?.masked ?? []) {
+    const l = landing(m.path);
+    if (!fsPolicy.disabled && l.kind === 'file' && readable(l.real) && !writableByRoots(l.real) && !isWithin(l.real, facts.tmpDir)) {
+      pin(l.real);
+      maskedCopies.add(l.real);
+    }
   }
   for (const d of [...snapshotDirs]) {
     const listed = facts.snapshots?.get(d);
@@ -570,7 +593,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   if (fsPolicy.disabled) {
     // Only credential denies survive; the filesystem is otherwise the host's.
-    const creds = new Set(credentialDenyRules(policy).flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
+    const creds = new Set(credentialDeny.flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
     for (const p of [...creds].sort()) maskRead(p);
     bind(facts.tmpDir, facts.tmpDir, false);
   } else {
@@ -602,7 +625,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     remountRo.push(dir);
     for (const e of listed) {
       const at = join(dir, e.name);
-      if (nodes.has(at)) continue;
+      if (nodes.has(at) || maskedCopies.has(at)) continue;
       if (e.kind === 'symlink') {
         fsArgs.push('--symlink', e.target!, at);
         planMount({ kind: 'symlink', dest: at, target: e.target! });
@@ -628,6 +651,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       fsArgs.push('--symlink', target, link);
       planMount({ kind: 'symlink', dest: link, target });
     }
+  }
+  // Sentinel copies over masked files, on top of every bind above (bwrap writes the copy into
+  // its own tmpfs: nothing on the host, nothing another sandbox could see). A masked file the
+  // policy hides anyway stays hidden.
+  for (const m of facts.credentials?.masked ?? []) {
+    const l = landing(m.path);
+    if (l.kind !== 'file') continue;
+    if (!fsPolicy.disabled && !readable(l.real)) continue;
+    fsArgs.push('--perms', m.mode.toString(8).padStart(4, '0'), '--ro-bind-data', String(m.fd), l.real);
+    planMount({ kind: 'data', dest: l.real, hides: l.real });
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
   for (const p of remountRo) fsArgs.push('--remount-ro', p);
@@ -679,7 +712,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
 /**
  * The mount plan file the helper checks (seccomp/verify.c): NUL-terminated fields, one record
- * per mount (`B dest dev ino flags`, `T dest`, `L dest target`) and the working directory
+ * per mount (`B dest dev ino flags`, `T dest`, `L dest target`, `D dest dev ino` of the host
+ * file a copy stands for) and the working directory
  * (`C dev ino`). `idOf` gives a bind source's identity now (null: it is gone or no longer a
  * real path); a missing identity is an error unless the bind is optional (bwrap skips a vanished
  * `-try` source: then nothing may be at its place).
@@ -690,7 +724,11 @@ export function encodeMounts(mounts: PlannedMount[], idOf: (source: string) => F
   for (const m of mounts) {
     if (m.kind === 'tmpfs') fields.push('T', m.dest);
     else if (m.kind === 'symlink') fields.push('L', m.dest, m.target);
-    else {
+    else if (m.kind === 'data') {
+      const id = idOf(m.hides);
+      if (!id) return { error: `${m.hides} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` };
+      fields.push('D', m.dest, id.dev, id.ino);
+    } else {
       // A vanished optional source: nothing may be there (no file has inode 0).
       const id = idOf(m.source) ?? (m.optional ? { dev: '0', ino: '0' } : null);
       if (!id) return { error: `${m.source} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` };

@@ -121,7 +121,7 @@ function parseHostPort(raw: string, spec: string): DomainRule | string {
  * Parse one allowedDomains/deniedDomains entry. A deny entry may expand to several rules
  * (every reading of an ambiguous spelling is denied); an allow entry never widens on ambiguity.
  */
-export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDomainEntry {
+export function parseDomainEntry(raw: string, list: 'allow' | 'deny', what = list === 'allow' ? 'allowedDomains' : 'deniedDomains'): ParsedDomainEntry {
   const entry = raw.trim();
   if (entry === '') return { ok: false, error: 'empty domain entry' };
   if (/[\s@/?#\\]/.test(entry)) {
@@ -151,7 +151,7 @@ export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDom
     if (typeof r === 'string') return { ok: false, error: `invalid domain entry "${raw}": ${r}` };
     if (r.kind === 'any' && list === 'allow') {
       const where = r.port === undefined ? 'every destination' : `every host on port ${r.port}`;
-      return { ok: true, rules: [r], warning: `allowedDomains entry "${raw}" allows ${where}` };
+      return { ok: true, rules: [r], warning: `${what} entry "${raw}" allows ${where}` };
     }
     return { ok: true, rules: [r] };
   }
@@ -170,19 +170,19 @@ export function parseDomainEntry(raw: string, list: 'allow' | 'deny'): ParsedDom
     if (asAddress) rules.push(makeRule(raw, 'host', asAddress.host, asAddress.ip));
     if (asHostPort) rules.push(asHostPort);
     const readings = rules.map((r) => r.text).join(' and ');
-    return { ok: true, rules, warning: `deniedDomains entry "${raw}" is ambiguous without brackets; denying ${readings}` };
+    return { ok: true, rules, warning: `${what} entry "${raw}" is ambiguous without brackets; denying ${readings}` };
   }
   if (asHostPort) {
     return {
       ok: true,
       rules: [asHostPort],
-      warning: `allowedDomains entry "${raw}" is ambiguous without brackets; read as ${asHostPort.text} (write "[${asHostPort.host}]" for the address alone)`,
+      warning: `${what} entry "${raw}" is ambiguous without brackets; read as ${asHostPort.text} (write "[${asHostPort.host}]" for the address alone)`,
     };
   }
   return {
     ok: true,
     rules: [],
-    warning: `allowedDomains entry "${raw}" is ambiguous without brackets and was dropped; write it as "[${asAddress!.host}]" or "[addr]:port"`,
+    warning: `${what} entry "${raw}" is ambiguous without brackets and was dropped; write it as "[${asAddress!.host}]" or "[addr]:port"`,
   };
 }
 

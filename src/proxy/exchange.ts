@@ -44,7 +44,7 @@ export interface ExchangeContext {
   stages: readonly Stage[];
   upstream: Upstream;
   /** Record a refusal (a violation srt reports at the end). */
-  refused(target: Target, reason: string): void;
+  refused(target: Target, refusal: Refusal): void;
   log(line: string): void;
 }
 
@@ -70,7 +70,7 @@ export function refusalReply(reply: Frontend['reply'], display: string, r: Refus
 export async function exchange(front: Frontend, req: ProxyRequest, ctx: ExchangeContext): Promise<void> {
   const refuse = (r: Refusal) => {
     req.body?.resume(); // let the rest of the request body go, so the connection stays usable
-    ctx.refused(req.target, r.refuse);
+    ctx.refused(req.target, r);
     refusalReply(front.reply, req.target.display, r);
   };
   let reply: UpstreamReply;

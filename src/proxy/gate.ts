@@ -7,6 +7,7 @@ import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
 import type { DomainRule } from './domains.js';
 import type { NormalizedHost } from './domains.js';
+import type { Refusal } from './pipeline.js';
 import { addressBlockReason, guardDestination, isLoopbackAddress, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
 import { namedLoopback } from './domains.js';
@@ -16,12 +17,23 @@ export interface Violation {
   host: string;
   port: number;
   reason: string;
+  /** A credential's sentinel on its way outside its injectHosts (the tripwire): its label. */
+  sentinel?: string;
 }
 
-/** The line srt prints for a refusal: `srt: blocked evil.example:443 — not in network.allowedDomains`. */
+/** The line srt prints for a refusal: `srt: blocked evil.example:443 — not in network.allowedDomains`,
+ *  or for the tripwire `srt: blocked GH_TOKEN's sentinel on its way to paste.example`. */
 export function formatViolation(v: Violation): string {
+  if (v.sentinel !== undefined) {
+    const host = displayHostPort(v.host, v.port);
+    return `srt: blocked ${v.sentinel}'s sentinel on its way to ${host.slice(0, host.lastIndexOf(':'))}`;
+  }
   return `srt: blocked ${displayHostPort(v.host, v.port)} — ${v.reason}`;
 }
+
+/** Checks a destination host name before anything is resolved or dialled (the credential
+ *  tripwire: a sentinel inside a host name would otherwise reach a DNS resolver). */
+export type HostScreen = (host: string, port: number) => Refusal | undefined;
 
 /** How a connection reached the gate; `forward`: a forwarded host loopback port (local-services.ts). */
 export type Via = 'http' | 'connect' | 'socks' | 'upgrade' | 'forward';
@@ -37,7 +49,7 @@ export interface Target {
   display: string;
 }
 
-export type Authorization = { ok: true; target: Target } | { ok: false; reason: string; display: string };
+export type Authorization = { ok: true; target: Target } | { ok: false; reason: string; display: string; proxyError?: string };
 
 export interface GateOptions {
   network: Policy['network'];
@@ -48,6 +60,7 @@ export interface GateOptions {
   upstream?: UpstreamProxies;
   connectTimeoutMs: number;
   testOnlyExemptAddresses?: readonly string[];
+  screenHost?: HostScreen;
 }
 
 export class Gate {
@@ -67,21 +80,27 @@ export class Gate {
     this.opts.log?.(line);
   }
 
-  /** Record a refusal (once per distinct host, port and reason) and log it. */
-  refuse(host: string, port: number, reason: string, via: Via, by?: { rule?: DomainRule; source?: Policy['network']['deniedDomains'][number]['source'] }): Authorization {
-    const v = { host, port, reason };
+  /** Record a refusal (once per distinct host, port and reason) and log it. `by`: the rule that
+   *  refused it, or the credential whose sentinel it was (its own report line). */
+  refuse(host: string, port: number, reason: string, via: Via, by: {
+    rule?: DomainRule; source?: Policy['network']['deniedDomains'][number]['source']; sentinel?: string; proxyError?: string;
+  } = {}): Authorization {
+    const v: Violation = { host, port, reason };
+    if (by.sentinel !== undefined) v.sentinel = by.sentinel;
     const key = `${host}\0${port}\0${reason}`;
     if (!this.refusals.has(key)) this.refusals.set(key, v);
     const display = displayHostPort(host, port);
     this.log(`proxy: ${via} deny ${display}: ${reason}`);
     this.opts.audit?.({
       kind: 'network', client: via, target: display, verdict: 'deny', reason,
-      ...(by?.rule ? { rule: by.rule.text } : {}), ...(by?.source ? { source: by.source } : {}),
+      ...(by.rule ? { rule: by.rule.text } : {}), ...(by.source ? { source: by.source } : {}),
     });
-    return { ok: false, reason, display };
+    return { ok: false, reason, display, ...(by.proxyError ? { proxyError: by.proxyError } : {}) };
   }
 
   async authorize(rawHost: string, port: number, via: Via): Promise<Authorization> {
+    const screened = this.opts.screenHost?.(rawHost, port);
+    if (screened) return this.refuse(rawHost.toLowerCase(), port, screened.refuse, via, screened);
     const network = this.network; // one snapshot per connection (setNetwork applies to the next one)
     const d = decide(network, rawHost, port);
     if (!d.allow) return this.refuse(d.host, d.port, d.reason, via, d);

@@ -97,6 +97,11 @@ class PendingResponses {
   }
 }
 
+/** A refused authorization as the client hears it (the tripwire's has its own X-Proxy-Error). */
+function refusalOfAuth(auth: { reason: string; proxyError?: string }): Refusal {
+  return auth.proxyError ? { refuse: auth.reason, proxyError: auth.proxyError } : { refuse: auth.reason };
+}
+
 function refusedReply(socket: Duplex, display: string, r: Refusal): void {
   refusalReply((status, statusPhrase, body, headers) => rawReply(socket, status, statusPhrase, body, headers), display, r);
 }
@@ -129,7 +134,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
   const context = (socket: Duplex): ExchangeContext => ({
     stages: opts.stages,
     upstream: { send: (req, signal) => sendH1(req, agentOf(socket), signal) },
-    refused: (t, reason) => gate.refuse(t.host.host, t.port, reason, 'http'),
+    refused: (t, r) => gate.refuse(t.host.host, t.port, r.refuse, 'http', r),
     log: (l) => gate.log(l),
   });
 
@@ -166,7 +171,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     void gate.authorize(parsed.host, parsed.port, 'http').then((auth) => {
       if (!auth.ok) {
         req.resume();
-        refusalReply(h1Frontend(res, auth.display).reply, auth.display, { refuse: auth.reason });
+        refusalReply(h1Frontend(res, auth.display).reply, auth.display, refusalOfAuth(auth));
         return;
       }
       const t = auth.target;
@@ -194,7 +199,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     const t = parseAbsoluteTarget(req.url ?? '');
     if (typeof t === 'string') return rawReply(client, 400, t, `srt: ${t}\n`);
     const auth = await gate.authorize(t.host, t.port, 'upgrade');
-    if (!auth.ok) return refusedReply(client, auth.display, { refuse: auth.reason });
+    if (!auth.ok) return refusedReply(client, auth.display, refusalOfAuth(auth));
     const target = auth.target;
     const upgrade = upgradeToForward(req.headers.upgrade);
     // node:http hands an upgrade request over before its body: one that is not passed on as an
@@ -223,7 +228,7 @@ async function openTunnel(gate: Gate, tunnels: Tunnels, req: IncomingMessage, cl
   const a = parseAuthority(req.url ?? '');
   if (typeof a === 'string') return rawReply(client, 400, `bad CONNECT target: ${a}`, `srt: bad CONNECT target: ${a}\n`);
   const auth = await gate.authorize(a.host, a.port, 'connect');
-  if (!auth.ok) return refusedReply(client, auth.display, { refuse: auth.reason });
+  if (!auth.ok) return refusedReply(client, auth.display, refusalOfAuth(auth));
   const admitted = tunnels.admit(auth.target, 'connect');
   if (!admitted.ok) return refusedReply(client, auth.target.display, admitted.refusal);
   const slot = admitted.slot;

@@ -7,10 +7,11 @@
 // A stage may rewrite the request (method, path, headers), replace its body with a transformed
 // stream, or refuse it; on the way back it may rewrite the response head and body the same way.
 // Stages also see every tunnel as it opens (CONNECT/SOCKS target, then the SNI name once the
-// ClientHello is read), so a stage can stop a tunnel before any byte of it leaves. Credential
-// injection, response re-masking, the sentinel tripwire and SigV4 re-signing are stages.
+// ClientHello is read), so a stage can stop a tunnel before any byte of it leaves; they can see a
+// host name before it is resolved, and watch the client's bytes of a tunnel that stays opaque.
+// Credential injection, response re-masking, the sentinel tripwire and SigV4 re-signing are stages.
 
-import type { Readable } from 'node:stream';
+import type { Readable, Transform } from 'node:stream';
 import type { NormalizedHost } from './domains.js';
 import type { Target } from './gate.js';
 
@@ -53,17 +54,27 @@ export interface Refusal {
   refuse: string;
   status?: number;
   proxyError?: string;
+  /** A credential's sentinel on its way where it may not go (the tripwire): reported as its own
+   *  line, `srt: blocked GH_TOKEN's sentinel on its way to paste.example`. */
+  sentinel?: string;
 }
 
 export interface TunnelInfo {
   target: Target;
-  via: 'connect' | 'socks';
+  /** `forward`: a forwarded host loopback port (forward.ts). */
+  via: 'connect' | 'socks' | 'forward';
   /** The TLS SNI name (canonical) once the ClientHello has been read; absent before that. */
   sni?: string;
 }
 
 export interface Stage {
   readonly name: string;
+  /** A destination host name as the client named it (CONNECT/SOCKS target, absolute URL),
+   *  before it is resolved: a name can carry data to a DNS resolver. */
+  screenHost?(host: string, port: number): Refusal | void;
+  /** The client's bytes of a tunnel that stays opaque (not terminated): a stream they pass
+   *  through, or nothing. Failing it with RefusedError closes the tunnel before those bytes leave. */
+  guard?(t: TunnelInfo): Transform | void;
   /** A tunnel opens (once before it is dialled, once more with `sni` when it is terminated). */
   tunnel?(t: TunnelInfo): Refusal | void;
   /** Before the request is forwarded. */
@@ -95,6 +106,23 @@ export async function runResponseStages(stages: readonly Stage[], res: ProxyResp
   for (let i = stages.length - 1; i >= 0; i--) {
     const r = await stages[i]!.response?.(res, req);
     if (r) return r;
+  }
+  return undefined;
+}
+
+export function runHostStages(stages: readonly Stage[], host: string, port: number): Refusal | undefined {
+  for (const s of stages) {
+    const r = s.screenHost?.(host, port);
+    if (r) return r;
+  }
+  return undefined;
+}
+
+/** The guard of a tunnel's client-to-server bytes (the first stage that has one), if any. */
+export function tunnelGuard(stages: readonly Stage[], t: TunnelInfo): Transform | undefined {
+  for (const s of stages) {
+    const g = s.guard?.(t);
+    if (g) return g;
   }
   return undefined;
 }

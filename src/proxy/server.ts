@@ -21,7 +21,7 @@ import { systemResolver, type Resolver } from './address-guard.js';
 import { Gate, formatViolation, type Violation } from './gate.js';
 import { createForwardServer } from './forward.js';
 import { createHttpProxy } from './http.js';
-import type { Stage } from './pipeline.js';
+import { runHostStages, type Stage } from './pipeline.js';
 import { createSocksProxy } from './socks.js';
 import type { Termination } from './trust.js';
 import { splice, Tunnels } from './tunnel.js';
@@ -128,6 +128,7 @@ function closeServer(server: Server): Promise<void> {
 
 export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
   const upstream = upstreamFromEnv(opts.upstreamEnv ?? process.env);
+  const stages = opts.stages ?? [];
   const gate = new Gate({
     network: opts.network,
     resolver: opts.resolver ?? systemResolver,
@@ -136,10 +137,10 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     ...(opts.audit ? { audit: opts.audit } : {}),
     ...(upstream ? { upstream } : {}),
     ...(opts.testOnlyExemptAddresses ? { testOnlyExemptAddresses: opts.testOnlyExemptAddresses } : {}),
+    ...(stages.some((s) => s.screenHost) ? { screenHost: (host: string, port: number) => runHostStages(stages, host, port) } : {}),
   });
   const headersTimeoutMs = opts.headersTimeoutMs ?? 30_000;
   const maxHeaderSize = opts.maxHeaderSize ?? 32 * 1024;
-  const stages = opts.stages ?? [];
   const httpMode = opts.network.httpProxyPort !== undefined ? 'relay' : 'filter';
   const socksMode = opts.network.socksProxyPort !== undefined ? 'relay' : 'filter';
   // The terminator (node:http2 and all) is loaded by the first tunnel that is terminated.
@@ -180,7 +181,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     servers.push(socksServer);
     const socks = await listen(socksServer, opts.listen.socks, (p) => socketPaths.push(p));
     for (const f of opts.listen.forwards ?? []) {
-      const server = createForwardServer(gate, f.host, f.port);
+      const server = createForwardServer(gate, f.host, f.port, stages);
       servers.push(server);
       await listen(server, { socketPath: f.socketPath }, (p) => socketPaths.push(p));
     }

@@ -42,7 +42,7 @@ import {
 import type { Gate, Target } from './gate.js';
 import { DROPPED_UPGRADE_WITH_BODY, hasBody, parseAbsoluteTarget, parseAuthority } from './http.js';
 import { endToEndHeaders, formatAuthority, runTunnelStages, upgradeToForward, type Header, type ProxyRequest, type Stage } from './pipeline.js';
-import { splice, type AdmittedTunnel, type Deadline, type TlsTerminator } from './tunnel.js';
+import { guardTunnel, splice, type AdmittedTunnel, type Deadline, type TlsTerminator } from './tunnel.js';
 
 /** Mints (and caches) the leaf certificate a client is shown for a host. */
 export interface LeafIssuer {
@@ -300,7 +300,10 @@ export class Terminator implements TlsTerminator {
       if (!sni || sni.host !== target.host.host) return fail(`TLS server name "${info.sni}" is not the tunnel's host ${target.display}`);
     }
     const refusal = runTunnelStages(this.opts.stages, { target, via, ...(info.sni !== undefined ? { sni: target.host.host } : {}) });
-    if (refusal) return fail(refusal.refuse);
+    if (refusal) {
+      gate.refuse(target.host.host, target.port, refusal.refuse, via, refusal);
+      return fail();
+    }
     gate.log(`proxy: ${via} ${target.display}: terminating TLS (SNI ${info.sni ?? 'none'}, ALPN ${info.alpn?.join(',') ?? 'none'})`);
 
     const offered = info.alpn ?? [];
@@ -421,7 +424,8 @@ export class Terminator implements TlsTerminator {
     session.streaming = true;
     session.begin();
     this.gate.log(`proxy: ${session.t.via} ${session.t.target.display}: not HTTP inside TLS; relayed between the two TLS sessions`);
-    splice(session.client, up);
+    // Decrypted but not parsed: the stages' guard still sees the client's bytes.
+    splice(session.client, up, guardTunnel(this.gate, this.opts.stages, session.t));
     session.client.resume();
     up.resume();
   }
@@ -448,7 +452,7 @@ export class Terminator implements TlsTerminator {
     return {
       stages: this.opts.stages,
       upstream: session.upstream,
-      refused: (t, reason) => this.gate.refuse(t.host.host, t.port, reason, via),
+      refused: (t, r) => this.gate.refuse(t.host.host, t.port, r.refuse, via, r),
       log: (l) => this.gate.log(l),
     };
   }

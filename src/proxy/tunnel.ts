@@ -7,11 +7,11 @@
 // upstream uninspected. The whole wait, up to the end of the client's TLS handshake, is bounded
 // by `handshakeTimeoutMs`.
 
-import type { Duplex } from 'node:stream';
+import type { Duplex, Transform } from 'node:stream';
 import type { Gate, Target } from './gate.js';
 import { ruleMatches } from './domains.js';
 import { looksLikeTls, MAX_CLIENT_HELLO, parseClientHello } from './clienthello.js';
-import { runTunnelStages, type Refusal, type Stage } from './pipeline.js';
+import { RefusedError, runTunnelStages, tunnelGuard, type Refusal, type Stage, type TunnelInfo } from './pipeline.js';
 
 /** The terminator (terminate.ts, loaded only when TLS termination is configured). */
 export interface TlsTerminator {
@@ -57,7 +57,7 @@ export class Tunnels {
   admit(target: Target, via: 'connect' | 'socks'): { ok: true; slot: AdmittedTunnel } | { ok: false; refusal: Refusal } {
     const refusal = runTunnelStages(this.opts.stages, { target, via });
     if (refusal) {
-      this.gate.refuse(target.host.host, target.port, refusal.refuse, via);
+      this.gate.refuse(target.host.host, target.port, refusal.refuse, via, refusal);
       return { ok: false, refusal };
     }
     const tls = this.gate.network.tlsTerminate;
@@ -88,8 +88,9 @@ export class Tunnels {
   serve(client: Duplex, upstream: Duplex, t: AdmittedTunnel, head: Buffer): void {
     if (!t.terminate || !this.opts.terminator) {
       t.release();
-      if (head.length > 0) upstream.write(head);
-      splice(client, upstream);
+      const guard = guardTunnel(this.gate, this.opts.stages, t);
+      if (head.length > 0) (guard ?? upstream).write(head);
+      splice(client, upstream, guard);
       return;
     }
     const gate = this.gate;
@@ -130,8 +131,9 @@ export class Tunnels {
       deadline.cancel();
       t.release();
       gate.log(`proxy: ${t.via} ${t.target.display}: not TLS, relayed as an opaque tunnel`);
-      if (first.length > 0) to.write(first);
-      splice(client, upstream);
+      const guard = guardTunnel(this.gate, this.opts.stages, t);
+      if (first.length > 0) (to === upstream ? guard ?? upstream : to).write(first);
+      splice(client, upstream, guard);
       client.resume();
       upstream.resume();
     };
@@ -188,12 +190,23 @@ export class Tunnels {
   }
 }
 
+/** The stages' guard of the client bytes of a tunnel whose content srt does not parse (opaque, or
+ *  not HTTP inside terminated TLS); a stop it makes is recorded as a refusal. */
+export function guardTunnel(gate: Gate, stages: readonly Stage[], t: Pick<TunnelInfo, 'target' | 'via'>): Transform | undefined {
+  const guard = tunnelGuard(stages, { target: t.target, via: t.via });
+  guard?.on('error', (e) => {
+    if (e instanceof RefusedError) gate.refuse(t.target.host.host, t.target.port, e.refusal.refuse, t.via, e.refusal);
+  });
+  return guard;
+}
+
 /**
  * Pipe both directions with backpressure (at most a high-water mark buffered per direction);
  * a half-close travels through; an error or a full close on one side frees the other once what
- * was already read has been flushed.
+ * was already read has been flushed. `aToB` (a stage's guard) sits between a and b; when it
+ * fails, both sides are destroyed before the bytes it stopped reach b.
  */
-export function splice(a: Duplex, b: Duplex): void {
+export function splice(a: Duplex, b: Duplex, aToB?: Transform): void {
   const closeAfterFlush = (s: Duplex) => {
     if (s.destroyed) return;
     if (s.writableFinished) s.destroy();
@@ -204,8 +217,19 @@ export function splice(a: Duplex, b: Duplex): void {
   };
   a.on('error', () => b.destroy());
   b.on('error', () => a.destroy());
-  a.once('close', () => closeAfterFlush(b));
   b.once('close', () => closeAfterFlush(a));
-  a.pipe(b);
   b.pipe(a);
+  if (!aToB) {
+    a.once('close', () => closeAfterFlush(b));
+    a.pipe(b);
+    return;
+  }
+  aToB.on('error', () => {
+    b.destroy();
+    a.destroy();
+  });
+  // What the guard still holds is flushed into b before b is closed.
+  a.once('close', () => aToB.end());
+  aToB.once('end', () => closeAfterFlush(b));
+  a.pipe(aToB).pipe(b);
 }

@@ -13,6 +13,7 @@ import type {
   ExposedPort,
   FileCredential,
   IgnoredEntry,
+  InjectPlace,
   OnExtractNoMatch,
   PathRule,
   Policy,
@@ -253,7 +254,8 @@ class Builder {
           const kept = entries.filter((entry, i) => {
             if (entry.mode !== 'mask') return true;
             const name = 'name' in entry ? entry.name : typeof entry.path === 'string' ? entry.path : entry.path.path;
-            this.ignore(layer, `credentials.${list}[${i}]`, `${who} may not let a real secret leave the sandbox (${name}, mode "mask")`);
+            const command = 'source' in entry && entry.source ? ', nor run a command outside it (source)' : '';
+            this.ignore(layer, `credentials.${list}[${i}]`, `${who} may not let a real secret leave the sandbox (${name}, mode "mask")${command}`);
             return false;
           });
           (layer.doc.credentials as Record<string, unknown>)[list] = kept;
@@ -569,7 +571,7 @@ class Builder {
     const source = this.sources['network.tlsTerminate.caCertPath'] ?? tls.source;
     if (tls.caKeyPath && !policy.credentials.files.some((f) => f.path === tls.caKeyPath && f.mode === 'deny' && !f.glob)) {
       policy.credentials.files = policy.credentials.files.filter((f) => f.glob || f.path !== tls.caKeyPath);
-      policy.credentials.files.push({ path: tls.caKeyPath, glob: false, mode: 'deny', onExtractNoMatch: 'warn', maskDuplicates: false, source });
+      policy.credentials.files.push({ path: tls.caKeyPath, glob: false, mode: 'deny', injectInto: ['headers'], onExtractNoMatch: 'warn', maskDuplicates: false, source });
     }
     for (const path of [tls.caCertPath, tls.caKeyPath, ...tls.extraCaCertPaths]) {
       if (path && !policy.filesystem.denyWrite.some((r) => r.path === path && !r.glob)) {
@@ -578,34 +580,46 @@ class Builder {
     }
   }
 
-  private injectHosts(hosts: string[] | undefined): string[] | undefined {
-    return hosts?.map((h) => h.trim().toLowerCase().replace(/\.$/, ''));
+  /** injectHosts use the allowedDomains grammar, canonicalised the same way (case, trailing dot,
+   *  IDN, IPv6 spellings), so the proxy's comparison with the destination is exact. */
+  private injectHosts(layer: Layer, key: string, hosts: string[] | undefined): DomainRule[] | undefined {
+    if (!hosts) return undefined;
+    const out = new Map<string, DomainRule>();
+    hosts.forEach((h, i) => {
+      const parsed = parseDomainEntry(h, 'allow', 'injectHosts');
+      if (!parsed.ok) throw new SettingsError(`${where(layer.source, `${key}.injectHosts[${i}]`)}: ${parsed.error}`);
+      if (parsed.warning) this.warnings.push(`${where(layer.source, `${key}.injectHosts[${i}]`)}: ${parsed.warning}`);
+      for (const r of parsed.rules) out.set(r.text, r);
+    });
+    return [...out.values()];
   }
 
   /** Merge entries naming the same thing: any `deny` wins, else the highest-precedence `mask`. */
-  private pickCredential<T extends { mode: CredentialMode }>(candidates: Array<{ entry: T; layer: Layer }>): { entry: T; layer: Layer } {
+  private pickCredential<C extends { entry: { mode: CredentialMode }; layer: Layer }>(candidates: C[]): C {
     const rank = (layer: Layer) => SCOPE_ORDER.indexOf(layer.scope) * 1000 - this.layers.indexOf(layer);
     const sorted = [...candidates].sort((a, b) => rank(a.layer) - rank(b.layer));
     return sorted.find((c) => c.entry.mode === 'deny') ?? sorted[0]!;
   }
 
   private envCredentials(): EnvCredential[] {
-    const byName = new Map<string, Array<{ entry: NonNullable<NonNullable<SettingsDocument['credentials']>['envVars']>[number]; layer: Layer }>>();
+    const byName = new Map<string, Array<{ entry: NonNullable<NonNullable<SettingsDocument['credentials']>['envVars']>[number]; layer: Layer; i: number }>>();
     for (const layer of this.layers) {
-      for (const entry of layer.doc.credentials?.envVars ?? []) {
-        byName.set(entry.name, [...(byName.get(entry.name) ?? []), { entry, layer }]);
-      }
+      (layer.doc.credentials?.envVars ?? []).forEach((entry, i) => {
+        byName.set(entry.name, [...(byName.get(entry.name) ?? []), { entry, layer, i }]);
+      });
     }
     return [...byName.values()].map((candidates) => {
-      const { entry, layer } = this.pickCredential(candidates);
+      const { entry, layer, i } = this.pickCredential(candidates);
       const out: EnvCredential = {
         name: entry.name,
         mode: entry.mode,
+        injectInto: [...new Set<InjectPlace>(entry.injectInto ?? ['headers'])],
         onExtractNoMatch: (entry.onExtractNoMatch ?? 'warn') as OnExtractNoMatch,
         source: layer.source,
       };
-      const hosts = this.injectHosts(entry.injectHosts);
+      const hosts = this.injectHosts(layer, `credentials.envVars[${i}]`, entry.injectHosts);
       if (hosts) out.injectHosts = hosts;
+      if (entry.source) out.sourceCommand = [...entry.source.command];
       if (entry.decode) out.decode = entry.decode;
       if (entry.maskClaims) out.maskClaims = [...entry.maskClaims];
       if (entry.extract !== undefined) out.extract = entry.extract;
@@ -615,28 +629,27 @@ class Builder {
 
   private fileCredentials(): FileCredential[] {
     type Entry = NonNullable<NonNullable<SettingsDocument['credentials']>['files']>[number];
-    const byPath = new Map<string, Array<{ entry: Entry; layer: Layer; path: string; glob: boolean }>>();
+    const byPath = new Map<string, Array<{ entry: Entry; layer: Layer; path: string; glob: boolean; i: number }>>();
     for (const layer of this.layers) {
       (layer.doc.credentials?.files ?? []).forEach((entry, i) => {
         const r = this.resolvePath(layer, `credentials.files[${i}].path`, entry.path);
         const id = `${r.glob}:${r.path}`;
-        byPath.set(id, [...(byPath.get(id) ?? []), { entry, layer, path: r.path, glob: r.glob }]);
+        byPath.set(id, [...(byPath.get(id) ?? []), { entry, layer, path: r.path, glob: r.glob, i }]);
       });
     }
     return [...byPath.values()].map((candidates) => {
-      const picked = this.pickCredential(candidates);
-      const { entry, layer } = picked;
-      const { path, glob } = candidates.find((c) => c.entry === entry)!;
+      const { entry, layer, path, glob, i } = this.pickCredential(candidates);
       const out: FileCredential = {
         path,
         glob,
         mode: entry.mode,
+        injectInto: [...new Set<InjectPlace>(entry.injectInto ?? ['headers'])],
         onExtractNoMatch: (entry.onExtractNoMatch ?? 'warn') as OnExtractNoMatch,
         maskDuplicates: entry.maskDuplicates ?? false,
         source: layer.source,
       };
       if (entry.extract !== undefined) out.extract = entry.extract;
-      const hosts = this.injectHosts(entry.injectHosts);
+      const hosts = this.injectHosts(layer, `credentials.files[${i}]`, entry.injectHosts);
       if (hosts) out.injectHosts = hosts;
       if (entry.decode) out.decode = entry.decode;
       if (entry.maskClaims) out.maskClaims = [...entry.maskClaims];
@@ -668,26 +681,8 @@ class Builder {
     return [...out];
   }
 
+  /** Settings that do nothing as written (credential warnings come with the credential plan). */
   private startWarnings(policy: Policy): void {
-    const { envVars, files } = policy.credentials;
-    const masked = [...envVars.filter((e) => e.mode === 'mask').map((e) => e.name), ...files.filter((f) => f.mode === 'mask').map((f) => f.path)];
-    if (masked.length > 0 && !policy.network.tlsTerminate && !policy.credentials.allowPlaintextInject) {
-      this.warnings.push(
-        `credentials: ${masked.join(', ')} masked without network.tlsTerminate: the sentinel would reach the server unchanged and authentication would fail; add "tlsTerminate": {} to network`,
-      );
-    }
-    const maskedEnv = new Set(envVars.filter((e) => e.mode === 'mask').map((e) => e.name));
-    const pairs = [
-      { accessKeyIdVar: 'AWS_ACCESS_KEY_ID', secretAccessKeyVar: 'AWS_SECRET_ACCESS_KEY' },
-      ...policy.credentials.awsPairs,
-    ];
-    for (const pair of pairs) {
-      if (maskedEnv.has(pair.secretAccessKeyVar) && !maskedEnv.has(pair.accessKeyIdVar)) {
-        this.warnings.push(
-          `credentials: ${pair.secretAccessKeyVar} is masked but ${pair.accessKeyIdVar} is not: srt cannot re-sign AWS requests without masking the key id too`,
-        );
-      }
-    }
     for (const { rule, source } of policy.network.allowedDomains) {
       if (rule.kind === 'wildcard' && isPublicSuffix(rule.host)) {
         this.warnings.push(`${label(source)}: network.allowedDomains: "${rule.raw}" allows every host under the public suffix .${rule.host}; name the domain (*.example.${rule.host})`);

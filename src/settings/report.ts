@@ -30,6 +30,8 @@ import type { ExposedPort, PathRule, Policy, Source, SourcedDomain } from '../po
 import { describeExpose, describeForward, forwardedPorts } from '../proxy/local-services.js';
 import { printable } from '../shell.js';
 import type { SettingsReport } from './index.js';
+import type { CredentialPlan } from '../credentials/plan.js';
+import { describeCredentialPlan } from '../credentials/describe.js';
 
 type Sourced<T> = { value: T; source: Source };
 
@@ -47,7 +49,8 @@ function withoutSource<T extends { source: Source }>(entry: T): Omit<T, 'source'
   return rest;
 }
 
-export function configJson(report: SettingsReport): object {
+/** `credentials`: the credential plan a run would follow (built by the caller, which reads the files). */
+export function configJson(report: SettingsReport, credentials?: CredentialPlan): object {
   const { policy: p } = report;
   const s = <T>(key: string, value: T) => scalar(report, key, value);
   const domain = (d: SourcedDomain) => ({ value: d.rule.text, source: d.source });
@@ -90,8 +93,8 @@ export function configJson(report: SettingsReport): object {
         allowManagedReadPathsOnly: s('filesystem.allowManagedReadPathsOnly', p.filesystem.allowManagedReadPathsOnly),
       },
       credentials: {
-        envVars: p.credentials.envVars.map((e) => ({ value: e.name, ...withoutSource(e), source: e.source })),
-        files: p.credentials.files.map((f) => ({ value: f.path, ...withoutSource(f), source: f.source })),
+        envVars: p.credentials.envVars.map((e) => ({ value: e.name, ...withoutSource(e), ...hostTexts(e), source: e.source })),
+        files: p.credentials.files.map((f) => ({ value: f.path, ...withoutSource(f), ...hostTexts(f), source: f.source })),
         awsPairs: p.credentials.awsPairs.map((a) => ({ value: withoutSource(a), source: a.source })),
         sigv4: {
           presigned: s('credentials.sigv4.presigned', p.credentials.sigv4.presigned),
@@ -113,7 +116,28 @@ export function configJson(report: SettingsReport): object {
       source: f.source,
     })),
     ignored: p.ignored,
-    warnings: p.warnings,
+    warnings: [...p.warnings, ...(credentials?.warnings ?? [])],
+    ...(credentials ? { credentialPlan: credentialPlanJson(credentials) } : {}),
+  };
+}
+
+/** injectHosts as their canonical entries (`api.github.com`, `[::1]`, `*.example.com:8443`). */
+function hostTexts(e: { injectHosts?: Array<{ text: string }> }): { injectHosts?: string[] } {
+  return e.injectHosts ? { injectHosts: e.injectHosts.map((r) => r.text) } : {};
+}
+
+/** What a run would do with credentials, without a single real value or sentinel. */
+function credentialPlanJson(plan: CredentialPlan): object {
+  return {
+    unsetEnv: plan.unsetEnv,
+    setEnv: plan.setEnv.map((c) => ({ name: c.name, ...(c.pending ? { fromCommand: c.pending } : { sentinelLength: c.value!.length }) })),
+    denyFiles: plan.denyFiles.map((d) => ({ path: d.rule.path, glob: d.rule.glob, ...(d.why ? { maskFallback: d.why } : {}) })),
+    maskFiles: plan.maskFiles.map((m) => ({ path: m.path, masked: m.masked })),
+    errors: plan.errors,
+    secrets: plan.secrets.map((s) => ({
+      from: s.label, inject: s.inject, injectInto: s.injectInto,
+      injectHosts: s.injectHosts ? s.injectHosts.map((r) => r.text) : 'every allowed host',
+    })),
   };
 }
 
@@ -130,7 +154,7 @@ export function describeSource(source: Source, policy: Pick<Policy, 'root' | 'ho
   return `${source.scope} ${file}`;
 }
 
-export function configText(report: SettingsReport): string {
+export function configText(report: SettingsReport, credentials?: CredentialPlan): string {
   const p = report.policy;
   const src = (source: Source) => describeSource(source, p);
   const rows: Array<[string, string, string]> = [];
@@ -172,14 +196,13 @@ export function configText(report: SettingsReport): string {
   }
   scalarRow('filesystem.disabled', p.filesystem.disabled);
   scalarRow('filesystem.allowManagedReadPathsOnly', p.filesystem.allowManagedReadPathsOnly);
+  const injection = (e: { mode: string; injectHosts?: Array<{ text: string }>; injectInto: string[] }) =>
+    e.mode === 'mask' ? ` → ${e.injectHosts ? e.injectHosts.map((r) => r.text).join(', ') : 'every allowed host'} (${e.injectInto.join(', ')})` : '';
   list(
     'credentials.envVars',
-    p.credentials.envVars.map((e) => [`${e.name} ${e.mode}${e.injectHosts ? ` → ${e.injectHosts.join(', ')}` : ''}`, e.source]),
+    p.credentials.envVars.map((e) => [`${e.name} ${e.mode}${injection(e)}${e.sourceCommand ? ` from \`${e.sourceCommand.join(' ')}\`` : ''}`, e.source]),
   );
-  list(
-    'credentials.files',
-    p.credentials.files.map((f) => [`${f.path} ${f.mode}${f.injectHosts ? ` → ${f.injectHosts.join(', ')}` : ''}`, f.source]),
-  );
+  list('credentials.files', p.credentials.files.map((f) => [`${f.path} ${f.mode}${injection(f)}`, f.source]));
   list(
     'credentials.awsPairs',
     p.credentials.awsPairs.map((a) => [`${a.accessKeyIdVar} ${a.secretAccessKeyVar}${a.sessionTokenVar ? ` ${a.sessionTokenVar}` : ''}`, a.source]),
@@ -212,6 +235,12 @@ export function configText(report: SettingsReport): string {
   if (forwards.length === 0) lines.push('  (none)');
   for (const f of forwards) lines.push(`  ${describeForward(f)}  (${f.rule}, ${src(f.source)})`);
   lines.push('', 'Always writable: the current directory and a per-run temporary directory (TMPDIR).');
+  if (credentials) {
+    const described = describeCredentialPlan(credentials);
+    lines.push('', 'Credentials in a run (real values are never shown):');
+    lines.push(...(described.length ? described : ['(none)']).map((l) => `  ${l}`));
+    lines.push(...credentials.warnings.map((w) => `  warning: ${w}`), ...credentials.errors.map((e) => `  error (a run would stop here): ${e}`));
+  }
   lines.push('', 'Ignored:');
   if (p.ignored.length === 0) lines.push('  (nothing)');
   for (const i of p.ignored) lines.push(printable(`  ${i.key}${i.value !== undefined ? ` ${i.value}` : ''}  ${src(i.source)}: ${i.reason}`));

@@ -78,12 +78,23 @@ function build(zod: ZodModule) {
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits, underscore; not starting with a digit)')
     .describe('An environment variable name.');
   const claims = z.array(nonEmpty).min(1).describe('Top-level JWT claims replaced by sentinels; the rest of the payload stays real.');
+  const injectInto = z
+    .array(z.enum(['headers', 'query', 'body']))
+    .min(1)
+    .describe('Where the proxy puts the real value back: request headers (default), the request target (query), the request body (opt-in: an API that stores what it is sent would publish the secret).');
+  const valueSource = z
+    .strictObject({
+      command: z.array(nonEmpty).min(1).describe('argv of a command (no shell) whose trimmed stdout is the real value; run outside the sandbox before the command, 10 s timeout.'),
+    })
+    .describe('Take the real value from a command instead of the environment (user, cli and managed settings only).');
 
   const envVar = z
     .strictObject({
       name: envName,
       mode,
       injectHosts: injectHosts.optional(),
+      injectInto: injectInto.optional(),
+      source: valueSource.optional(),
       decode: decode.optional(),
       maskClaims: claims.optional(),
       extract: extract.optional(),
@@ -96,6 +107,9 @@ function build(zod: ZodModule) {
       if (entry.maskClaims !== undefined && entry.decode === undefined) {
         ctx.addIssue({ code: 'custom', path: ['maskClaims'], message: 'requires decode: "jwt"' });
       }
+      if (entry.source !== undefined && entry.mode !== 'mask') {
+        ctx.addIssue({ code: 'custom', path: ['source'], message: 'requires mode "mask" (a denied variable has no value to fetch)' });
+      }
     })
     .describe('An environment variable to mask or deny.');
 
@@ -107,6 +121,7 @@ function build(zod: ZodModule) {
       onExtractNoMatch: onExtractNoMatch.optional(),
       maskDuplicates: z.boolean().optional().describe('Also replace verbatim copies of each masked value elsewhere in the file.'),
       injectHosts: injectHosts.optional(),
+      injectInto: injectInto.optional(),
       decode: decode.optional(),
       maskClaims: claims.optional(),
     })

@@ -188,6 +188,26 @@ describe('a denied path that a program outside the sandbox replaces during the r
     expect(out).toContain('Permission denied');
   });
 
+  it('a masked credential file replaced by rename (a token refresh): the sentinel copy stays, the new token is never seen', async () => {
+    const dir = scratch();
+    const token = join(dir.home, '.config', 'tool', 'token');
+    mkdirSync(join(dir.home, '.config', 'tool'), { recursive: true });
+    const old = `ghp_${'a'.repeat(36)}`;
+    const fresh = `ghp_${'N'.repeat(36)}`;
+    writeFileSync(token, `${old}\n`);
+    mkdirSync(join(dir.home, '.srt'));
+    writeFileSync(join(dir.home, '.srt', 'settings.json'), JSON.stringify({ credentials: { files: [{ path: '~/.config/tool/token', mode: 'mask' }] } }));
+    const run = background(afterGo(`cat ${token}; echo; ls ${join(dir.home, '.config', 'tool')}`), dir, []);
+    await waitForFile(join(dir.cwd, 'started'));
+    replaceByRename(token, `${fresh}\n`);
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain(fresh);
+    expect(out).not.toContain(old);
+    expect(out).toMatch(/ghp_[A-Za-z0-9]{36}/); // the sentinel, still
+    expect(readFileSync(token, 'utf8')).toBe(`${fresh}\n`);
+  });
+
   it('a denied .env in the writable project, saved by an editor outside (rename over it) while the command reads it in a loop: never readable', async () => {
     const dir = scratch();
     const env = join(dir.cwd, '.env');

@@ -5,7 +5,6 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import { execa } from 'execa';
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { SECCOMP_HELPER_PATH } from '../../src/paths.js';
@@ -50,9 +49,9 @@ const validate = new Ajv2020({ strict: true }).compile(REPORT_SCHEMA);
 interface Report { checks: Array<{ id: string; status: string; detail: string; fix?: string; items?: string[]; more?: number }>; summary: Record<string, number> }
 const byId = (r: Report) => Object.fromEntries(r.checks.map((c) => [c.id, c]));
 
-async function doctor(w: { home: string; cwd: string }, args: string[] = [], wrap: string[] = [], path = process.env.PATH) {
+async function doctor(w: { home: string; cwd: string }, args: string[] = [], wrap: string[] = [], path = process.env.PATH, env: Record<string, string> = {}) {
   const r = await execa(wrap[0] ?? process.execPath, [...wrap.slice(1), ...(wrap.length ? [process.execPath] : []), SRT_BIN, 'doctor', '--json', ...args], {
-    reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: path, HOME: w.home, LANG: 'C.UTF-8' }, timeout: 240_000,
+    reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: path, HOME: w.home, LANG: 'C.UTF-8', ...env }, timeout: 240_000,
   });
   const report = JSON.parse(r.stdout) as Report;
   expect(validate(report), JSON.stringify(validate.errors)).toBe(true);
@@ -126,11 +125,12 @@ describe('settings checks on a crafted tree', () => {
     expect(checks['settings.ignored']!.status).toBe('warn');
     expect(checks['settings.ignored']!.items![0]).toContain('allowNestedUserNamespaces');
     expect(checks['domains.spelling']!.items![0]).toContain('fe80::1:8080');
+    // injectHosts are canonical like allowedDomains (a port is fine); one names no allowed host.
     expect(checks['credentials.injectHosts']!.items).toEqual([
-      '$GH_TOKEN: injectHosts "api.github.com:443" has a port',
-      '$GH_TOKEN: injectHosts "nothere.example" is not covered by network.allowedDomains',
+      'credentials: GH_TOKEN: injectHosts entry "nothere.example" is not covered by network.allowedDomains, so the proxy never connects there and the value is never sent',
     ]);
     expect(checks['credentials.masking']!.status).toBe('warn');
+    expect(checks['credentials.masking']!.items).toContain('credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too');
 
     // Broken files: all of them reported, the run would refuse (exit 1).
     writeTree(w.home, { '.srt/settings.json': '{"network": {"allowedDomain": []}}', '.srt-settings.json': '{ nope' });
@@ -190,12 +190,14 @@ describe('what killed runs leave behind', () => {
 
 describe('srt doctor --tools', () => {
   const tools = (r: Report) => r.checks.filter((c) => c.id.startsWith('tools.'));
-  const tmpLeft = () => readdirSync(tmpdir()).filter((f) => f.startsWith('srt-doctor-tools-')).length;
-
   it('tries each installed client through a throwaway sandbox: curl, git, node, python3 and ssh through git use the proxy', async () => {
     const w = world();
+    // A TMPDIR of this test's own: other runs on the machine make and remove probe directories too.
+    const tmp = join(w.root, 'tmp');
+    mkdirSync(tmp);
+    const tmpLeft = () => readdirSync(tmp).filter((f) => f.startsWith('srt-doctor-tools-')).length;
     const before = tmpLeft();
-    const { exitCode, checks, report } = await doctor(w, ['--tools']);
+    const { exitCode, checks, report } = await doctor(w, ['--tools'], [], process.env.PATH, { TMPDIR: tmp });
     expect(exitCode).toBe(0);
     for (const id of ['tools.curl', 'tools.git', 'tools.node', 'tools.python3', 'tools.ssh']) {
       expect(checks[id], JSON.stringify(tools(report))).toMatchObject({ status: 'ok', detail: "reached the probe through srt's proxy" });

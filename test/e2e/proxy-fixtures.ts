@@ -36,7 +36,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import https from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { connect, type AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -109,4 +109,16 @@ export function testPki(dir: string) {
       return { cert: readFileSync(`${base}.pem`, 'utf8'), key: readFileSync(`${base}.key`, 'utf8'), certPath: `${base}.pem` };
     },
   };
+}
+
+/** Send raw bytes to a proxy on loopback and collect the reply until the connection closes. */
+export function exchange(port: number, data: Buffer | string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    let out = '';
+    s.on('data', (c) => (out += c.toString('latin1')));
+    s.on('close', () => resolve(out));
+    s.on('error', reject);
+    s.write(data);
+  });
 }

@@ -2,28 +2,15 @@
 // framing that keeps a body from being read as a second request upstream, and the request
 // inspection point every forwarded request passes (rewrite, refuse, body replaced).
 import http from 'node:http';
-import { connect } from 'node:net';
 import { Readable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startProxy, type ProxyHandle } from '../../src/proxy/server.js';
-import { closeServer, listenOn, network } from './proxy-fixtures.js';
+import { closeServer, exchange, listenOn, network } from './proxy-fixtures.js';
 
 let origin: http.Server;
 let A = 0;
 const seen: Array<{ method: string; url: string; headers: http.IncomingHttpHeaders; body: string }> = [];
 let proxy: ProxyHandle;
-
-/** Send raw bytes to the proxy and collect the reply until the proxy closes the connection. */
-function exchange(port: number, data: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const s = connect(port, '127.0.0.1');
-    let out = '';
-    s.on('data', (c) => (out += c.toString('latin1')));
-    s.on('close', () => resolve(out));
-    s.on('error', reject);
-    s.write(data);
-  });
-}
 
 beforeAll(async () => {
   origin = http.createServer((req, res) => {

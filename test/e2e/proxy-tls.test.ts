@@ -470,12 +470,15 @@ describe('bad input and limits', () => {
   });
 
   it('handshakeTimeoutMs closes a tunnel that never speaks and a slowloris ClientHello', async () => {
-    const silent = await tunnel(p.httpPort!, `sink.test:${SINK}`);
+    // Each wait starts as soon as its tunnel is open (the proxy's clock started a little earlier).
     const hello = await captureClientHello('sink.test');
+    const silent = await tunnel(p.httpPort!, `sink.test:${SINK}`);
+    const silentClosed = closedWithin(silent.socket);
     const slow = await tunnel(p.httpPort!, `sink.test:${SINK}`);
+    const slowClosed = closedWithin(slow.socket);
     let i = 0;
     const drip = setInterval(() => slow.socket.writable && i < hello.length && slow.socket.write(hello.subarray(i, ++i)), 30);
-    const [a, b] = await Promise.all([closedWithin(silent.socket), closedWithin(slow.socket)]);
+    const [a, b] = await Promise.all([silentClosed, slowClosed]);
     clearInterval(drip);
     // Closed by the timeout (no sooner), not by anything else.
     for (const ms of [a, b]) expect(ms).toBeGreaterThanOrEqual(350);

@@ -258,10 +258,28 @@ describe('scope trust in read and write rules (SPEC §2.4)', () => {
   });
 
   it('nothing re-opens a credential deny, not even an allowRead of the same path from managed settings', () => {
-    const cred = { path: '/h/.ssh', glob: false, mode: 'deny' as const, onExtractNoMatch: 'warn' as const, maskDuplicates: false, source: { scope: 'user' as const } };
-    const creds = { credentials: { envVars: [], files: [cred], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const }, allowPlaintextInject: false } };
-    expect(view({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] }, creds)).toContain('tmpfs /h/.ssh');
-    expect(view({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] }, creds)).not.toContain('ro-bind /h/.ssh/id');
+    const credentials = { deny: [{ ...user('/h/.ssh') }], masked: [] };
+    const plan = (fs: Partial<Policy['filesystem']>) => mounts(buildBwrapPlan(policy(fs), facts(land, { credentials }), ['true']).args);
+    expect(plan({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] })).toContain('tmpfs /h/.ssh');
+    expect(plan({ allowRead: [managed('/h/.ssh'), user('/h/.ssh/id')] })).not.toContain('ro-bind /h/.ssh/id');
+  });
+
+  it('masked credential files get their sentinel copy from an fd, bound last, at the path they land on', () => {
+    const credentials = { deny: [user('/h/.npmrc')], masked: [{ path: '/h/.netrc', fd: 4, mode: 0o400 }, { path: '/h/gone', fd: 5, mode: 0o400 }, { path: '/h/hidden/tok', fd: 6, mode: 0o400 }] };
+    const { args } = buildBwrapPlan(
+      policy({ denyRead: [user('/h/hidden')] }),
+      facts({ ...land, '/h/.npmrc': file('/h/.npmrc'), '/h/.netrc': file('/h/dotfiles/netrc'), '/h/gone': missing('/h/gone'), '/h/hidden': dir('/h/hidden'), '/h/hidden/tok': file('/h/hidden/tok') }, { credentials }),
+      ['true'],
+    );
+    const joined = args.join(' ');
+    expect(joined).toContain('--ro-bind /r/denied /h/.npmrc');
+    expect(joined).toContain('--perms 0400 --ro-bind-data 4 /h/dotfiles/netrc');
+    // Missing, or hidden by the policy anyway: no copy appears.
+    expect(joined).not.toContain('--ro-bind-data 5');
+    expect(joined).not.toContain('--ro-bind-data 6');
+    // After every other mount of the filesystem.
+    expect(args.lastIndexOf('--ro-bind-data')).toBeGreaterThan(args.lastIndexOf('--bind'));
+    expect(args.lastIndexOf('--ro-bind-data')).toBeGreaterThan(args.lastIndexOf('--tmpfs'));
   });
 
   it('the current directory re-opens user denies (denyRead ~ recipe) but not managed ones, and says so', () => {
@@ -319,10 +337,9 @@ describe('deny entries that are hard to resolve, and a hidden root', () => {
     expect(mounts(write.args)).toContain('ro-bind /w/private');
     expect(write.warnings.join('\n')).toContain('all of /w/private is read-only');
     // A credential file there: hidden, and no allowRead re-opens it.
-    const cred = policy({ allowRead: [rule('/w/private')] }, {
-      credentials: { envVars: [], files: [{ path: '/w/private/key', glob: false, mode: 'deny', source: src } as never], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
-    });
-    const c = buildBwrapPlan(cred, facts({ '/w/private/key': blocked('/w/private/key'), '/w/private': { real: '/w/private', kind: 'impossible', why: 'unreadable', blockedBy: '/w/private' } }), ['true']);
+    const cred = policy({ allowRead: [rule('/w/private')] });
+    const credFacts = { ...facts({ '/w/private/key': blocked('/w/private/key'), '/w/private': { real: '/w/private', kind: 'impossible', why: 'unreadable', blockedBy: '/w/private' } }), credentials: { deny: [rule('/w/private/key')], masked: [] } };
+    const c = buildBwrapPlan(cred, credFacts, ['true']);
     expect(mounts(c.args)).toContain('tmpfs /w/private');
     // Without the directory it could not search, srt stops rather than guess.
     const unknown = buildBwrapPlan(policy({ denyRead: [rule('/w/x')] }), facts({ '/w/x': { real: '/w/x', kind: 'impossible', why: 'unreadable' } }), ['true']);

@@ -75,39 +75,54 @@ describe('buildPolicy defaults', () => {
       }),
     );
     expect(p.credentials.files.filter((f) => f.path === '/home/u/ca.key')).toEqual([
-      { path: '/home/u/ca.key', glob: false, mode: 'deny', onExtractNoMatch: 'warn', maskDuplicates: false, source: src },
+      { path: '/home/u/ca.key', glob: false, mode: 'deny', injectInto: ['headers'], onExtractNoMatch: 'warn', maskDuplicates: false, source: src },
     ]);
     expect(p.filesystem.denyWrite.map((r) => r.path)).toEqual(['/home/u/.srt/ca.pem', '/home/u/ca.key', '/etc/ssl/corp.pem']);
     // An ephemeral CA has no key file: nothing to deny.
     expect(build(user({ network: { tlsTerminate: {} } })).credentials.files).toEqual([]);
   });
 
-  it('credential entries get onExtractNoMatch "warn" and maskDuplicates false by default', () => {
+  it('credential entries get injectInto ["headers"], onExtractNoMatch "warn" and maskDuplicates false by default; injectHosts are canonical', () => {
     const p = build(
       user({
         network: { tlsTerminate: {} },
         credentials: {
-          envVars: [{ name: 'JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['API.example.COM.'] }],
+          envVars: [
+            { name: 'JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['API.example.COM.', 'bücher.de', '[0:0::1]', '*.Example.org:8443'] },
+            { name: 'K', mode: 'mask', injectInto: ['query', 'body', 'query'], source: { command: ['pass', 'k'] } },
+          ],
           files: [{ path: '~/.config/gh/hosts.yml', mode: 'mask', extract: 'oauth_token:\\s*(\\S+)', onExtractNoMatch: 'error' }],
         },
       }),
     );
     const src = { scope: 'user', file: '/home/u/.srt/settings.json' };
-    expect(p.credentials.envVars).toEqual([
-      { name: 'JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectHosts: ['api.example.com'], onExtractNoMatch: 'warn', source: src },
-    ]);
+    const [jwt, k] = p.credentials.envVars;
+    expect(jwt).toMatchObject({ name: 'JWT', mode: 'mask', decode: 'jwt', maskClaims: ['sub'], injectInto: ['headers'], onExtractNoMatch: 'warn', source: src });
+    expect(jwt!.injectHosts!.map((r) => r.text)).toEqual(['api.example.com', 'xn--bcher-kva.de', '[::1]', '*.example.org:8443']);
+    expect(k).toMatchObject({ name: 'K', injectInto: ['query', 'body'], sourceCommand: ['pass', 'k'] });
+    expect(k!.injectHosts).toBeUndefined();
     expect(p.credentials.files).toEqual([
       {
         path: '/home/u/.config/gh/hosts.yml',
         glob: false,
         mode: 'mask',
         extract: 'oauth_token:\\s*(\\S+)',
+        injectInto: ['headers'],
         onExtractNoMatch: 'error',
         maskDuplicates: false,
         source: src,
       },
     ]);
     expect(p.warnings).toEqual([]);
+  });
+
+  it('an injectHosts entry that is not a host is a settings error naming the entry', () => {
+    expect(() => build(user({ credentials: { envVars: [{ name: 'T', mode: 'mask', injectHosts: ['https://api.example.com/'] }] } })))
+      .toThrow(/credentials\.envVars\[0\]\.injectHosts\[0\]: invalid domain entry "https:\/\/api\.example\.com\/".*write "api\.example\.com"/);
+    expect(() => build(user({ credentials: { files: [{ path: '/x', mode: 'mask', injectHosts: ['[fe80::1%eth0]'] }] } })))
+      .toThrow(/credentials\.files\[0\]\.injectHosts\[0\]/);
+    expect(() => build(user({ credentials: { envVars: [{ name: 'T', mode: 'deny', source: { command: ['x'] } }] } })))
+      .toThrow(/source: requires mode "mask"/);
   });
 });
 
@@ -172,23 +187,6 @@ describe('network', () => {
   it('warns about a reason for a domain that is not denied', () => {
     const p = build(user({ network: { deniedDomainReasons: { 'x.example': 'because' } } }));
     expect(p.warnings).toEqual(['network.deniedDomainReasons: "x.example" names no deniedDomains entry, so it is never shown']);
-  });
-});
-
-describe('start-time warnings', () => {
-  it('masking without tlsTerminate', () => {
-    const p = build(user({ credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }] } }));
-    expect(p.warnings).toEqual([
-      'credentials: GH_TOKEN masked without network.tlsTerminate: the sentinel would reach the server unchanged and authentication would fail; add "tlsTerminate": {} to network',
-    ]);
-    expect(build(user({ credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }], allowPlaintextInject: true } })).warnings).toEqual([]);
-  });
-
-  it('AWS secret masked without its key id', () => {
-    const p = build(user({ network: { tlsTerminate: {} }, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }));
-    expect(p.warnings).toEqual([
-      'credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too',
-    ]);
   });
 });
 

@@ -10,7 +10,7 @@ export const at = (scope: Scope) => (path: string, original = path, glob = isGlo
 export const [managed, cli, user, project, local] = (['managed', 'cli', 'user', 'project', 'local'] as const).map(at);
 
 export function credentialFile(path: string, mode: 'deny' | 'mask' = 'deny'): FileCredential {
-  return { path, glob: isGlob(path), mode, onExtractNoMatch: 'warn', maskDuplicates: false, source: { scope: 'user', file: '/user.json' } };
+  return { path, glob: isGlob(path), mode, injectInto: ['headers'], onExtractNoMatch: 'warn', maskDuplicates: false, source: { scope: 'user', file: '/user.json' } };
 }
 
 export function allowDomains(...entries: string[]): Policy['network']['allowedDomains'] {

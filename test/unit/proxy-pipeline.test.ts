@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { PassThrough, Readable, Transform } from 'node:stream';
 import { exchange, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
-import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Stage } from '../../src/proxy/pipeline.js';
+import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../../src/proxy/pipeline.js';
 import type { Target } from '../../src/proxy/gate.js';
 
 const target: Target = { host: { host: 'api.example' }, port: 443, addresses: ['192.0.2.1'], display: 'api.example:443' };
@@ -61,7 +61,7 @@ function echoUpstream(log: ProxyRequest[] = []): Upstream {
 }
 
 function ctx(stages: Stage[], upstream: Upstream, refusals: string[] = []) {
-  return { stages, upstream, refused: (_t: Target, reason: string) => refusals.push(reason), log: () => undefined };
+  return { stages, upstream, refused: (_t: Target, r: Refusal) => refusals.push(r.refuse), log: () => undefined };
 }
 
 describe('exchange through stages', () => {

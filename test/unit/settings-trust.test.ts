@@ -251,7 +251,7 @@ describe('merging', () => {
     w.write('repo/.srt/settings.json', { credentials: { files: [{ path: { path: '/h/hosts.yml', literal: true }, mode: 'deny' }] } });
     const p = load(w);
     expect(p.credentials.envVars).toEqual([
-      { name: 'GH_TOKEN', mode: 'deny', onExtractNoMatch: 'warn', source: { scope: 'user', file: join(w.home, '.srt', 'settings.json') } },
+      { name: 'GH_TOKEN', mode: 'deny', injectInto: ['headers'], onExtractNoMatch: 'warn', source: { scope: 'user', file: join(w.home, '.srt', 'settings.json') } },
     ]);
     expect(p.credentials.files.map((f) => `${f.path} ${f.mode} ${f.source.scope}`)).toEqual(['/h/hosts.yml deny project']);
   });
@@ -260,7 +260,7 @@ describe('merging', () => {
     const w = world();
     w.write('etc/srt/managed-settings.json', { network: { tlsTerminate: {} }, credentials: { envVars: [{ name: 'T', mode: 'mask', injectHosts: ['a.example'] }] } });
     w.write('home/.srt/settings.json', { credentials: { envVars: [{ name: 'T', mode: 'mask', injectHosts: ['b.example'] }] } });
-    expect(load(w).credentials.envVars.map((e) => e.injectHosts)).toEqual([['a.example']]);
+    expect(load(w).credentials.envVars.map((e) => e.injectHosts?.map((r) => r.text))).toEqual([['a.example']]);
   });
 
   it('deniedDomainReasons: keyed by normalised entry, higher scope wins', () => {

@@ -1,0 +1,404 @@
+// Policy → the ONE credential plan (SPEC §7), pure: what the command's environment loses and
+// gains, which files it cannot read and which it reads as sentinel copies, every secret with its
+// sentinel and where the proxy may put it back, and every warning as data. The sandbox, the
+// proxy stages, `--dry-run` and `srt config` all read this plan, so they cannot disagree.
+//
+// The platform gathers the facts first (srt's environment, the bytes of each masked file, the
+// output of `source` commands, jose when some entry decodes JWTs); nothing here does I/O.
+
+import type { AwsPair, EnvCredential, FileCredential, InjectPlace, PathRule, Policy } from '../policy.js';
+import type { DomainRule } from '../proxy/domains.js';
+import { extract } from './extract.js';
+import { fakeJwt, parseJwt, type Jose, type ParsedJwt } from './jwt.js';
+import { cryptoRandom, SentinelMint, type RandomInt } from './sentinels.js';
+import { emptyCredentialPlan } from './env.js';
+
+/** Larger masked files fall back to deny: a secret file is small, and the copy is held in memory. */
+export const MAX_MASKED_FILE = 8 * 1024 * 1024;
+/** Shorter values are not looked for elsewhere (other variables, other files, responses' extra
+ *  forms): a few characters turn up in ordinary data by chance. */
+const MIN_CROSS_MASK = 8;
+
+/** What srt found at a credential file's path (outside the sandbox, symlinks followed). */
+export type FileFact =
+  | {
+      kind: 'file';
+      bytes: Buffer;
+      /** Permission bits, kept on the copy (some tools refuse a credential file others may read). */
+      mode?: number;
+      /** Hard links to the file (other names show the real content). */
+      links?: number;
+    }
+  | { kind: 'dir' }
+  | { kind: 'missing' }
+  | { kind: 'too-large'; size: number }
+  | { kind: 'unreadable'; why: string };
+
+export interface PlanInput {
+  policy: Policy;
+  /** srt's own environment (the command's starts as a copy). */
+  env: Readonly<Record<string, string | undefined>>;
+  /** By FileCredential.path, for literal mask entries. */
+  files: ReadonlyMap<string, FileFact>;
+  /** Output of each `source` command by variable name; undefined when they were not run (a dry
+   *  run, `srt config`): those variables are then described, not masked. */
+  sourced?: ReadonlyMap<string, string>;
+  /** Loaded by the caller when some mask entry has `decode: "jwt"`. */
+  jose?: Jose;
+  /** false on macOS: a masked file is denied (no sentinel copy). */
+  bindFiles: boolean;
+  random?: RandomInt;
+}
+
+/** A real value the proxy knows, and the sentinel the command sees instead. */
+export interface Secret {
+  /** The variable or file it came from, for reports: `GH_TOKEN`, `/home/a/.netrc`. */
+  label: string;
+  real: string;
+  sentinel: string;
+  /** Where the real value may be sent (canonical rules); undefined = every allowed host. */
+  injectHosts?: DomainRule[];
+  injectInto: InjectPlace[];
+  /** false: never swapped back; its sentinel may go nowhere (an AWS secret key: the proxy
+   *  re-signs requests instead of sending it). */
+  inject: boolean;
+}
+
+/** A masked AWS credential: the proxy recognises requests by the key id's sentinel. */
+export interface AwsCredential {
+  accessKeyId: Secret;
+  secretAccessKey: Secret;
+  sessionToken?: Secret;
+}
+
+export interface EnvChange {
+  name: string;
+  /** The value the command sees (a sentinel, or a fake JWT); undefined while a `source`
+   *  command has not run (dry run): `pending` says which. */
+  value?: string;
+  pending?: string[];
+}
+
+export interface MaskedFile {
+  /** The path as the policy names it (the bind's destination after symlinks are followed). */
+  path: string;
+  /** What the command reads there: the file with every secret replaced by its sentinel. */
+  content: Buffer;
+  /** Permission bits of the original (without write bits: the copy is read-only). */
+  mode: number;
+  /** How many values were masked in it. */
+  masked: number;
+}
+
+export interface DeniedFile {
+  rule: PathRule;
+  /** Why a mask entry is denied instead (empty for deny entries). */
+  why: string;
+}
+
+export interface CredentialPlan {
+  unsetEnv: string[];
+  setEnv: EnvChange[];
+  denyFiles: DeniedFile[];
+  maskFiles: MaskedFile[];
+  /** Distinct real values (one per value, however many entries name it). */
+  secrets: Secret[];
+  aws: AwsCredential[];
+  /** Printed once at start as `srt: warning: …`. */
+  warnings: string[];
+  /** Each stops the run before the command starts (exit 125). */
+  errors: string[];
+  /** For --debug and --dry-run: decisions that are not worth a warning. */
+  notes: string[];
+}
+
+/** One masked value as found, before sentinels are minted. */
+interface Found {
+  real: string;
+  label: string;
+  entry: EnvCredential | FileCredential;
+  jwt?: ParsedJwt;
+}
+
+/** A mask entry's values and how to render what the command sees. */
+interface Masking {
+  entry: EnvCredential | FileCredential;
+  label: string;
+  values: string[];
+  render(sentinelOf: (real: string) => string): string;
+  /** decode "jwt": each value taken apart. */
+  jwts?: Map<string, ParsedJwt>;
+  /** Files: the original's permission bits. */
+  mode?: number;
+}
+
+const DEFAULT_AWS: AwsPair = { accessKeyIdVar: 'AWS_ACCESS_KEY_ID', secretAccessKeyVar: 'AWS_SECRET_ACCESS_KEY', sessionTokenVar: 'AWS_SESSION_TOKEN', source: { scope: 'default' } };
+
+function isUtf8(bytes: Buffer): boolean {
+  try {
+    new TextDecoder('utf-8', { fatal: true }).decode(bytes);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Could some destination match both rules? (Is an injectHosts entry reachable under an allow entry?) */
+function overlaps(allow: DomainRule, inject: DomainRule): boolean {
+  if (allow.port !== undefined && inject.port !== undefined && allow.port !== inject.port) return false;
+  if (allow.kind === 'any' || inject.kind === 'any') return true;
+  const under = (host: string, suffix: string) => host === suffix || host.endsWith(`.${suffix}`);
+  if (inject.kind === 'host') {
+    if (allow.kind === 'host') return allow.host === inject.host;
+    return inject.ip === undefined && inject.host.endsWith(`.${allow.host}`);
+  }
+  if (allow.kind === 'host') return allow.ip === undefined && allow.host.endsWith(`.${inject.host}`);
+  return under(allow.host, inject.host) || under(inject.host, allow.host);
+}
+
+/** Replace every occurrence of the long enough real values in `text`. */
+function crossMask(text: string, secrets: readonly Secret[]): { text: string; hit: Secret[] } {
+  const hit: Secret[] = [];
+  let out = text;
+  for (const s of [...secrets].sort((a, b) => b.real.length - a.real.length)) {
+    if (s.real.length < MIN_CROSS_MASK || !out.includes(s.real)) continue;
+    out = out.split(s.real).join(s.sentinel);
+    hit.push(s);
+  }
+  return { text: out, hit };
+}
+
+export function buildCredentialPlan(input: PlanInput): CredentialPlan {
+  const { policy, env } = input;
+  const random = input.random ?? cryptoRandom;
+  const plan = emptyCredentialPlan();
+  const maskings: Masking[] = [];
+  const deny = (f: FileCredential, why: string) => plan.denyFiles.push({ rule: { path: f.path, glob: f.glob, original: f.path, source: f.source }, why });
+
+  /** onExtractNoMatch for an entry whose extract/decode found nothing usable. */
+  const noMatch = (e: EnvCredential | FileCredential, label: string, what: string) => {
+    if (e.onExtractNoMatch === 'error') {
+      plan.errors.push(`credentials: ${label}: ${what} (onExtractNoMatch is "error"); fix the entry's extract/decode or the value`);
+    } else if (e.onExtractNoMatch === 'deny') {
+      plan.warnings.push(`credentials: ${label}: ${what}; withheld from the command (onExtractNoMatch "deny")`);
+      if ('name' in e) plan.unsetEnv.push(e.name);
+      else deny(e, what);
+    } else {
+      plan.warnings.push(`credentials: ${label}: ${what}; passed to the command UNMASKED (onExtractNoMatch "warn"; set it to "deny" to withhold it)`);
+    }
+  };
+
+  /** Values of `text` to mask for an entry (extract, decode or the whole value); null = no match handled. */
+  const find = (e: EnvCredential | FileCredential, label: string, text: string): Masking | null => {
+    const x = extract(text, e.extract, 'maskDuplicates' in e && e.maskDuplicates);
+    if (!x) {
+      noMatch(e, label, e.extract !== undefined ? `extract ${JSON.stringify(e.extract)} matches nothing` : 'the value is empty');
+      return null;
+    }
+    const m: Masking = { entry: e, label, values: x.values, render: x.render };
+    if (e.decode === 'jwt') {
+      // Taken apart now, faked once every real value is known (see the mint below).
+      m.jwts = new Map();
+      for (const v of x.values) {
+        const jwt = parseJwt(input.jose!, v, e.maskClaims);
+        if (typeof jwt === 'string') {
+          noMatch(e, label, `decode "jwt": ${jwt}`);
+          return null;
+        }
+        m.jwts.set(v, jwt);
+      }
+    }
+    return m;
+  };
+
+  // --- environment variables
+  for (const e of policy.credentials.envVars) {
+    if (e.mode === 'deny') {
+      plan.unsetEnv.push(e.name);
+      continue;
+    }
+    let value = env[e.name];
+    if (e.sourceCommand) {
+      if (input.sourced === undefined) {
+        plan.setEnv.push({ name: e.name, pending: e.sourceCommand });
+        continue;
+      }
+      value = input.sourced.get(e.name);
+    }
+    if (value === undefined || value === '') {
+      plan.notes.push(`credentials: ${e.name} is masked but not set in srt's environment: nothing to mask`);
+      continue;
+    }
+    const m = find(e, e.name, value);
+    if (m) maskings.push(m);
+  }
+
+  // --- files
+  for (const f of policy.credentials.files) {
+    if (f.mode === 'deny') {
+      deny(f, '');
+      continue;
+    }
+    const fallback = (why: string) => {
+      plan.warnings.push(`credentials: ${f.path}: ${why}, so it cannot be masked safely; denied instead`);
+      deny(f, why);
+    };
+    if (f.glob) { fallback('a glob names several files'); continue; }
+    if (!input.bindFiles) { fallback('masked files need a sentinel copy bound over them, which this platform cannot do'); continue; }
+    const fact = input.files.get(f.path) ?? { kind: 'missing' };
+    switch (fact.kind) {
+      case 'missing':
+        plan.notes.push(`credentials: ${f.path} does not exist: nothing to mask`);
+        continue;
+      case 'dir': fallback('it is a directory'); continue;
+      case 'too-large': fallback(`it is larger than ${MAX_MASKED_FILE / 1024 / 1024} MiB (${fact.size} bytes)`); continue;
+      case 'unreadable': fallback(`srt cannot read it (${fact.why})`); continue;
+      case 'file':
+        if (!isUtf8(fact.bytes)) { fallback('it is not UTF-8 text'); continue; }
+    }
+    const m = find(f, f.path, fact.bytes.toString('utf8'));
+    if (!m) continue;
+    m.mode = fact.mode ?? 0o600;
+    maskings.push(m);
+    if ((fact.links ?? 1) > 1) {
+      plan.warnings.push(`credentials: ${f.path} has ${fact.links} hard links: the sandbox sees the sentinel copy only under this name (deny or mask the others too)`);
+    }
+  }
+
+  // --- sentinels: minted once every real value is known, so none clashes with any of them
+  const found: Found[] = maskings.flatMap((m) => m.values.map((real) => ({ real, label: m.label, entry: m.entry, ...(m.jwts ? { jwt: m.jwts.get(real)! } : {}) })));
+  const mint = new SentinelMint(found.map((f) => f.real), random);
+  const byReal = new Map<string, Secret>();
+  const extended = new Set<string>();
+  for (const { real, label, entry, jwt } of found) {
+    const known = byReal.get(real);
+    if (known) {
+      // The same value under several entries: each entry's hosts and places authorise it.
+      known.injectHosts = known.injectHosts && entry.injectHosts ? [...known.injectHosts, ...entry.injectHosts] : undefined;
+      known.injectInto = [...new Set([...known.injectInto, ...entry.injectInto])];
+      continue;
+    }
+    let sentinel: string;
+    if (jwt) sentinel = fakeJwt(jwt, mint, random);
+    else {
+      const shape = mint.shaped(real);
+      sentinel = shape.sentinel;
+      if (shape.extendedBy > 0) extended.add(label);
+    }
+    const secret: Secret = { label, real, sentinel, injectInto: [...entry.injectInto], inject: true };
+    if (entry.injectHosts) secret.injectHosts = [...entry.injectHosts];
+    byReal.set(real, secret);
+    plan.secrets.push(secret);
+  }
+  for (const label of extended) {
+    plan.warnings.push(`credentials: ${label}: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length), and any response that contains the value is rewritten`);
+  }
+  const sentinelOf = (real: string) => byReal.get(real)!.sentinel;
+
+  // --- what the command sees
+  const maskedNames = new Set<string>();
+  for (const m of maskings) {
+    const rendered = m.render(sentinelOf);
+    if ('name' in m.entry) {
+      plan.setEnv.push({ name: m.entry.name, value: rendered });
+      maskedNames.add(m.entry.name);
+    } else {
+      const { text, hit } = crossMask(rendered, plan.secrets);
+      for (const s of hit) plan.notes.push(`credentials: ${m.label} also holds ${s.label}'s value: masked there too`);
+      plan.maskFiles.push({ path: m.entry.path, content: Buffer.from(text, 'utf8'), mode: m.mode! & 0o555, masked: m.values.length + hit.length });
+    }
+  }
+  // Another variable holding a guarded value (GITHUB_TOKEN = GH_TOKEN) must not hand it over.
+  const denied = policy.credentials.envVars.filter((e) => e.mode === 'deny' || plan.unsetEnv.includes(e.name)).map((e) => env[e.name]).filter((v): v is string => !!v && v.length >= MIN_CROSS_MASK);
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || maskedNames.has(name) || plan.unsetEnv.includes(name) || policy.credentials.envVars.some((e) => e.name === name)) continue;
+    if (denied.some((d) => value.includes(d))) {
+      plan.unsetEnv.push(name);
+      plan.warnings.push(`credentials: ${name} holds the value of a denied variable; unset too`);
+      continue;
+    }
+    const { text, hit } = crossMask(value, plan.secrets);
+    if (hit.length === 0) continue;
+    plan.setEnv.push({ name, value: text });
+    plan.warnings.push(`credentials: ${name} holds the value of masked ${hit.map((s) => s.label).join(', ')}; the command sees the sentinel there too`);
+  }
+  plan.unsetEnv = [...new Set(plan.unsetEnv)];
+
+  awsPairing(policy, plan, byReal, input);
+  injectionWarnings(policy, plan);
+  return plan;
+}
+
+/** Group masked AWS variables into credentials (SPEC §7): the default names, then awsPairs. */
+function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<string, Secret>, input: PlanInput): void {
+  const entries = new Map(policy.credentials.envVars.map((e) => [e.name, e]));
+  const wholeMask = (name: string) => {
+    const e = entries.get(name);
+    return e !== undefined && e.mode === 'mask' && e.extract === undefined && e.decode === undefined;
+  };
+  const secretOf = (name: string | undefined): Secret | undefined => {
+    if (!name) return undefined;
+    const change = plan.setEnv.find((c) => c.name === name);
+    return change?.value !== undefined ? [...byReal.values()].find((s) => s.sentinel === change.value) : undefined;
+  };
+  const pairs: AwsPair[] = [...policy.credentials.awsPairs];
+  for (const p of policy.credentials.awsPairs) {
+    for (const name of [p.accessKeyIdVar, p.secretAccessKeyVar, p.sessionTokenVar]) {
+      if (name !== undefined && !wholeMask(name)) {
+        plan.errors.push(`credentials.awsPairs: ${name} must be a credentials.envVars entry with mode "mask" masking the whole value (no extract or decode)`);
+      }
+    }
+  }
+  const d = DEFAULT_AWS;
+  if (!pairs.some((p) => p.accessKeyIdVar === d.accessKeyIdVar)) pairs.push(d);
+  for (const p of pairs) {
+    const keyMasked = wholeMask(p.accessKeyIdVar);
+    const secretMasked = wholeMask(p.secretAccessKeyVar);
+    if (secretMasked && !keyMasked) {
+      plan.warnings.push(`credentials: ${p.secretAccessKeyVar} is masked but ${p.accessKeyIdVar} is not: srt cannot re-sign AWS requests without masking the key id too`);
+    }
+    if (keyMasked && !secretMasked && input.env[p.secretAccessKeyVar] !== undefined) {
+      plan.warnings.push(`credentials: ${p.accessKeyIdVar} is masked but ${p.secretAccessKeyVar} is not: the command sees the real secret key; mask it too`);
+    }
+    const accessKeyId = secretOf(p.accessKeyIdVar);
+    const secretAccessKey = secretOf(p.secretAccessKeyVar);
+    if (!accessKeyId || !secretAccessKey) continue;
+    // The secret key never leaves: requests are re-signed with it (its sentinel may go nowhere).
+    secretAccessKey.inject = false;
+    const cred: AwsCredential = { accessKeyId, secretAccessKey };
+    const token = p.sessionTokenVar !== undefined && wholeMask(p.sessionTokenVar) ? secretOf(p.sessionTokenVar) : undefined;
+    if (token) cred.sessionToken = token;
+    plan.aws.push(cred);
+  }
+}
+
+/** Masks that can never be put back, said at start rather than found out by a failed login. */
+function injectionWarnings(policy: Policy, plan: CredentialPlan): void {
+  const { network, credentials } = policy;
+  // Every mask entry that is not withheld instead, set in this environment or not: a mistake in
+  // the settings is worth fixing before the day the variable is set.
+  const entries: Array<EnvCredential | FileCredential> = [...credentials.envVars, ...credentials.files].filter((e) =>
+    e.mode === 'mask' && ('name' in e ? !plan.unsetEnv.includes(e.name) : !plan.denyFiles.some((d) => d.rule.path === e.path)));
+  const masked = entries.map((e) => ('name' in e ? e.name : e.path));
+  if (masked.length === 0) return;
+  if (!network.tlsTerminate && !credentials.allowPlaintextInject) {
+    plan.warnings.push(
+      `credentials: ${masked.join(', ')} masked without network.tlsTerminate: the sentinel would reach the server unchanged and authentication would fail; add "tlsTerminate": {} to network`,
+    );
+  }
+  for (const e of entries) {
+    const label = 'name' in e ? e.name : e.path;
+    if (!e.injectHosts) {
+      if (network.allowedDomains.length === 0) plan.warnings.push(`credentials: ${label}: network.allowedDomains is empty, so its real value is never sent anywhere`);
+      continue;
+    }
+    for (const rule of e.injectHosts) {
+      if (!network.allowedDomains.some((a) => overlaps(a.rule, rule))) {
+        plan.warnings.push(`credentials: ${label}: injectHosts entry "${rule.raw}" is not covered by network.allowedDomains, so the proxy never connects there and the value is never sent`);
+      }
+    }
+  }
+  if (plan.aws.length > 0) {
+    plan.warnings.push(`credentials: AWS SigV4 re-signing is not available in this version: requests signed with ${plan.aws.map((a) => a.secretAccessKey.label).join(', ')}'s sentinel fail at AWS`);
+  }
+}
