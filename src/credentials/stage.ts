@@ -25,7 +25,13 @@ type Destination = Pick<Target, 'host' | 'port'>;
  *  (gRPC ping-pong, a TLS handshake) must never wait for bytes that may not come. The price: a
  *  value the sender splits with a pause this long is not substituted (injected or re-masked); a
  *  foreign sentinel split so is still stopped, before its last part leaves. */
-export const HOLD_MS = 250;
+export const HOLD_MS = holdMs(process.env.SRT_CREDENTIAL_HOLD_MS);
+
+/** `SRT_CREDENTIAL_HOLD_MS` (README): a longer wait for machines whose senders stall (50–10000). */
+export function holdMs(value: string | undefined): number {
+  const n = Number(value);
+  return value !== undefined && Number.isInteger(n) && n >= 50 && n <= 10_000 ? n : 250;
+}
 
 type Tag = { secret: Secret };
 

@@ -260,7 +260,8 @@ describe('over terminated TLS', () => {
     writeFileSync(settingsFile, JSON.stringify(settings()));
     const child = spawn(process.execPath, [SRT_BIN, '--settings', settingsFile, '-c',
       `node gen.cjs "$BODY_KEY" | curl -s -T - -H 'content-type: application/octet-stream' https://127.0.0.2:${inject.port}/upload; echo; sleep 1`],
-    { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', ...env } });
+    // A sender stalled past the hold (this machine under the suite's load) splits a token: wait longer.
+    { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', SRT_CREDENTIAL_HOLD_MS: '5000', ...env } });
     let out = '';
     let err = '';
     let peak = 0;

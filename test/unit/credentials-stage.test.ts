@@ -3,7 +3,7 @@ import { Readable } from 'node:stream';
 import { gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { Secret } from '../../src/credentials/plan.js';
-import { CredentialStage, HOLD_MS } from '../../src/credentials/stage.js';
+import { CredentialStage, HOLD_MS, holdMs } from '../../src/credentials/stage.js';
 import { RefusedError, type ProxyRequest, type ProxyResponse } from '../../src/proxy/pipeline.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 
@@ -302,5 +302,11 @@ describe('credential stage: responses', () => {
     expect(Buffer.concat(await untouched.body!.toArray())).toEqual(gz);
     const zstd: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'zstd']], body: Readable.from([Buffer.from('x')]) };
     expect(s.response(zstd, request)).toMatchObject({ status: 502, proxyError: 'unreadable-response' });
+  });
+
+  it('SRT_CREDENTIAL_HOLD_MS sets the hold within 50-10000 ms; anything else keeps 250', () => {
+    expect(holdMs(undefined)).toBe(250);
+    expect(holdMs('5000')).toBe(5000);
+    for (const bad of ['', '49', '10001', '1e3x', '2.5', '-1']) expect(holdMs(bad), bad).toBe(250);
   });
 });
