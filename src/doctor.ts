@@ -12,6 +12,7 @@ import { literalOf } from './profiles/bwrap.js';
 import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
 import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
+import { ownFiles } from './platform/self.js';
 import { findStale, reapStale } from './platform/state.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { parseDomainEntry } from './proxy/domains.js';
@@ -201,18 +202,19 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
     ? { id: 'domains.spelling', title: 'domain spellings', status: 'warn', detail: `${unreliable.length} network domain entr${unreliable.length === 1 ? 'y has' : 'ies have'} unreliable spellings`, fix: 'bracket IPv6 addresses ([::1]:8080); avoid * in allow lists', ...listed([...new Set(unreliable)]) }
     : { id: 'domains.spelling', title: 'domain spellings', status: 'ok', detail: 'every domain entry is unambiguous' });
 
-  // srt, or the node that runs it, inside a path the sandbox may write: the command could
-  // replace it and run outside any sandbox next time.
+  // srt, or the node that runs it, inside a path the sandbox may write: the next srt runs what is
+  // there outside any sandbox. Linux runs keep srt's own files read-only (self.ts); a `node` on
+  // PATH is not srt's (the launcher never runs it) but other tools do.
   const roots = writableRoots(p);
   const nodeOnPath = findOnPath('node');
   const mine = [
-    { what: 'srt', path: PACKAGE_ROOT },
-    { what: 'the node running srt', path: process.execPath },
+    ...ownFiles(),
     ...(nodeOnPath ? [{ what: '`node` on PATH', path: resolveLanding(nodeOnPath).real }] : []),
   ];
   const exposed = mine.filter((m) => roots.some((r) => isWithin(m.path, r)));
+  const kept = process.platform === 'linux' ? ' (srt keeps its own read-only inside the sandbox)' : '';
   checks.push(exposed.length
-    ? { id: 'srt.location', title: 'srt location', status: 'warn', detail: `${exposed.map((e) => e.what).join(', ')} inside a path this policy lets the command write`, fix: 'install srt and node outside the project (e.g. npm install -g), or run from elsewhere', ...listed(exposed.map((e) => e.path)) }
+    ? { id: 'srt.location', title: 'srt location', status: 'warn', detail: `${[...new Set(exposed.map((e) => e.what))].join(', ')} inside a path this policy lets the command write${kept}`, fix: 'install srt and node outside the project (e.g. npm install -g), or run from elsewhere', ...listed([...new Set(exposed.map((e) => e.path))]) }
     : { id: 'srt.location', title: 'srt location', status: 'ok', detail: `srt (${PACKAGE_ROOT}) and node (${dirname(process.execPath)}) are outside every writable path` });
   return { checks, policy: p };
 }
