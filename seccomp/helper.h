@@ -18,6 +18,8 @@
 // Print `srt: MESSAGE` in one write (messages of several processes never interleave) and exit 125.
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 #define die_errno(what) die("seccomp helper: %s: %s", (what), strerror(errno))
+// Print `srt: warning: MESSAGE` in one write and go on.
+__attribute__((format(printf, 1, 2))) void warn(const char *fmt, ...);
 
 // caps.c
 void drop_bounding_set(void);
@@ -92,6 +94,8 @@ int install_filter(const struct sock_fprog *prog, int listen);
 // socket files only after landlock_allow_socket_files().
 int open_writable(const char *path);
 void restrict_writes(const char *const *paths, const int *writable, int nwritable);
+// The kernel's Landlock ABI version; 0 when it has no Landlock, -1 when it is built in but disabled.
+long landlock_abi(void);
 void landlock_allow_socket_files(void);
 
 // verify.c: the sandbox's mounts checked against srt's plan (--verify FILE) before anything

@@ -310,6 +310,11 @@ export class Sandbox implements PlatformBackend {
     // The protected-path supervisor refuses protected names at any depth with no placeholder on
     // the host; without it (old kernel, or no Landlock-compatible setup) placeholders are the fallback.
     let supervise = false;
+    if (seccompHelper && !policy.filesystem.disabled && policy.allowNestedUserNamespaces) {
+      warnings.push('allowNestedUserNamespaces turns Landlock and the protected-path supervisor off (a sandbox inside needs mount(2)): writes are confined by the mounts alone, ' +
+        'so the command can open a host FIFO or device on a read-only path for writing, and protected paths are kept with placeholder files, ' +
+        `only as deep as mandatoryDenySearchDepth (${policy.mandatoryDenySearchDepth}) finds them`);
+    }
     if (seccompHelper && !policy.filesystem.disabled && !policy.allowNestedUserNamespaces) {
       const why = supervisorUnavailable();
       if (why === null) supervise = true;
