@@ -1,6 +1,6 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
 // mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested PID/mount
-// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c, supervisor.c, readgate.c.
+// namespace, the command), pty.c (the command's terminal), limits.c, landlock.c, filter.c, supervisor.c, readgate.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -89,6 +89,9 @@ int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set
 void read_filter(const char *path, struct sock_fprog *prog);
 // With listen, the filter's seccomp user-notification listener is returned (else -1).
 int install_filter(const struct sock_fprog *prog, int listen);
+
+// limits.c: the sandbox's share of the per-user kernel limits (init, before the command).
+void limit_per_user(void);
 
 // landlock.c: the command may write only beneath these n absolute paths (and a few devices);
 // socket files only after landlock_allow_socket_files().

@@ -9,7 +9,8 @@
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH (for
-// the mount check), plus CAP_NET_BIND_SERVICE when a relay listens below port 1024): its
+// the mount check) --cap-add CAP_SYS_RESOURCE (init sets the sandbox's share of the per-user
+// limits, limits.c), plus CAP_NET_BIND_SERVICE when a relay listens below port 1024): its
 // capabilities count only in bwrap's user namespace. It
 //  0. with --verify, checks every mount of the sandbox against srt's plan (verify.c);
 //  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),

@@ -24,6 +24,10 @@ const MAX_PACKAGES = 200;
 const real = (p: string): string | undefined => {
   try { return realpathSync(p); } catch { return undefined; }
 };
+// (A PATH entry the user cannot search, e.g. under /root, is simply not there.)
+const present = (p: string): boolean => {
+  try { return lstatSync(p, { throwIfNoEntry: false }) !== undefined; } catch { return false; }
+};
 
 /** The nodes bin/srt tries, in its order: recorded at build, beside an npm global prefix, the system's. */
 export function launcherNodes(root = PACKAGE_ROOT): string[] {
@@ -70,10 +74,10 @@ export function ownFiles(): OwnFile[] {
   const prefix = /^(.*)\/lib\/node_modules\/[^/]+$/.exec(PACKAGE_ROOT);
   if (prefix) links.push(join(prefix[1]!, 'bin', 'srt'));
   for (const l of new Set(links)) {
-    if (launcher && lstatSync(l, { throwIfNoEntry: false }) && real(l) === launcher) files.push({ path: l, kind: 'file', what: 'the srt launcher' });
+    if (launcher && present(l) && real(l) === launcher) files.push({ path: l, kind: 'file', what: 'the srt launcher' });
   }
   for (const n of new Set([...launcherNodes(), process.execPath])) {
-    if (lstatSync(n, { throwIfNoEntry: false })) files.push({ path: n, kind: 'file', what: 'the node srt runs with' });
+    if (present(n)) files.push({ path: n, kind: 'file', what: 'the node srt runs with' });
   }
   for (const p of runtimePackages()) files.push({ path: p.dir, kind: 'dir', what: `srt's dependency ${p.name}` });
   // Where each lands too: a writable root is a real path, and a link is protected as a link.
