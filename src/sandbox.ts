@@ -101,18 +101,29 @@ export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' 
  * srt itself inside a path the command may write (e.g. `node_modules/srt` of the project being
  * sandboxed, a node under ~/.nvm): the next run would execute whatever the command put there,
  * outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
- * `protectedHere`: this backend keeps them read-only for the run (Linux does, see self.ts).
+ * `kept`: what this backend keeps read-only for the run (Linux: all of it with the supervisor;
+ * with the mounts alone not a symlink, such as ~/bin/srt -> the launcher, see self.ts).
  */
-export function selfWritableWarnings(writable: string[], protectedHere = false): string[] {
-  const exposed = (what: (w: string) => boolean) => [...new Set(ownFiles().filter((f) => what(f.what) && writable.some((w) => isWithin(f.path, w))).map((f) => f.path))];
-  const srt = exposed((w) => w !== 'the node srt runs with');
-  const nodes = exposed((w) => w === 'the node srt runs with');
-  const kept = (them: string) => protectedHere ? `srt keeps ${them} read-only inside the sandbox, so the command cannot replace ${them}; still, `
-    : `the command could replace ${them}, and the next srt would run that; `;
-  const out: string[] = [];
+export function selfWritableWarnings(writable: string[], kept: 'all' | 'not-links' | 'none' = 'none'): string[] {
+  const isLink = (p: string) => { try { return lstatSync(p).isSymbolicLink(); } catch { return false; } };
+  const exposed = ownFiles().filter((f) => writable.some((w) => isWithin(f.path, w)));
+  const open = (f: { path: string }) => kept === 'none' || (kept === 'not-links' && isLink(f.path));
+  const paths = (fs: { path: string }[]) => [...new Set(fs.map((f) => f.path))];
+  const node = (f: { what: string }) => f.what === 'the node srt runs with';
+  const srt = paths(exposed.filter((f) => !node(f) && !open(f)));
+  const nodes = paths(exposed.filter((f) => node(f) && !open(f)));
+  const replaceable = paths(exposed.filter(open));
   const list = (ps: string[]) => `${ps.slice(0, 3).join(', ')}${ps.length > 3 ? ` and ${ps.length - 3} more` : ''}`;
-  if (srt.length) out.push(`srt is installed inside a path this sandbox may write (${list(srt)}): ${kept(srt.length === 1 ? 'it' : 'them')}install srt outside the project (e.g. npm install -g)`);
-  if (nodes.length) out.push(`the node srt runs with (${list(nodes)}) lies inside a path this sandbox may write: ${kept(nodes.length === 1 ? 'it' : 'them')}run srt with a node installed elsewhere`);
+  const them = (ps: string[]) => ps.length === 1 ? 'it' : 'them';
+  const keeps = (ps: string[]) => `srt keeps ${them(ps)} read-only inside the sandbox, so the command cannot replace ${them(ps)}; still, `;
+  const out: string[] = [];
+  if (srt.length) out.push(`srt is installed inside a path this sandbox may write (${list(srt)}): ${keeps(srt)}install srt outside the project (e.g. npm install -g)`);
+  if (nodes.length) out.push(`the node srt runs with (${list(nodes)}) lies inside a path this sandbox may write: ${keeps(nodes)}run srt with a node installed elsewhere`);
+  if (replaceable.length) {
+    const why = kept === 'not-links' ? ' (without the protected-path supervisor srt cannot keep a symlink)' : '';
+    out.push(`srt's own files (${list(replaceable)}) lie inside a path this sandbox may write${why}: the command could replace ${them(replaceable)}, and the next srt would run that; ` +
+      'install srt and node outside the project (e.g. npm install -g)');
+  }
   return out;
 }
 
@@ -547,7 +558,7 @@ export class Sandbox implements PlatformBackend {
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
   private startupWarnings(plan: BwrapPlan): string[] {
-    return [...new Set([...this.warnings, ...this.credentials.warnings, ...selfWritableWarnings(plan.writable, !this.policy.filesystem.disabled), ...plan.warnings])];
+    return [...new Set([...this.warnings, ...this.credentials.warnings, ...selfWritableWarnings(plan.writable, this.policy.filesystem.disabled ? 'none' : this.facts.seccomp?.supervisor ? 'all' : 'not-links'), ...plan.warnings])];
   }
 
   dryRun(cmd: CommandSpec): string {

@@ -61,8 +61,16 @@ function runtimePackages(): { name: string; dir: string }[] {
   return out;
 }
 
+// One search per process (a run asks several times), again if PATH changes (the links on it).
+let found: { path: string | undefined; files: OwnFile[] } | undefined;
+
 /** Every file or directory of srt's own that a later srt run executes or loads (see above). */
 export function ownFiles(): OwnFile[] {
+  if (!found || found.path !== process.env.PATH) found = { path: process.env.PATH, files: findOwnFiles() };
+  return found.files;
+}
+
+function findOwnFiles(): OwnFile[] {
   const files: OwnFile[] = [
     { path: PACKAGE_JSON, kind: 'file', what: 'srt' },
     ...['bin', 'dist', join('seccomp', 'build'), 'node_modules'].map((d) => ({ path: join(PACKAGE_ROOT, d), kind: 'dir' as const, what: 'srt' })),
