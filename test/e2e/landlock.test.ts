@@ -58,6 +58,16 @@ describe('Landlock is never off without a warning', () => {
     const off = withoutLandlock(38, ['doctor', '--json']);
     expect(landlock(off.stdout)).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^not in this kernel/) });
   });
+
+  it('srt doctor warns that allowNestedUserNamespaces turns Landlock off, and only then', async () => {
+    const settings = join(tmp.path, 'nested-doctor.json');
+    execFileSync('sh', ['-c', `echo '{"allowNestedUserNamespaces": true}' > ${settings}`]);
+    const check = (out: string) => (JSON.parse(out) as { checks: { id: string; status: string; detail: string }[] }).checks.find((c) => c.id === 'nested-namespaces');
+    const nested = await srt(['doctor', '--json', '--settings', settings], { home, cwd });
+    expect(check(nested.stdout), nested.stderr).toMatchObject({ status: 'warn', detail: expect.stringContaining('turns Landlock and the protected-path supervisor off') });
+    const plain = await srt(['doctor', '--json'], { home, cwd });
+    expect(check(plain.stdout)).toBeUndefined();
+  });
 });
 
 /** srt under the shim: node runs srt, so the filter covers bwrap and the helper too. */

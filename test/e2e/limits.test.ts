@@ -69,6 +69,22 @@ describe('the sandbox takes at most half of a per-user limit', () => {
     });
   });
 
+  it('queued signals and POSIX message queue bytes: the sandbox gets half of the caller\'s limits, soft and hard', async () => {
+    const code = [
+      'import resource',
+      'for name in ("RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NPROC"):',
+      '    print("%s=%d:%d" % ((name,) + resource.getrlimit(getattr(resource, name))))',
+    ].join('\n');
+    const host = keyValues(spawnSync('python3', ['-c', code], { encoding: 'utf8' }).stdout);
+    const r = await srt(['--', 'python3', '-c', code], { home, cwd });
+    const inside = keyValues(r.stdout);
+    const half = (v: string) => {
+      const soft = Number(v.split(':')[0]);
+      return soft < 0 ? v : `${Math.max(1, Math.floor(soft / 2))}:${Math.max(1, Math.floor(soft / 2))}`; // -1: unlimited stays
+    };
+    for (const name of ['RLIMIT_SIGPENDING', 'RLIMIT_MSGQUEUE', 'RLIMIT_NPROC']) expect(inside[name], `${name} ${r.stderr}`).toBe(half(host[name]!));
+  });
+
   // The kernel does not apply RLIMIT_NPROC to uid 0: a root caller's sandbox has no such bound.
   it.skipIf(process.getuid?.() === 0)('processes: RLIMIT_NPROC inside is half of the caller\'s, counted for the sandbox alone, and cannot be raised', async () => {
     // Room above what this user runs already, so the sandbox's own count is what stops it.
