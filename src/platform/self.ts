@@ -7,7 +7,7 @@
 // writable root is a protected path of the run (src/profiles/protected.ts).
 
 import { existsSync, lstatSync, readFileSync, realpathSync } from 'node:fs';
-import { createRequire } from 'node:module';
+import { Module } from 'node:module';
 import { basename, delimiter, dirname, join } from 'node:path';
 import { PACKAGE_JSON, PACKAGE_ROOT } from '../paths.js';
 
@@ -38,6 +38,17 @@ export function launcherNodes(root = PACKAGE_ROOT): string[] {
     .filter((n): n is string => !!n && n.startsWith('/'));
 }
 
+/** Where node's require looks for a package from a file in dir: each node_modules up the tree,
+ *  then the global folders. (Not require.resolve.paths, which NODE_DEBUG=module reports as lookups.) */
+function lookupPaths(dir: string): string[] {
+  const out: string[] = [];
+  for (let d = dir; ; d = dirname(d)) {
+    if (basename(d) !== 'node_modules') out.push(join(d, 'node_modules'));
+    if (dirname(d) === d) break;
+  }
+  return [...out, ...((Module as unknown as { globalPaths?: string[] }).globalPaths ?? [])];
+}
+
 /** The packages srt's own dependencies resolve to (node's lookup from each package), transitively. */
 function runtimePackages(): { name: string; dir: string }[] {
   const out: { name: string; dir: string }[] = [];
@@ -48,7 +59,7 @@ function runtimePackages(): { name: string; dir: string }[] {
       const pkg = JSON.parse(readFileSync(pkgJson, 'utf8')) as { dependencies?: Record<string, string>; optionalDependencies?: Record<string, string> };
       deps = { ...pkg.dependencies, ...pkg.optionalDependencies };
     } catch { return; }
-    const paths = createRequire(pkgJson).resolve.paths('x') ?? [];
+    const paths = lookupPaths(dirname(pkgJson));
     for (const name of Object.keys(deps)) {
       const dir = paths.map((d) => join(d, name)).find((d) => existsSync(join(d, 'package.json')));
       if (!dir || seen.has(dir) || seen.size >= MAX_PACKAGES) continue;
