@@ -1,6 +1,7 @@
-// Capabilities: the helper holds CAP_SYS_ADMIN, CAP_SETPCAP and CAP_DAC_READ_SEARCH in bwrap's
-// user namespace only (nested PID/mount namespace, fresh /proc, clearing the bounding set,
-// walking the planned mounts) and drops everything before anything else runs.
+// Capabilities: the helper holds CAP_SYS_ADMIN, CAP_SETPCAP, CAP_DAC_READ_SEARCH and
+// CAP_SYS_RESOURCE in bwrap's user namespace only (nested PID/mount namespace, fresh /proc,
+// clearing the bounding set, walking the planned mounts, the sandbox's per-user limits) and drops
+// everything before anything else runs.
 
 #include "helper.h"
 

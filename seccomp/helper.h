@@ -1,6 +1,6 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
 // mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested PID/mount
-// namespace, the command), pty.c (the command's terminal), landlock.c, filter.c, supervisor.c, readgate.c.
+// namespace, the command), pty.c (the command's terminal), limits.c, landlock.c, filter.c, supervisor.c, readgate.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -18,6 +18,8 @@
 // Print `srt: MESSAGE` in one write (messages of several processes never interleave) and exit 125.
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 #define die_errno(what) die("seccomp helper: %s: %s", (what), strerror(errno))
+// Print `srt: warning: MESSAGE` in one write and go on.
+__attribute__((format(printf, 1, 2))) void warn(const char *fmt, ...);
 
 // caps.c
 void drop_bounding_set(void);
@@ -88,10 +90,15 @@ void read_filter(const char *path, struct sock_fprog *prog);
 // With listen, the filter's seccomp user-notification listener is returned (else -1).
 int install_filter(const struct sock_fprog *prog, int listen);
 
+// limits.c: the sandbox's share of the per-user kernel limits (init, before the command).
+void limit_per_user(void);
+
 // landlock.c: the command may write only beneath these n absolute paths (and a few devices);
 // socket files only after landlock_allow_socket_files().
 int open_writable(const char *path);
 void restrict_writes(const char *const *paths, const int *writable, int nwritable);
+// The kernel's Landlock ABI version; 0 when it has no Landlock, -1 when it is built in but disabled.
+long landlock_abi(void);
 void landlock_allow_socket_files(void);
 
 // verify.c: the sandbox's mounts checked against srt's plan (--verify FILE) before anything

@@ -63,6 +63,7 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
     die("seccomp helper: cannot mount a fresh /proc: %s (bwrap must not cover /proc/sys)",
         strerror(errno));
+  limit_per_user(); // while this /proc/sys is writable and CAP_SYS_RESOURCE held
   for (size_t i = 0; i < sizeof proc_covered / sizeof proc_covered[0]; i++)
     proc_read_only(proc_covered[i]);
   // Non-dumpable: the command (same uid, no capabilities) can neither ptrace this process nor

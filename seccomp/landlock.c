@@ -5,7 +5,9 @@
 // entries, /proc, and its own stdio files. Connecting to a socket file is not Landlock's
 // business here (the seccomp filter refuses AF_UNIX unless allowed). Without Landlock
 // in the kernel (or ABI 1, which cannot allow renames across directories) the helper goes on
-// without it; --no-landlock turns it off (a nested sandbox needs mount(2), which Landlock denies).
+// without it and says so (one `srt: warning:` line); --no-landlock turns it off (a nested sandbox
+// needs mount(2), which Landlock denies; srt warns then). `--landlock-abi` prints what this kernel
+// offers, for srt doctor.
 
 #include "helper.h"
 
@@ -101,13 +103,27 @@ int open_writable(const char *path) {
   return fd;
 }
 
+long landlock_abi(void) {
+  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
+  if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) return errno == ENOSYS ? 0 : -1;
+  if (abi < 0) die_errno("landlock_create_ruleset");
+  return abi;
+}
+
 // Runs in init, after it mounted /proc and before it forks the command (and starts the
 // supervisor): both inherit this one domain. writable: the --writable paths, open (open_writable).
+// Without a usable Landlock the run goes on, with one warning.
 void restrict_writes(const char *const *paths, const int *writable, int nwritable) {
-  long abi = syscall(SYS_landlock_create_ruleset, NULL, 0, LL_CREATE_RULESET_VERSION);
-  if (abi < 0 && (errno == ENOSYS || errno == EOPNOTSUPP)) return; // not built in, or disabled
-  if (abi < 0) die_errno("landlock_create_ruleset");
-  if (abi < 2) return; // ABI 1 refuses every rename/link across directories, even inside cwd
+  long abi = landlock_abi();
+  if (abi < 2) {
+    // ABI 1 refuses every rename/link across directories, even inside cwd.
+    warn("Landlock is %s: writes are confined by the mounts alone, which do not stop the command "
+         "from opening a host FIFO or device on a read-only path for writing; srt doctor shows it",
+         abi == 0 ? "not in this kernel (srt uses it from Linux 5.19)"
+         : abi < 0 ? "built into this kernel but not enabled (add landlock to the lsm= boot parameter)"
+                   : "too old in this kernel (ABI 1; srt needs ABI 2, Linux 5.19)");
+    return;
+  }
   uint64_t handled = LL_WRITE_RIGHTS | (abi >= 3 ? LL_TRUNCATE : 0);
   struct ll_ruleset_attr attr = {handled};
   int ruleset = syscall(SYS_landlock_create_ruleset, &attr, sizeof attr, 0);

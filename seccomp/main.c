@@ -5,10 +5,12 @@
 //               [--protect RULES [--report-fd N]] [--verify PLAN] --filter FILE -- CMD ARGS...
 //   srt-seccomp --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-seccomp --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
+//   srt-seccomp --landlock-abi                                   (for srt doctor, landlock.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH (for
-// the mount check), plus CAP_NET_BIND_SERVICE when a relay listens below port 1024): its
+// the mount check) --cap-add CAP_SYS_RESOURCE (init sets the sandbox's share of the per-user
+// limits, limits.c), plus CAP_NET_BIND_SERVICE when a relay listens below port 1024): its
 // capabilities count only in bwrap's user namespace. It
 //  0. with --verify, checks every mount of the sandbox against srt's plan (verify.c);
 //  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),
@@ -59,6 +61,18 @@ void die(const char *fmt, ...) {
   msg[len] = '\n';
   if (write(STDERR_FILENO, msg, len + 1) < 0) { /* nothing left to report it to */ }
   _exit(EXIT_SETUP);
+}
+
+void warn(const char *fmt, ...) {
+  char msg[1024] = "srt: warning: ";
+  size_t head = strlen(msg);
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg + head, sizeof msg - head - 1, fmt, ap);
+  va_end(ap);
+  size_t len = strlen(msg);
+  msg[len] = '\n';
+  if (write(STDERR_FILENO, msg, len + 1) < 0) { /* nothing left to report it to */ }
 }
 
 static void usage(void) {
@@ -148,6 +162,10 @@ void close_inherited_fds(const int *keep, int nkeep) {
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
     printf("srt-seccomp 2\n");
+    return 0;
+  }
+  if (argc == 2 && strcmp(argv[1], "--landlock-abi") == 0) {
+    printf("%ld\n", landlock_abi());
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "--connect") == 0) return proxy_connect(argc - 2, argv + 2);

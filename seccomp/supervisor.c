@@ -73,6 +73,7 @@
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/uio.h>
+#include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -410,6 +411,29 @@ static int is_proc_path(const char *p) {
   return strncmp(p, "/proc", 5) == 0 && (p[5] == '\0' || p[5] == '/');
 }
 
+// Is p an entry of init's own /proc directories (/proc/1/..., /proc/TID/... or /proc/1/task/TID/...
+// of a thread of this process)? This thread opens /proc entries with init's identity, and a
+// process may always open its own /proc/PID/mem, fds and links: served to the command, they would
+// hand it init's memory (these very rules) and descriptors, which the kernel refuses the command
+// itself (init is non-dumpable). /proc/self/task/N exists only for this process's threads.
+static int init_proc_path(const char *p) {
+  if (strncmp(p, "/proc/", 6) != 0 || p[6] < '0' || p[6] > '9') return 0;
+  char *end;
+  unsigned long n = strtoul(p + 6, &end, 10);
+  if (*end != '\0' && *end != '/') return 0;
+  char task[64];
+  snprintf(task, sizeof task, "/proc/self/task/%lu", n);
+  return n == (unsigned long)getpid() || access(task, F_OK) == 0;
+}
+
+// The same for a descriptor of ours (one in /proc whose path cannot be read counts as init's).
+static int init_proc_fd(int fd) {
+  struct statfs sf;
+  char path[PATH_MAX];
+  if (fstatfs(fd, &sf) != 0) return 1;
+  return sf.f_type == PROC_SUPER_MAGIC && (fd_path(fd, path, sizeof path) != 0 || init_proc_path(path));
+}
+
 static int proc_open(struct req *r, const char *what, int flags) {
   char p[64];
   snprintf(p, sizeof p, "/proc/%d/%s", r->pid, what);
@@ -455,7 +479,8 @@ static int same_file(int a, int b) {
 
 // Resolve every component of `dir` (following symlinks) from `start` in the command's view,
 // one at a time: /proc/self and /proc/thread-self mean the command, and /proc's magic links are
-// followed as the kernel follows them. Returns an O_PATH directory descriptor or -errno.
+// followed as the kernel follows them; init's own /proc entries are out of reach (EACCES), as
+// they are for the command. Returns an O_PATH directory descriptor or -errno.
 static int walk(struct req *r, int start, const char *dir) {
   int root = cmd_root(r);
   if (root < 0) return -errno;
@@ -464,6 +489,7 @@ static int walk(struct req *r, int start, const char *dir) {
   strcpy(pend, dir);
   int cur = dup(dir[0] == '/' ? root : start);
   if (cur < 0) return -errno;
+  if (init_proc_fd(cur)) { close(cur); return -EACCES; }
   int links = 0;
   char *p = pend;
   for (;;) {
@@ -482,6 +508,7 @@ static int walk(struct req *r, int start, const char *dir) {
       close(cur);
       if (up < 0) return -errno;
       cur = up;
+      if (init_proc_fd(cur)) { close(cur); return -EACCES; }
       continue;
     }
     int fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
@@ -492,6 +519,7 @@ static int walk(struct req *r, int start, const char *dir) {
       close(cur);
       if (!S_ISDIR(st.st_mode)) { close(fd); return -ENOTDIR; }
       cur = fd;
+      if (init_proc_fd(cur)) { close(cur); return -EACCES; }
       continue;
     }
     if (++links > MAX_LINKS) { close(fd); close(cur); return -ELOOP; }
@@ -507,6 +535,7 @@ static int walk(struct req *r, int start, const char *dir) {
       close(cur);
       if (to < 0) return -errno;
       cur = to;
+      if (init_proc_fd(cur)) { close(cur); return -EACCES; }
       continue;
     }
     if (fstatfs(cur, &sf) == 0 && sf.f_type == PROC_SUPER_MAGIC &&
@@ -662,6 +691,7 @@ static int locate(struct req *r, int dirfd, int start, const char *start_dir_pat
       return err;
     }
     if (strstr(l->dir, " (deleted)")) { close(parent); return ENOENT; }
+    if (init_proc_path(l->dir)) { close(parent); return EACCES; }
   }
   l->parent = parent;
   snprintf(l->full, sizeof l->full, "%s/%s", strcmp(l->dir, "/") == 0 ? "" : l->dir, l->leaf);
@@ -825,19 +855,33 @@ static int open_ctty(struct req *r, int flags) {
   return fd < 0 ? -errno : fd;
 }
 
+// May the command change what our descriptor obj stands for (reached through /proc, a magic link
+// or a descriptor of the command's)? Judged by its path, read into opath ("pipe:[N]" and the like
+// have none to protect); a path too long to read is refused. 0 or an errno (a protected path is
+// reported as op).
+static int check_object(int obj, const char *op, char *opath, size_t size) {
+  int err = fd_path(obj, opath, size);
+  if (err) return err;
+  if (init_proc_fd(obj)) return EACCES;
+  if (opath[0] == '/' && protected_path(opath, 1, 0)) return refuse(op, opath);
+  return 0;
+}
+
 // Open what the O_PATH descriptor obj stands for (a /proc entry, a magic link's target) with
 // flags, once its path is checked. Consumes obj. 0 with *fd_out, -1 (a worker replies) or errno.
 static int open_object(struct req *r, int obj, int flags, int *fd_out) {
   char opath[LONG_PATH];
   struct stat st;
-  int named = fd_path(obj, opath, sizeof opath) == 0 && opath[0] == '/';
-  if (named && gate_active() && fstat(obj, &st) == 0 && gate_hidden(opath, 0, &st)) {
+  // Reads come here too (the read gate): init's own /proc entries are never opened for the
+  // command, a read-denied file is hidden, a protected one is not opened for writing.
+  int err = fd_path(obj, opath, sizeof opath);
+  if (!err && init_proc_fd(obj)) err = EACCES;
+  int named = !err && opath[0] == '/';
+  if (named && gate_active() && fstat(obj, &st) == 0 && gate_hidden(opath, 0, &st)) err = EACCES;
+  else if (named && (flags & (O_ACCMODE | O_TRUNC | O_CREAT)) && protected_path(opath, 1, 0)) err = refuse("write", opath);
+  if (err) {
     close(obj);
-    return EACCES;
-  }
-  if (named && (flags & (O_ACCMODE | O_TRUNC | O_CREAT)) && protected_path(opath, 1, 0)) {
-    close(obj);
-    return refuse("write", opath);
+    return err;
   }
   if (fstat(obj, &st) == 0 && S_ISFIFO(st.st_mode) && !(flags & O_NONBLOCK)) {
     char p[64];
@@ -850,14 +894,14 @@ static int open_object(struct req *r, int obj, int flags, int *fd_out) {
       return 0;
     }
     if (errno != ENXIO) { int e = errno; close(obj); return e; }
-    int err = open_fifo_later(r, obj, flags);
+    err = open_fifo_later(r, obj, flags);
     if (err) close(obj);
     return err ? err : -1;
   }
   char p[64];
   snprintf(p, sizeof p, "/proc/self/fd/%d", obj);
   int fd = open(p, (flags & ~(O_CREAT | O_EXCL)) | O_NOCTTY | O_CLOEXEC);
-  int err = fd < 0 ? errno : 0;
+  err = fd < 0 ? errno : 0;
   close(obj);
   *fd_out = fd;
   return err;
@@ -1126,6 +1170,7 @@ static int do_link(struct req *r, int odirfd, const char *opath, int ndirfd, con
   }
   if (obj >= 0) err = fd_path(obj, opathbuf, sizeof opathbuf);
   else snprintf(opathbuf, sizeof opathbuf, "%s", o.full);
+  if (!err && obj >= 0 && init_proc_fd(obj)) err = EACCES;
   if (!err && opathbuf[0] == '/' && gate_hidden(opathbuf, 0, NULL)) err = EACCES;
   if (!err && opathbuf[0] == '/' && protected_path(opathbuf, 1, 0)) err = refuse("link", opathbuf);
   if (!err) err = locate(r, ndirfd, -1, NULL, npath, &n);
@@ -1166,78 +1211,186 @@ static int do_truncate(struct req *r, const char *path, off_t len) {
   return err;
 }
 
-static int do_chmod(struct req *r, int dirfd, const char *path, mode_t mode, int flags) {
-  if (flags & ~AT_SYMLINK_NOFOLLOW) return EINVAL;
+// ---------------------------------------------------------------- attributes
+//
+// Calls that change what a file is without naming anything new: its mode, owner, and extended
+// attributes (a POSIX ACL in system.posix_acl_access rewrites the mode bits; other attributes are
+// refused on a protected file all the same). They act on an object found by path or descriptor,
+// judged like a write, then changed through an O_PATH descriptor of ours.
+
+enum attr_kind { ATTR_MODE, ATTR_OWNER, ATTR_SETX, ATTR_REMOVEX };
+static const char *const attr_op[] = {"chmod", "chown", "setxattr", "removexattr"};
+
+struct attr {
+  enum attr_kind kind;
+  mode_t mode;
+  uid_t uid;
+  gid_t gid;
+  const char *name;
+  const void *value;
+  size_t size;
+  int xflags;
+};
+
+// Change obj (O_PATH) as a says. 0 or an errno.
+static int apply_attr(int obj, const struct attr *a) {
+  char p[64];
+  snprintf(p, sizeof p, "/proc/self/fd/%d", obj);
+  struct stat st;
+  switch (a->kind) {
+  case ATTR_MODE:
+    if (a->mode & (S_ISUID | S_ISGID)) return EPERM; // the filter refuses these already
+    if (fstat(obj, &st) == 0 && S_ISLNK(st.st_mode)) return EOPNOTSUPP; // a link has no mode
+    return fchmodat(AT_FDCWD, p, a->mode, 0) != 0 ? errno : 0;
+  case ATTR_OWNER:
+    return fchownat(obj, "", a->uid, a->gid, AT_EMPTY_PATH) != 0 ? errno : 0;
+  // Through the magic link, which lands on obj itself (a symlink too: it is not followed again).
+  case ATTR_SETX:
+    return setxattr(p, a->name, a->value, a->size, a->xflags) != 0 ? errno : 0;
+  case ATTR_REMOVEX:
+    return removexattr(p, a->name) != 0 ? errno : 0;
+  }
+  return EINVAL;
+}
+
+// Check and change an object (reached through /proc or a descriptor). Consumes obj.
+static int change_object(int obj, const struct attr *a) {
+  char opath[LONG_PATH];
+  int err = check_object(obj, attr_op[a->kind], opath, sizeof opath);
+  if (!err) err = apply_attr(obj, a);
+  close(obj);
+  return err;
+}
+
+// fchmod, fchown, fsetxattr, fremovexattr, and the *at calls with AT_EMPTY_PATH: the command's
+// descriptor fd (or its cwd). O_PATH descriptors are accepted (the kernel refuses some with EBADF).
+static int attr_fd(struct req *r, int fd, const struct attr *a) {
+  char what[32];
+  if (fd == AT_FDCWD) snprintf(what, sizeof what, "cwd");
+  else if (fd < 0) return EBADF;
+  else snprintf(what, sizeof what, "fd/%d", fd);
+  int obj = proc_open(r, what, O_PATH);
+  if (obj < 0) return EBADF;
+  return change_object(obj, a);
+}
+
+// The path calls: the object path names from dirfd, symlinks followed unless AT_SYMLINK_NOFOLLOW
+// (a trailing slash follows one all the same); an empty path is dirfd with AT_EMPTY_PATH.
+static int attr_at(struct req *r, int dirfd, const char *path, int flags, const struct attr *a) {
+  if (flags & ~(AT_SYMLINK_NOFOLLOW | AT_EMPTY_PATH)) return EINVAL;
+  if (path[0] == '\0') return (flags & AT_EMPTY_PATH) ? attr_fd(r, dirfd, a) : ENOENT;
+  int nofollow = flags & AT_SYMLINK_NOFOLLOW, links = 0;
   struct loc l;
-  int links = 0;
   int err = locate(r, dirfd, -1, NULL, path, &l);
   if (err) return err;
   for (;;) {
-    struct stat st;
-    if (l.dot || l.slash || is_proc_path(l.dir)) {
-      // Resolve the whole path (it names a directory, or lies in /proc) as an object.
-      int obj = openat(l.parent, l.leaf, O_PATH | O_CLOEXEC | ((flags & AT_SYMLINK_NOFOLLOW) ? O_NOFOLLOW : 0));
-      loc_free(&l);
-      if (obj < 0) return errno;
-      char opath[LONG_PATH];
-      if (fd_path(obj, opath, sizeof opath) == 0 && opath[0] == '/' && protected_path(opath, 1, 0))
-        err = refuse("chmod", opath);
-      else {
-        char p[64];
-        snprintf(p, sizeof p, "/proc/self/fd/%d", obj);
-        err = fchmodat(AT_FDCWD, p, mode, 0) != 0 ? errno : 0;
-      }
-      close(obj);
-      return err;
+    if (is_proc_path(l.dir)) {
+      // A magic link is resolved by the kernel, then judged by where it led.
+      int obj = openat(l.parent, l.leaf, O_PATH | O_CLOEXEC | (nofollow ? O_NOFOLLOW : 0));
+      err = obj < 0 ? errno : change_object(obj, a);
+      break;
     }
-    if (fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) { err = errno; break; }
-    if (S_ISLNK(st.st_mode)) {
-      if (flags & AT_SYMLINK_NOFOLLOW) { err = EOPNOTSUPP; break; }
+    int obj = openat(l.parent, l.leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (obj < 0 || fstat(obj, &st) != 0) {
+      err = errno;
+      if (obj >= 0) close(obj);
+      break;
+    }
+    if (S_ISLNK(st.st_mode) && (!nofollow || l.slash)) {
+      close(obj);
       if ((err = follow(r, &l, &links))) return err;
       continue;
     }
-    if (protected_path(l.full, 1, 0)) err = refuse("chmod", l.full);
-    else if (fchmodat(l.parent, l.leaf, mode, 0) != 0) err = errno;
+    if (l.slash && !S_ISDIR(st.st_mode)) { close(obj); err = ENOTDIR; }
+    // `.` and `..` name a directory whose lexical path is not where it is.
+    else if (l.dot) err = change_object(obj, a);
+    else {
+      err = protected_path(l.full, 1, 0) ? refuse(attr_op[a->kind], l.full) : apply_attr(obj, a);
+      close(obj);
+    }
     break;
   }
   loc_free(&l);
   return err;
 }
 
-static int do_fchmod(struct req *r, int fd, mode_t mode) {
-  char what[32], opath[LONG_PATH];
-  snprintf(what, sizeof what, "fd/%d", fd);
-  int obj = fd < 0 ? -1 : proc_open(r, what, O_PATH);
-  if (obj < 0) return EBADF;
-  int err = 0;
-  if (fd_path(obj, opath, sizeof opath) == 0 && opath[0] == '/' && protected_path(opath, 1, 0))
-    err = refuse("chmod", opath);
-  else {
-    char p[64];
-    snprintf(p, sizeof p, "/proc/self/fd/%d", obj);
-    err = fchmodat(AT_FDCWD, p, mode, 0) != 0 ? errno : 0;
-  }
-  close(obj);
-  return err;
-}
-
-// Syscall numbers by architecture (asm/unistd_64.h, asm-generic/unistd.h); -1: none there.
+// Syscall numbers by architecture (asm/unistd_64.h, asm-generic/unistd.h; setxattrat and
+// removexattrat, Linux 6.13, share one number everywhere); -1: none there.
 enum op {
   OP_OPEN, OP_CREAT, OP_OPENAT, OP_MKDIR, OP_MKDIRAT, OP_MKNOD, OP_MKNODAT, OP_SYMLINK,
   OP_SYMLINKAT, OP_LINK, OP_LINKAT, OP_UNLINK, OP_UNLINKAT, OP_RMDIR, OP_RENAME, OP_RENAMEAT,
-  OP_RENAMEAT2, OP_TRUNCATE, OP_CHMOD, OP_FCHMOD, OP_FCHMODAT, OP_FCHMODAT2, OP_UMASK, OP_COUNT
+  OP_RENAMEAT2, OP_TRUNCATE, OP_CHMOD, OP_FCHMOD, OP_FCHMODAT, OP_FCHMODAT2, OP_UMASK,
+  OP_CHOWN, OP_FCHOWN, OP_LCHOWN, OP_FCHOWNAT, OP_SETXATTR, OP_LSETXATTR, OP_FSETXATTR,
+  OP_SETXATTRAT, OP_REMOVEXATTR, OP_LREMOVEXATTR, OP_FREMOVEXATTR, OP_REMOVEXATTRAT, OP_COUNT
 };
 #if defined(__x86_64__)
 #define OUR_ARCH AUDIT_ARCH_X86_64
 static const int op_nr[OP_COUNT] = {2, 85, 257, 83, 258, 133, 259, 88, 266, 86, 265,
-                                    87, 263, 84, 82, 264, 316, 76, 90, 91, 268, 452, 95};
+                                    87, 263, 84, 82, 264, 316, 76, 90, 91, 268, 452, 95,
+                                    92, 93, 94, 260, 188, 189, 190, 463, 197, 198, 199, 466};
 #elif defined(__aarch64__)
 #define OUR_ARCH AUDIT_ARCH_AARCH64
 static const int op_nr[OP_COUNT] = {-1, -1, 56, -1, 34, -1, 33, -1, 36, -1, 37,
-                                    -1, 35, -1, -1, -1, 276, 45, -1, 52, 53, 452, 166};
+                                    -1, 35, -1, -1, -1, 276, 45, -1, 52, 53, 452, 166,
+                                    -1, 55, -1, 54, 5, 6, 7, 463, 14, 15, 16, 466};
 #else
 #error "srt-seccomp supports x86_64 and aarch64"
 #endif
+
+#define XATTR_ARGS_SIZE_VER0 16 // <linux/xattr.h>
+
+static int read_bytes(struct req *r, uint64_t addr, void *buf, size_t len) {
+  if (len == 0) return 0;
+  struct iovec local = {buf, len}, remote = {(void *)(uintptr_t)addr, len};
+  ssize_t n = process_vm_readv(r->pid, &local, 1, &remote, 1, 0);
+  if (n < 0) return errno == ESRCH ? ESRCH : EFAULT;
+  return (size_t)n == len ? 0 : EFAULT;
+}
+
+// An extended attribute's name (and value, for a set) from the command's memory, checked as the
+// kernel checks them; the buffers are static, as is the rest of one notification's state.
+static int read_xattr(struct req *r, struct attr *x, uint64_t name, uint64_t value, uint64_t size, uint64_t flags) {
+  static char nbuf[XATTR_NAME_MAX + 1], vbuf[XATTR_SIZE_MAX];
+  int err = read_string(r, name, nbuf, sizeof nbuf);
+  if (err) return err == ENAMETOOLONG ? ERANGE : err;
+  if (nbuf[0] == '\0') return ERANGE;
+  x->name = nbuf;
+  if (x->kind == ATTR_REMOVEX) return 0;
+  if (flags & ~(uint64_t)(XATTR_CREATE | XATTR_REPLACE)) return EINVAL;
+  if (size > XATTR_SIZE_MAX) return E2BIG;
+  x->xflags = (int)flags;
+  x->size = size;
+  x->value = vbuf;
+  return read_bytes(r, value, vbuf, size);
+}
+
+// setxattrat's struct xattr_args {u64 value; u32 size; u32 flags} (usize bytes, any beyond the
+// first version zero), then the attribute.
+static int read_xattr_args(struct req *r, struct attr *x, uint64_t name, uint64_t uargs, uint64_t usize) {
+  unsigned char buf[4096];
+  if (usize < XATTR_ARGS_SIZE_VER0) return EINVAL;
+  if (usize > sizeof buf) return E2BIG;
+  int err = read_bytes(r, uargs, buf, usize);
+  if (err) return err;
+  for (size_t i = XATTR_ARGS_SIZE_VER0; i < usize; i++)
+    if (buf[i]) return E2BIG;
+  uint64_t value;
+  uint32_t size, flags;
+  memcpy(&value, buf, 8);
+  memcpy(&size, buf + 8, 4);
+  memcpy(&flags, buf + 12, 4);
+  return read_xattr(r, x, name, value, size, flags);
+}
+
+// Calls newer than some kernels srt runs on: performed here through older ones, so the command
+// would see a call its kernel lacks. Asked once with arguments every kernel that has it refuses.
+static int kernel_lacks(int op) {
+  static signed char lacks[OP_COUNT];
+  if (op != OP_FCHMODAT2 && op != OP_SETXATTRAT && op != OP_REMOVEXATTRAT) return 0;
+  if (lacks[op] == 0) lacks[op] = syscall(op_nr[op], -1, NULL, 0, NULL, NULL, 0) < 0 && errno == ENOSYS ? 1 : -1;
+  return lacks[op] == 1;
+}
 
 static void handle(struct seccomp_notif *n) {
   struct req r = {.n = n, .pid = n->pid, .root = -1};
@@ -1245,7 +1398,7 @@ static void handle(struct seccomp_notif *n) {
   int op = -1;
   for (int i = 0; i < OP_COUNT; i++)
     if (op_nr[i] == n->data.nr) op = i;
-  if (n->data.arch != OUR_ARCH || op < 0) { reply(&r, 0, ENOSYS); return; }
+  if (n->data.arch != OUR_ARCH || op < 0 || kernel_lacks(op)) { reply(&r, 0, ENOSYS); return; }
   if (op == OP_UMASK) {
     umask_changed();
     struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
@@ -1254,13 +1407,15 @@ static void handle(struct seccomp_notif *n) {
   }
   static char p1[PATH_MAX], p2[PATH_MAX];
   int err = 0, fd = -1;
-  // Which arguments are paths: read them all before the validity check.
+  struct attr at = {.kind = ATTR_MODE};
+  // Which arguments are paths: read them all (and an attribute's name and value) before the
+  // validity check.
   switch (op) {
   case OP_OPEN: case OP_CREAT: case OP_MKDIR: case OP_MKNOD: case OP_UNLINK: case OP_RMDIR:
-  case OP_TRUNCATE: case OP_CHMOD:
+  case OP_TRUNCATE: case OP_CHMOD: case OP_CHOWN: case OP_LCHOWN:
     err = read_string(&r, a[0], p1, sizeof p1); break;
   case OP_OPENAT: case OP_MKDIRAT: case OP_MKNODAT: case OP_UNLINKAT: case OP_FCHMODAT:
-  case OP_FCHMODAT2:
+  case OP_FCHMODAT2: case OP_FCHOWNAT:
     err = read_string(&r, a[1], p1, sizeof p1); break;
   case OP_SYMLINK: case OP_LINK: case OP_RENAME:
     err = read_string(&r, a[0], p1, sizeof p1);
@@ -1274,12 +1429,39 @@ static void handle(struct seccomp_notif *n) {
     err = read_string(&r, a[1], p1, sizeof p1);
     if (!err) err = read_string(&r, a[3], p2, sizeof p2);
     break;
-  case OP_FCHMOD: case OP_UMASK: break;
+  case OP_SETXATTR: case OP_LSETXATTR:
+    at.kind = ATTR_SETX;
+    err = read_string(&r, a[0], p1, sizeof p1);
+    if (!err) err = read_xattr(&r, &at, a[1], a[2], a[3], a[4]);
+    break;
+  case OP_FSETXATTR:
+    at.kind = ATTR_SETX;
+    err = read_xattr(&r, &at, a[1], a[2], a[3], a[4]);
+    break;
+  case OP_REMOVEXATTR: case OP_LREMOVEXATTR:
+    at.kind = ATTR_REMOVEX;
+    err = read_string(&r, a[0], p1, sizeof p1);
+    if (!err) err = read_xattr(&r, &at, a[1], 0, 0, 0);
+    break;
+  case OP_FREMOVEXATTR:
+    at.kind = ATTR_REMOVEX;
+    err = read_xattr(&r, &at, a[1], 0, 0, 0);
+    break;
+  case OP_SETXATTRAT: case OP_REMOVEXATTRAT:
+    at.kind = op == OP_SETXATTRAT ? ATTR_SETX : ATTR_REMOVEX;
+    // No path at all means an empty one with AT_EMPTY_PATH (getname_maybe_null).
+    if (a[1] == 0 && (a[2] & AT_EMPTY_PATH)) p1[0] = '\0';
+    else err = read_string(&r, a[1], p1, sizeof p1);
+    if (!err) err = op == OP_SETXATTRAT ? read_xattr_args(&r, &at, a[3], a[4], a[5]) : read_xattr(&r, &at, a[3], 0, 0, 0);
+    break;
+  case OP_FCHMOD: case OP_FCHOWN: case OP_UMASK: break;
   }
   // The pid could have been reused if the caller died meanwhile: what was read must be its.
   if (!notif_valid(&r)) return;
   if (err) { reply(&r, 0, err == ESRCH ? EPERM : err); return; }
   int d0 = (int)a[0], d2 = (int)a[2];
+  struct attr mode = {.kind = ATTR_MODE, .mode = (mode_t)a[op == OP_CHMOD || op == OP_FCHMOD ? 1 : 2]};
+  struct attr own = {.kind = ATTR_OWNER, .uid = (uid_t)a[op == OP_FCHOWNAT ? 2 : 1], .gid = (gid_t)a[op == OP_FCHOWNAT ? 3 : 2]};
   switch (op) {
   case OP_OPEN: err = do_open(&r, AT_FDCWD, p1, (int)a[1], (mode_t)a[2], &fd); break;
   case OP_CREAT: err = do_open(&r, AT_FDCWD, p1, O_CREAT | O_WRONLY | O_TRUNC, (mode_t)a[1], &fd); break;
@@ -1299,10 +1481,18 @@ static void handle(struct seccomp_notif *n) {
   case OP_RENAMEAT: err = do_rename(&r, d0, p1, d2, p2, 0); break;
   case OP_RENAMEAT2: err = do_rename(&r, d0, p1, d2, p2, (unsigned)a[4]); break;
   case OP_TRUNCATE: err = do_truncate(&r, p1, (off_t)a[1]); break;
-  case OP_CHMOD: err = do_chmod(&r, AT_FDCWD, p1, (mode_t)a[1], 0); break;
-  case OP_FCHMOD: err = do_fchmod(&r, d0, (mode_t)a[1]); break;
-  case OP_FCHMODAT: err = do_chmod(&r, d0, p1, (mode_t)a[2], 0); break;
-  case OP_FCHMODAT2: err = do_chmod(&r, d0, p1, (mode_t)a[2], (int)a[3]); break;
+  case OP_CHMOD: err = attr_at(&r, AT_FDCWD, p1, 0, &mode); break;
+  case OP_FCHMOD: err = attr_fd(&r, d0, &mode); break;
+  case OP_FCHMODAT: err = attr_at(&r, d0, p1, 0, &mode); break; // no flags argument
+  case OP_FCHMODAT2: err = attr_at(&r, d0, p1, (int)a[3], &mode); break;
+  case OP_CHOWN: err = attr_at(&r, AT_FDCWD, p1, 0, &own); break;
+  case OP_LCHOWN: err = attr_at(&r, AT_FDCWD, p1, AT_SYMLINK_NOFOLLOW, &own); break;
+  case OP_FCHOWN: err = attr_fd(&r, d0, &own); break;
+  case OP_FCHOWNAT: err = attr_at(&r, d0, p1, (int)a[4], &own); break;
+  case OP_SETXATTR: case OP_REMOVEXATTR: err = attr_at(&r, AT_FDCWD, p1, 0, &at); break;
+  case OP_LSETXATTR: case OP_LREMOVEXATTR: err = attr_at(&r, AT_FDCWD, p1, AT_SYMLINK_NOFOLLOW, &at); break;
+  case OP_FSETXATTR: case OP_FREMOVEXATTR: err = attr_fd(&r, d0, &at); break;
+  case OP_SETXATTRAT: case OP_REMOVEXATTRAT: err = attr_at(&r, d0, p1, (int)a[2], &at); break;
   }
   if (r.root >= 0) close(r.root);
   if (err == -1) return; // a worker replies

@@ -12,6 +12,7 @@ import { literalOf } from './profiles/bwrap.js';
 import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
 import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
+import { ownFiles } from './platform/self.js';
 import { findStale, reapStale } from './platform/state.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { parseDomainEntry } from './proxy/domains.js';
@@ -74,6 +75,18 @@ async function sandboxExecCheck(): Promise<Check> {
     : { id: 'sandbox-exec', title: 'sandbox-exec', status: 'error', detail: `${sandboxExec} cannot apply a profile here (${r.out || 'no output'})`, fix: 'run srt outside any other sandbox (Seatbelt profiles do not nest)' };
 }
 
+/** What `srt-seccomp --landlock-abi` said: the ABI, 0 (not in the kernel) or -1 (not enabled). */
+export function landlockCheck(out: string): Check {
+  const abi = /^-?\d+$/.test(out) ? Number(out) : NaN;
+  const title = 'Landlock';
+  const weak = 'writes are confined by the mounts alone, which do not stop opening a host FIFO or device on a read-only path for writing';
+  if (abi >= 2) return { id: 'landlock', title, status: 'ok', detail: `ABI ${abi}: the command may write only beneath its writable paths` };
+  if (abi === 1) return { id: 'landlock', title, status: 'warn', detail: `ABI 1 is too old for srt (it needs ABI 2): ${weak}`, fix: 'Linux 5.19 or later' };
+  if (abi === 0) return { id: 'landlock', title, status: 'warn', detail: `not in this kernel: ${weak}`, fix: 'Linux 5.19 or later, built with CONFIG_SECURITY_LANDLOCK' };
+  if (abi === -1) return { id: 'landlock', title, status: 'warn', detail: `built in but not enabled: ${weak}`, fix: 'add landlock to the lsm= kernel boot parameter (see /sys/kernel/security/lsm)' };
+  return { id: 'landlock', title, status: 'warn', detail: `the seccomp helper could not tell (${out || 'no output'})`, fix: 'rebuild it: npm run build' };
+}
+
 async function dependencyChecks(): Promise<Check[]> {
   const checks: Check[] = [];
   const linux = process.platform === 'linux';
@@ -120,6 +133,7 @@ async function dependencyChecks(): Promise<Check[]> {
     checks.push(noSupervisor === null
       ? { id: 'supervisor', title: 'protected-path supervisor', status: 'ok', detail: 'protected names are refused at any depth, with no placeholder on the host' }
       : { id: 'supervisor', title: 'protected-path supervisor', status: 'warn', detail: `not available (${noSupervisor}): placeholders instead, covering only what the search finds`, fix: 'Linux 5.19 or later, and kernel.yama.ptrace_scope below 2' });
+    checks.push(landlockCheck((await run(helper.path, ['--landlock-abi'])).out));
   }
 
   if (bwrap) {
@@ -201,18 +215,23 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
     ? { id: 'domains.spelling', title: 'domain spellings', status: 'warn', detail: `${unreliable.length} network domain entr${unreliable.length === 1 ? 'y has' : 'ies have'} unreliable spellings`, fix: 'bracket IPv6 addresses ([::1]:8080); avoid * in allow lists', ...listed([...new Set(unreliable)]) }
     : { id: 'domains.spelling', title: 'domain spellings', status: 'ok', detail: 'every domain entry is unambiguous' });
 
-  // srt, or the node that runs it, inside a path the sandbox may write: the command could
-  // replace it and run outside any sandbox next time.
+  if (process.platform === 'linux' && p.allowNestedUserNamespaces && !p.filesystem.disabled) {
+    checks.push({ id: 'nested-namespaces', title: 'nested sandboxes', status: 'warn', detail: 'allowNestedUserNamespaces turns Landlock and the protected-path supervisor off for every run', fix: 'unset it unless the command must build a sandbox of its own (containers, bwrap)' });
+  }
+
+  // srt, or the node that runs it, inside a path the sandbox may write: the next srt runs what is
+  // there outside any sandbox. Linux runs keep srt's own files read-only (self.ts); a `node` on
+  // PATH is not srt's (the launcher never runs it) but other tools do.
   const roots = writableRoots(p);
   const nodeOnPath = findOnPath('node');
   const mine = [
-    { what: 'srt', path: PACKAGE_ROOT },
-    { what: 'the node running srt', path: process.execPath },
+    ...ownFiles(),
     ...(nodeOnPath ? [{ what: '`node` on PATH', path: resolveLanding(nodeOnPath).real }] : []),
   ];
   const exposed = mine.filter((m) => roots.some((r) => isWithin(m.path, r)));
+  const kept = process.platform === 'linux' ? ' (srt keeps its own read-only inside the sandbox)' : '';
   checks.push(exposed.length
-    ? { id: 'srt.location', title: 'srt location', status: 'warn', detail: `${exposed.map((e) => e.what).join(', ')} inside a path this policy lets the command write`, fix: 'install srt and node outside the project (e.g. npm install -g), or run from elsewhere', ...listed(exposed.map((e) => e.path)) }
+    ? { id: 'srt.location', title: 'srt location', status: 'warn', detail: `${[...new Set(exposed.map((e) => e.what))].join(', ')} inside a path this policy lets the command write${kept}`, fix: 'install srt and node outside the project (e.g. npm install -g), or run from elsewhere', ...listed([...new Set(exposed.map((e) => e.path))]) }
     : { id: 'srt.location', title: 'srt location', status: 'ok', detail: `srt (${PACKAGE_ROOT}) and node (${dirname(process.execPath)}) are outside every writable path` });
   return { checks, policy: p };
 }

@@ -22,9 +22,9 @@ import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './
 import { expandGlob, readGitFile, scanProtected, SearchError } from './platform/search.js';
 import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
 import { removeTree } from './platform/remove.js';
+import { ownFiles } from './platform/self.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
 import { isWithin } from './glob.js';
-import { PACKAGE_ROOT } from './paths.js';
 import { describeSource } from './settings/report.js';
 import { say, shellQuote } from './shell.js';
 import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
@@ -99,25 +99,30 @@ export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' 
 
 /**
  * srt itself inside a path the command may write (e.g. `node_modules/srt` of the project being
- * sandboxed): the command could rewrite srt, or its launcher, and the next run would execute
- * that code outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
+ * sandboxed, a node under ~/.nvm): the next run would execute whatever the command put there,
+ * outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
+ * `kept`: what this backend keeps read-only for the run (Linux: all of it with the supervisor;
+ * with the mounts alone not a symlink, such as ~/bin/srt -> the launcher, see self.ts).
  */
-export function selfWritableWarnings(writable: string[]): string[] {
-  // The path srt was started by (a project's node_modules/.bin/srt link, which the command could
-  // replace) — only when it is srt's own launcher: a program embedding the library is not srt.
-  const started = process.argv[1] ? resolve(process.argv[1]) : undefined;
-  let launcher: string | undefined;
-  try {
-    if (started && realpathSync(started) === realpathSync(join(PACKAGE_ROOT, 'bin', 'srt'))) launcher = started;
-  } catch { /* not ours */ }
-  const mine = [PACKAGE_ROOT, ...(launcher ? [launcher] : [])];
-  const exposed = mine.filter((p) => writable.some((w) => isWithin(p, w)));
+export function selfWritableWarnings(writable: string[], kept: 'all' | 'not-links' | 'none' = 'none'): string[] {
+  const isLink = (p: string) => { try { return lstatSync(p).isSymbolicLink(); } catch { return false; } };
+  const exposed = ownFiles().filter((f) => writable.some((w) => isWithin(f.path, w)));
+  const open = (f: { path: string }) => kept === 'none' || (kept === 'not-links' && isLink(f.path));
+  const paths = (fs: { path: string }[]) => [...new Set(fs.map((f) => f.path))];
+  const node = (f: { what: string }) => f.what === 'the node srt runs with';
+  const srt = paths(exposed.filter((f) => !node(f) && !open(f)));
+  const nodes = paths(exposed.filter((f) => node(f) && !open(f)));
+  const replaceable = paths(exposed.filter(open));
+  const list = (ps: string[]) => `${ps.slice(0, 3).join(', ')}${ps.length > 3 ? ` and ${ps.length - 3} more` : ''}`;
+  const them = (ps: string[]) => ps.length === 1 ? 'it' : 'them';
+  const keeps = (ps: string[]) => `srt keeps ${them(ps)} read-only inside the sandbox, so the command cannot replace ${them(ps)}; still, `;
   const out: string[] = [];
-  if (exposed.length) out.push(`srt is installed inside a path this sandbox may write (${exposed.join(', ')}): the command could replace srt itself; install srt outside the project (e.g. npm install -g)`);
-  let node = process.execPath;
-  try { node = realpathSync(node); } catch { /* as it is */ }
-  if (writable.some((w) => isWithin(node, w))) {
-    out.push(`the node running srt (${node}) lies inside a path this sandbox may write: the command could replace it, and srt would run that next time; run srt with a node installed elsewhere`);
+  if (srt.length) out.push(`srt is installed inside a path this sandbox may write (${list(srt)}): ${keeps(srt)}install srt outside the project (e.g. npm install -g)`);
+  if (nodes.length) out.push(`the node srt runs with (${list(nodes)}) lies inside a path this sandbox may write: ${keeps(nodes)}run srt with a node installed elsewhere`);
+  if (replaceable.length) {
+    const why = kept === 'not-links' ? ' (without the protected-path supervisor srt cannot keep a symlink)' : '';
+    out.push(`srt's own files (${list(replaceable)}) lie inside a path this sandbox may write${why}: the command could replace ${them(replaceable)}, and the next srt would run that; ` +
+      'install srt and node outside the project (e.g. npm install -g)');
   }
   return out;
 }
@@ -316,6 +321,11 @@ export class Sandbox implements PlatformBackend {
     // The protected-path supervisor refuses protected names at any depth with no placeholder on
     // the host; without it (old kernel, or no Landlock-compatible setup) placeholders are the fallback.
     let supervise = false;
+    if (seccompHelper && !policy.filesystem.disabled && policy.allowNestedUserNamespaces) {
+      warnings.push('allowNestedUserNamespaces turns Landlock and the protected-path supervisor off (a sandbox inside needs mount(2)): writes are confined by the mounts alone, ' +
+        'so the command can open a host FIFO or device on a read-only path for writing, and protected paths are kept with placeholder files, ' +
+        `only as deep as mandatoryDenySearchDepth (${policy.mandatoryDenySearchDepth}) finds them`);
+    }
     if (seccompHelper && !policy.filesystem.disabled && !policy.allowNestedUserNamespaces) {
       const why = supervisorUnavailable();
       if (why === null) supervise = true;
@@ -360,7 +370,7 @@ export class Sandbox implements PlatformBackend {
     const plan = protectedPlan({
       roots: scanned.roots.filter((r) => !(worktree && r.root === landing(worktree.gitDir).real)),
       home: policy.home, projectRoot: policy.root, depth: policy.mandatoryDenySearchDepth, managedDir: MANAGED_DIR,
-      repoHooks: scanned.repoHooks, workTrees: scanned.workTrees,
+      repoHooks: scanned.repoHooks, workTrees: scanned.workTrees, srtFiles: ownFiles(),
       ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
     });
     for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) landing(p);
@@ -548,7 +558,7 @@ export class Sandbox implements PlatformBackend {
 
   /** Warnings to print once as `srt: warning: ...` before the run (platform and plan; the CLI prints the policy's own). */
   private startupWarnings(plan: BwrapPlan): string[] {
-    return [...new Set([...this.warnings, ...this.credentials.warnings, ...selfWritableWarnings(plan.writable), ...plan.warnings])];
+    return [...new Set([...this.warnings, ...this.credentials.warnings, ...selfWritableWarnings(plan.writable, this.policy.filesystem.disabled ? 'none' : this.facts.seccomp?.supervisor ? 'all' : 'not-links'), ...plan.warnings])];
   }
 
   dryRun(cmd: CommandSpec): string {

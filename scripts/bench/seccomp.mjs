@@ -22,7 +22,7 @@ try {
   writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch(), allowUnixSockets: false, allowNamespaces: false }));
   const bwrap = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  const withHelper = (relays) => [...bwrap, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP',
+  const withHelper = (relays) => [...bwrap, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_SYS_RESOURCE',
     '--', helper.path, ...relays, '--filter', filter, '--', '/bin/true'];
   const relays = ['--relay', `127.0.0.1:3128:${join(s.dir, 'http.sock')}`, '--relay', `127.0.0.1:1080:${join(s.dir, 'socks.sock')}`];
   // Interleave them so load from anything else on the machine hits all alike.

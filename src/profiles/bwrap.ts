@@ -669,14 +669,15 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--new-session', '--die-with-parent',
   ];
-  // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc) and CAP_SETPCAP
-  // (clearing the bounding set) in bwrap's user namespace only, and drops both before exec.
+  // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc), CAP_SETPCAP
+  // (clearing the bounding set) and CAP_SYS_RESOURCE (the sandbox's share of the per-user limits,
+  // seccomp/limits.c) in bwrap's user namespace only, and drops them before exec.
   // ... and CAP_NET_BIND_SERVICE to bind a forwarded port below 1024 inside (the relay drops it),
   // and CAP_DAC_READ_SEARCH so its check of the mounts walks the paths bwrap mounted on, which
   // may pass a directory with no search permission (a root caller's mode-000 directory).
   const lowPort = facts.seccomp?.relays.some((r) => r.port < 1024) ?? false;
   const capArgs = facts.seccomp
-    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH',
+    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
       ...(lowPort ? ['--cap-add', 'CAP_NET_BIND_SERVICE'] : [])]
     : ['--cap-drop', 'ALL'];
   const statusArgs = facts.jsonStatusFd !== undefined ? ['--json-status-fd', String(facts.jsonStatusFd)] : [];

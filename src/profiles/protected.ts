@@ -93,6 +93,8 @@ export interface ProtectedInput {
   globalHooksPath?: string;
   /** Every repository work tree found (a relative global hooksPath applies in each). */
   workTrees: string[];
+  /** srt's own files (src/platform/self.ts): protected where a writable root holds them. */
+  srtFiles?: { path: string; kind: 'file' | 'dir' }[];
 }
 
 /** The supervisor's name rules (see seccomp/supervisor.c); roots and paths come from the mounts plan. */
@@ -289,6 +291,10 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
   add({ path: input.managedDir, kind: 'dir' });
   const homeWritable = input.roots.some((s) => within(home, s.root));
   if (homeWritable) for (const p of HOME_PROTECTED) add({ path: join(home, p), kind: 'dir' });
+  // What the next srt runs outside any sandbox (its launcher, node, package, dependencies).
+  for (const f of input.srtFiles ?? []) {
+    if (input.roots.some((s) => within(f.path, s.root))) add({ path: f.path, kind: f.kind, ifExists: true });
+  }
 
   const targets = [...out.values()];
   return {
@@ -349,7 +355,8 @@ export function parseReport(buf: Buffer): SupervisorReport {
 
 const VERBS: Record<string, string> = {
   create: 'writing', write: 'writing', 'create in': 'writing in', remove: 'removing', move: 'moving',
-  replace: 'replacing', link: 'linking', chmod: 'changing the mode of',
+  replace: 'replacing', link: 'linking', chmod: 'changing the mode of', chown: 'changing the owner of',
+  setxattr: 'setting an extended attribute or ACL on', removexattr: 'removing an extended attribute or ACL of',
 };
 
 /** One line per refused path (first `max`, then a count), paths relative to cwd where inside it. */

@@ -31,8 +31,10 @@
 //   create, replace, remove or re-point a name, or write a file by name, goes to the supervisor
 //   (SECCOMP_RET_USER_NOTIF), which performs it itself after checking the name: open/openat only
 //   when they can write (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC; never with O_PATH), creat, mkdir(at),
-//   mknod(at), symlink(at), link(at), unlink(at), rmdir, rename(at/at2), truncate and the chmod
-//   family. Read-only opens never leave the kernel, unless `gateReads` (a read-denied path lies in
+//   mknod(at), symlink(at), link(at), unlink(at), rmdir, rename(at/at2), truncate, and the calls
+//   that change a file's mode, owner or extended attributes without naming anything new: the chmod
+//   and chown families, setxattr/removexattr in every form (a POSIX ACL in system.posix_acl_access
+//   is a chmod). Read-only opens never leave the kernel, unless `gateReads` (a read-denied path lies in
 //   a writable directory, where a program outside could replace it: the supervisor then checks
 //   what every open reaches; O_PATH opens, which read nothing, still stay in the kernel). umask() too, only so that the supervisor's
 //   cache of each process's umask is emptied (it is then continued unchanged). A nested seccomp listener
@@ -70,12 +72,14 @@ type SyscallName =
   | 'open' | 'creat' | 'openat' | 'openat2' | 'mkdir' | 'mkdirat' | 'mknod' | 'mknodat'
   | 'symlink' | 'symlinkat' | 'link' | 'linkat' | 'unlink' | 'unlinkat' | 'rmdir'
   | 'rename' | 'renameat' | 'renameat2' | 'truncate' | 'chmod' | 'fchmod' | 'fchmodat' | 'fchmodat2'
+  | 'chown' | 'fchown' | 'lchown' | 'fchownat'
+  | 'setxattr' | 'lsetxattr' | 'fsetxattr' | 'setxattrat' | 'removexattr' | 'lremovexattr' | 'fremovexattr' | 'removexattrat'
   | 'seccomp' | 'landlock_create_ruleset' | 'umask';
 
 // Checked against asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64). Syscalls added
 // since 5.x (424 and up) share one number on every architecture. aarch64 has none of the legacy
 // path calls (open, creat, mkdir, mknod, symlink, link, unlink, rmdir, rename, chmod) nor
-// renameat: only their *at forms (undefined here: -1).
+// renameat: only their *at forms (undefined here: -1), and no chown/lchown.
 export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> = {
   x86_64: {
     socket: 41, socketpair: 53, keyctl: 250, add_key: 248, request_key: 249, ioctl: 16, clone: 56, unshare: 272, setns: 308,
@@ -87,6 +91,8 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     symlink: 88, symlinkat: 266, link: 86, linkat: 265, unlink: 87, unlinkat: 263, rmdir: 84,
     rename: 82, renameat: 264, renameat2: 316, truncate: 76, chmod: 90, fchmod: 91, fchmodat: 268,
     fchmodat2: 452, seccomp: 317, landlock_create_ruleset: 444, umask: 95,
+    chown: 92, fchown: 93, lchown: 94, fchownat: 260,
+    setxattr: 188, lsetxattr: 189, fsetxattr: 190, setxattrat: 463, removexattr: 197, lremovexattr: 198, fremovexattr: 199, removexattrat: 466,
   },
   aarch64: {
     socket: 198, socketpair: 199, keyctl: 219, add_key: 217, request_key: 218, ioctl: 29, clone: 220, unshare: 97, setns: 268,
@@ -98,6 +104,8 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     symlink: -1, symlinkat: 36, link: -1, linkat: 37, unlink: -1, unlinkat: 35, rmdir: -1,
     rename: -1, renameat: -1, renameat2: 276, truncate: 45, chmod: -1, fchmod: 52, fchmodat: 53,
     fchmodat2: 452, seccomp: 277, landlock_create_ruleset: 444, umask: 166,
+    chown: -1, fchown: 55, lchown: -1, fchownat: 54,
+    setxattr: 5, lsetxattr: 6, fsetxattr: 7, setxattrat: 463, removexattr: 14, lremovexattr: 15, fremovexattr: 16, removexattrat: 466,
   },
 };
 
@@ -199,7 +207,8 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   for (const n of ['fchmodat', 'fchmodat2', 'mkdirat', 'mknodat'] as const) on(n, 'mode2');
   if (sup) {
     for (const n of ['symlink', 'symlinkat', 'link', 'linkat', 'unlink', 'unlinkat', 'rmdir', 'rename', 'renameat',
-      'renameat2', 'truncate', 'umask'] as const) on(n, 'notify');
+      'renameat2', 'truncate', 'umask', 'chown', 'fchown', 'lchown', 'fchownat', 'setxattr', 'lsetxattr', 'fsetxattr',
+      'setxattrat', 'removexattr', 'lremovexattr', 'fremovexattr', 'removexattrat'] as const) on(n, 'notify');
     on('seccomp', 'seccomp');
     on('landlock_create_ruleset', 'eopnotsupp');
   }

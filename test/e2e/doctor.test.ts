@@ -63,7 +63,7 @@ describe('srt doctor on this machine', () => {
     const w = world();
     const { exitCode, report, checks } = await doctor(w);
     expect(exitCode).toBe(0);
-    for (const id of ['platform', 'bubblewrap', 'ripgrep', 'seccomp-helper', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
+    for (const id of ['platform', 'bubblewrap', 'ripgrep', 'seccomp-helper', 'landlock', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
       'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'srt.location', 'stale']) {
       expect(checks[id], id).toBeDefined();
     }

@@ -181,7 +181,7 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
     writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch()!, allowUnixSockets: false, allowNamespaces: false }));
     const marker = join(base, 'RAN');
     const r = spawnSync(BWRAP, ['--unshare-user', '--unshare-net', '--unshare-pid', '--die-with-parent', '--as-pid-1',
-      '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH',
+      '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
       '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', base, base, ...binds, '--chdir', chdir,
       '--', SECCOMP_HELPER_PATH, '--verify', planFile, '--no-landlock', '--filter', filter, '--', 'touch', marker], { encoding: 'utf8', timeout: 20_000 });
     return { code: r.status, stderr: r.stderr, ran: existsSync(marker) };

@@ -8,7 +8,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, NO_SUPERVISOR, REPO, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { attempt, keyValues, NO_SUPERVISOR, REPO, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(async () => {
@@ -421,6 +421,113 @@ describe('no artefacts, and the launcher', () => {
   });
 });
 
+/** A copy of the built srt at `pkg` whose runtime dependencies live in `deps` (its own node_modules,
+ *  or a project's where npm hoisted them), run by the node at `node` (a copy, as nvm installs one). */
+function installSrt(pkg: string, deps: string, node: string): void {
+  mkdirSync(join(pkg, 'seccomp'), { recursive: true });
+  for (const d of ['bin', 'dist', 'package.json']) execFileSync('cp', ['-a', join(REPO, d), pkg]);
+  execFileSync('cp', ['-a', join(REPO, 'seccomp', 'build'), join(pkg, 'seccomp')]);
+  mkdirSync(deps, { recursive: true });
+  const names = Object.keys((JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies);
+  for (const n of new Set(names.map((x) => x.split('/')[0]!))) execFileSync('cp', ['-a', join(REPO, 'node_modules', n), deps]);
+  mkdirSync(dirname(node), { recursive: true });
+  execFileSync('cp', [process.execPath, node]);
+  writeFileSync(join(pkg, 'dist', 'node-path'), `${node}\n`);
+}
+
+/** Plant code in every file of srt's that a later run executes; `mark` is touched if any of it runs. */
+function plantInSrt(pkg: string, deps: string, node: string, links: string[], mark: string): string {
+  const js = `;require("fs").writeFileSync(${JSON.stringify(mark)}, "")\n`;
+  const sh = `#!/bin/sh\ntouch ${mark}\nexec ${process.execPath} "$@"\n`;
+  const evil = (name: string, cmd: string) => attempt(name, cmd);
+  return [
+    `printf '%s' '${sh}' > "$TMPDIR/evil" && chmod +x "$TMPDIR/evil" && cp "$TMPDIR/evil" ./evil-node`,
+    evil('nodeOverwrite', `cat ./evil-node > ${node}`),
+    evil('nodeReplace', `rm -f ${node} && cp ./evil-node ${node}`),
+    evil('nodeMove', `mv ${node} ${node}.orig`),
+    evil('nodePathFile', `echo ${process.cwd()}/evil-node > ${pkg}/dist/node-path`),
+    evil('launcher', `cp ./evil-node ${pkg}/bin/srt`),
+    evil('bundle', `printf '%s' '${js}' >> ${pkg}/dist/bundle/cli.js`),
+    evil('packageJson', `echo '{"type":"commonjs"}' > ${pkg}/package.json`),
+    evil('helper', `cp ./evil-node ${pkg}/seccomp/build/srt-seccomp`),
+    evil('yaml', `printf '%s' '${js}' >> ${deps}/yaml/dist/index.js`),
+    evil('zod', `printf '%s' '${js}' >> ${deps}/zod/index.cjs`),
+    evil('shadowYaml', `mkdir -p ${pkg}/node_modules/yaml && echo '{"name":"yaml","main":"x.js"}' > ${pkg}/node_modules/yaml/package.json`),
+    evil('movePackage', `mv ${pkg} ${pkg}.orig && mkdir -p ${pkg}`),
+    ...links.map((l, i) => evil(`link${i}`, `rm -f ${l} && cp ./evil-node ${l}`)),
+  ].join('\n');
+}
+
+// Without the supervisor the mounts keep every existing file and directory read-only, but not a
+// symlink (README "Known limitations"): srt then says that the link (~/bin/srt) can be replaced, and
+// what the command created where none of srt's files was (a shadowing node_modules/) is set aside.
+const MODES = [['with the supervisor', {}, true], ['without it (read-only mounts)', NO_SUPERVISOR, false]] as const;
+describe.each(MODES)("srt's own files under a writable root, %s", (_, extra, supervised) => {
+  const planted = (links: number, shadowYaml = 'no') => ({
+    nodeOverwrite: 'no', nodeReplace: 'no', nodeMove: 'no', nodePathFile: 'no', launcher: 'no', bundle: 'no', packageJson: 'no',
+    helper: 'no', yaml: 'no', zod: 'no', shadowYaml, movePackage: 'no',
+    ...Object.fromEntries(Array.from({ length: links }, (__, i) => [`link${i}`, 'no'])),
+  });
+  // Red team: an nvm user's node (dist/node-path) lies under ~: a run from ~ warned, but the command
+  // could replace that node and the next srt ran it outside any sandbox; the same for srt's package
+  // (bin/srt, dist/, its dependencies) installed under ~ or inside the project.
+  it('srt installed under HOME with an nvm node: launcher, node, package and dependencies stay read-only; the next srt runs none of the planted code', async () => {
+    const { base, home } = scratch();
+    const pkg = join(home, '.local/share/srt');
+    const node = join(home, '.nvm/versions/node/v20/bin/node');
+    installSrt(pkg, join(pkg, 'node_modules'), node);
+    mkdirSync(join(home, 'bin'));
+    symlinkSync(join(pkg, 'bin/srt'), join(home, 'bin/srt'));
+    writeTree(home, { '.srt/settings.yaml': 'filesystem:\n  allowWrite: []\n' }); // the next run loads yaml and zod
+    const mark = join(base, 'PLANTED_RAN');
+    const env = { PATH: `${join(home, 'bin')}:${process.env.PATH}`, HOME: home, ...extra };
+    const run = (args: string[]) => spawnSync(join(home, 'bin/srt'), args, { cwd: home, encoding: 'utf8', env, timeout: 60_000 });
+    const links = supervised ? [join(home, 'bin/srt')] : [];
+    const r = run(['--', 'sh', '-c', plantInSrt(pkg, join(pkg, 'node_modules'), node, links, mark)]);
+    expect(results(r.stdout), r.stderr).toEqual(planted(links.length));
+    expect(r.stderr).toContain(`srt: warning: the node srt runs with (${node}) lies inside a path this sandbox may write: srt keeps it read-only inside the sandbox`);
+    expect(r.stderr).toMatch(/srt: warning: srt is installed inside a path this sandbox may write \(.*\): srt keeps them read-only/);
+    if (!supervised) {
+      expect(r.stderr).toContain(`srt: warning: srt's own files (${join(home, 'bin/srt')}) lie inside a path this sandbox may write (without the protected-path supervisor srt cannot keep a symlink): the command could replace it`);
+    }
+    expect(readFileSync(join(pkg, 'dist/node-path'), 'utf8')).toBe(`${node}\n`);
+    // The user's next run, from elsewhere, through the same link: none of it ran.
+    const next = spawnSync(join(home, 'bin/srt'), ['--', 'echo', 'sandboxed'], { cwd: base, encoding: 'utf8', env, timeout: 60_000 });
+    expect(next.stdout.trim(), next.stderr).toBe('sandboxed');
+    expect(existsSync(mark)).toBe(false);
+  });
+
+  it('srt installed in the project (node_modules/srt, dependencies hoisted): the same, through node_modules/.bin/srt', async () => {
+    const { base, home, cwd } = scratch();
+    const pkg = join(cwd, 'node_modules/srt');
+    const deps = join(cwd, 'node_modules');
+    const node = join(cwd, '.tools/node/bin/node');
+    installSrt(pkg, deps, node);
+    mkdirSync(join(deps, '.bin'));
+    symlinkSync('../srt/bin/srt', join(deps, '.bin/srt'));
+    git(cwd, home, 'init', '-q');
+    writeTree(home, { '.srt/settings.yaml': 'filesystem:\n  allowWrite: []\n' });
+    const mark = join(base, 'PLANTED_RAN');
+    const env = { PATH: process.env.PATH, HOME: home, ...extra };
+    const bin = join(deps, '.bin/srt');
+    const links = supervised ? [bin] : [];
+    const r = spawnSync(bin, ['--', 'sh', '-c', plantInSrt(pkg, deps, node, links, mark)], { cwd, encoding: 'utf8', env, timeout: 60_000 });
+    // srt's node_modules/ did not exist (npm hoisted its dependencies): the supervisor refuses to
+    // create it, the mounts alone cannot, and srt sets it aside when the run ends.
+    expect(results(r.stdout), r.stderr).toEqual(planted(links.length, supervised ? 'no' : 'yes'));
+    if (!supervised) {
+      expect(r.stderr).toContain(`srt: moved ${pkg}/node_modules to ${pkg}/node_modules.srt-disabled: it was created inside the sandbox`);
+      expect(r.stderr).toContain(`srt: warning: srt's own files (${bin}) lie inside a path this sandbox may write (without the protected-path supervisor srt cannot keep a symlink)`);
+    }
+    // Ordinary work in the project's node_modules goes on.
+    const ok = spawnSync(bin, ['--', 'sh', '-c', 'mkdir node_modules/left-pad && echo x > node_modules/left-pad/index.js && rm -r node_modules/left-pad'], { cwd, encoding: 'utf8', env, timeout: 60_000 });
+    expect(ok.status, ok.stderr).toBe(0);
+    const next = spawnSync(bin, ['--', 'echo', 'sandboxed'], { cwd, encoding: 'utf8', env, timeout: 60_000 });
+    expect(next.stdout.trim(), next.stderr).toBe('sandboxed');
+    expect(existsSync(mark)).toBe(false);
+  });
+});
+
 describe('the supervisor itself', () => {
   // The lead's red-team list: the path rewritten in memory between the check and the call.
   it('a multi-threaded race rewriting the path in memory never creates a protected name (10k calls)', async () => {
@@ -501,6 +608,135 @@ describe('the supervisor itself', () => {
     hostGitUse(cwd, home);
     expect(existsSync(join(cwd, repo, 'PWNED'))).toBe(false);
     expect(existsSync(join(cwd, 'PWNED'))).toBe(false);
+  });
+
+  // Red team: setting system.posix_acl_access rewrites the mode bits, and the supervisor saw only
+  // chmod. A hook the user disabled (chmod -x) below the mounted depth became 0755 and ran at the
+  // next commit on the host; the same made .git/config writable by other local users.
+  it('a POSIX ACL, another extended attribute or an owner change of a protected file is refused like chmod, in every spelling', async () => {
+    const { base, home, cwd } = scratch();
+    git(cwd, home, 'init', '-q');
+    const repo = 'a/b/c/d/e';
+    mkdirSync(join(cwd, repo), { recursive: true });
+    git(join(cwd, repo), home, 'init', '-q');
+    git(join(cwd, repo), home, 'commit', '-q', '--allow-empty', '-m', 'i');
+    const pwned = join(base, 'PWNED');
+    const hookPath = join(cwd, repo, '.git/hooks/pre-commit');
+    writeFileSync(hookPath, `#!/bin/sh\ntouch ${pwned}\n`, { mode: 0o644 }); // disabled: chmod -x
+    chmodSync(hookPath, 0o644);
+    const cfgMode = statSync(join(cwd, repo, '.git/config')).mode & 0o777;
+    writeFileSync(join(cwd, 'plain'), 'x\n', { mode: 0o600 });
+    chmodSync(join(cwd, 'plain'), 0o600);
+    const code = [
+      'import ctypes, os, struct',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'L = ctypes.c_long',
+      'def tried(name, f):',
+      '    try: f(); print(f"{name}=yes")',
+      '    except OSError as e: print(f"{name}=no" if e.errno != 38 else f"{name}=enosys")',
+      'def acl(u, g, o):',
+      '    e = lambda tag, perm: struct.pack("<HHI", tag, perm, 0xffffffff)',
+      '    return struct.pack("<I", 2) + e(1, u) + e(4, g) + e(0x20, o)',
+      'A = "system.posix_acl_access"',
+      'RX = acl(7, 5, 5)',
+      `hook, cfg, plain = "${repo}/.git/hooks/pre-commit", "${repo}/.git/config", "plain"`,
+      'def sys(nr, *args):',
+      '    if libc.syscall(L(nr), *[a if isinstance(a, bytes) or a is None else L(a) for a in args]) != 0:',
+      '        raise OSError(ctypes.get_errno(), "syscall")',
+      'def setxattrat(dfd, path, flags, name, value):',
+      '    v = ctypes.create_string_buffer(value, len(value))',
+      '    args = ctypes.create_string_buffer(struct.pack("<QII", ctypes.addressof(v), len(value), 0), 16)',
+      '    sys(463, dfd, path, flags, name, ctypes.addressof(args), 16)',
+      'ro = os.open(hook, os.O_RDONLY)',
+      'opath = os.open(hook, os.O_PATH)',
+      'gitdir = os.open(os.path.dirname(cfg), os.O_PATH)',
+      'tried("setxattr", lambda: os.setxattr(hook, A, RX))',
+      'tried("lsetxattr", lambda: os.setxattr(hook, A, RX, follow_symlinks=False))',
+      'tried("fsetxattrReadOnlyFd", lambda: os.setxattr(ro, A, RX))',
+      'tried("procFdOfOpath", lambda: os.setxattr(f"/proc/self/fd/{opath}", A, RX))',
+      'tried("setxattrat", lambda: setxattrat(-100, hook.encode(), 0, A.encode(), RX))',
+      'tried("setxattratEmptyPath", lambda: setxattrat(ro, b"", 0x1000, A.encode(), RX))',
+      'tried("dirfdDotDot", lambda: os.setxattr(f"/proc/self/fd/{gitdir}/hooks/../config", A, acl(6, 4, 6)))',
+      'tried("configOtherWrite", lambda: os.setxattr(cfg, A, acl(6, 4, 6)))',
+      'tried("userXattr", lambda: os.setxattr(cfg, "user.x", b"1"))',
+      'tried("removexattr", lambda: os.removexattr(hook, A))',
+      'tried("removexattrat", lambda: sys(466, -100, hook.encode(), 0, A.encode()))',
+      'tried("chown", lambda: os.chown(cfg, os.getuid(), os.getgid()))',
+      'tried("lchown", lambda: os.lchown(cfg, -1, os.getgid()))',
+      'tried("fchown", lambda: os.fchown(ro, -1, os.getgid()))',
+      'tried("fchownatEmpty", lambda: sys(260 if os.uname().machine == "x86_64" else 54, opath, b"", -1, os.getgid(), 0x1000))',
+      'tried("chmodGitDirDot", lambda: os.chmod(f"{os.path.dirname(cfg)}/.", 0o777))',
+      // Ordinary files keep every one of these calls.
+      'tried("plainAcl", lambda: os.setxattr(plain, A, RX))',
+      'print("plainMode=" + oct(os.stat(plain).st_mode & 0o777))',
+      'tried("plainUser", lambda: (os.setxattr(plain, "user.x", b"v"), os.getxattr(plain, "user.x") == b"v" or os.abort()))',
+      'tried("plainRemove", lambda: os.removexattr(plain, "user.x"))',
+      'tried("plainChown", lambda: os.chown(plain, os.getuid(), os.getgid()))',
+      'tried("plainFchown", lambda: os.fchown(os.open(plain, os.O_RDONLY), -1, -1))',
+      'tried("plainXattrat", lambda: setxattrat(-100, plain.encode(), 0, b"user.y", b"w"))',
+    ].join('\n');
+    writeFileSync(join(base, 'acl.py'), code);
+    const r = await srt(['--', 'python3', join(base, 'acl.py')], { home, cwd });
+    const got = keyValues(r.stdout);
+    // setxattrat and removexattrat exist from Linux 6.13: ENOSYS before, as the kernel says.
+    const xattrat = got.plainXattrat === 'enosys' ? 'enosys' : 'no';
+    expect(got, r.stderr).toEqual({
+      setxattr: 'no', lsetxattr: 'no', fsetxattrReadOnlyFd: 'no', procFdOfOpath: 'no', setxattrat: xattrat, setxattratEmptyPath: xattrat,
+      dirfdDotDot: 'no', configOtherWrite: 'no', userXattr: 'no', removexattr: 'no', removexattrat: xattrat,
+      chown: 'no', lchown: 'no', fchown: 'no', fchownatEmpty: 'no', chmodGitDirDot: 'no',
+      plainAcl: 'yes', plainMode: '0o755', plainUser: 'yes', plainRemove: 'yes', plainChown: 'yes', plainFchown: 'yes',
+      plainXattrat: xattrat === 'enosys' ? 'enosys' : 'yes',
+    });
+    expect(r.stderr).toContain(`srt: refused setting an extended attribute or ACL on ${repo}/.git/hooks/pre-commit (protected)`);
+    expect(statSync(hookPath).mode & 0o777).toBe(0o644);
+    expect(statSync(join(cwd, repo, '.git/config')).mode & 0o777).toBe(cfgMode);
+    expect(statSync(join(cwd, repo, '.git')).mode & 0o777).not.toBe(0o777);
+    expect(statSync(join(cwd, 'plain')).mode & 0o777).toBe(0o755);
+    hostGitUse(join(cwd, repo), home);
+    expect(existsSync(pwned)).toBe(false);
+  });
+
+  // The supervisor opens /proc entries as init, which may open its own /proc/1/mem: served to the
+  // command (a root caller's, whose uid owns init's /proc files), that handed it init's memory and
+  // with it the supervisor's rules.
+  it("init's own /proc entries are never opened for the command: /proc/1/mem, its tasks and fds, through dirfds, links and /proc/self/fd", async () => {
+    const { base, home, cwd } = scratch();
+    const code = [
+      'import os',
+      'def tried(name, f):',
+      '    try: f(); print(f"{name}=yes")',
+      '    except OSError: print(f"{name}=no")',
+      'W = os.O_RDWR',
+      'tried("mem", lambda: os.open("/proc/1/mem", W))',
+      'tids = os.listdir("/proc/1/task")',
+      'print("initThreads=" + str(len(tids)))',
+      'tried("taskMem", lambda: [os.open(f"/proc/1/task/{t}/mem", W) for t in tids])',
+      'tried("tidMem", lambda: [os.open(f"/proc/{t}/mem", W) for t in tids if t != "1"])',
+      'tried("dotDot", lambda: os.open("/proc/self/../1/mem", W))',
+      'tried("dirfd", lambda: os.open("mem", W, dir_fd=os.open("/proc/1", os.O_PATH)))',
+      'tried("taskDirfd", lambda: os.open("mem", W, dir_fd=os.open(f"/proc/1/task/{tids[-1]}", os.O_PATH)))',
+      'tried("opathReopen", lambda: os.open(f"/proc/self/fd/{os.open(\'/proc/1/mem\', os.O_PATH)}", W))',
+      'os.symlink("/proc/1/mem", "m"); os.symlink("/proc/1", "p")',
+      'tried("symlink", lambda: os.open("m", W))',
+      'tried("symlinkDir", lambda: os.open("p/mem", W))',
+      'tried("fds", lambda: [os.open(f"/proc/1/fd/{n}", os.O_WRONLY) for n in range(0, 3)])',
+      'tried("attr", lambda: os.open("/proc/1/attr/current", W))',
+      'tried("comm", lambda: os.open("/proc/1/comm", os.O_WRONLY))',
+      'tried("chmodMem", lambda: os.chmod("/proc/1/mem", 0o666))',
+      // The command's own /proc works as before.
+      'tried("ownComm", lambda: open("/proc/self/comm", "w").write("renamed"))',
+      'f = os.open("own", os.O_CREAT | os.O_WRONLY, 0o644)',
+      'tried("ownReopen", lambda: os.open(f"/proc/self/fd/{f}", os.O_WRONLY))',
+      'tried("ownMem", lambda: os.open(f"/proc/{os.getpid()}/mem", W))',
+    ].join('\n');
+    writeFileSync(join(base, 'proc.py'), code);
+    const r = await srt(['--', 'python3', join(base, 'proc.py')], { home, cwd });
+    const got = keyValues(r.stdout);
+    expect(got, r.stderr).toEqual({
+      mem: 'no', initThreads: '2', taskMem: 'no', tidMem: 'no', dotDot: 'no', dirfd: 'no', taskDirfd: 'no', opathReopen: 'no',
+      symlink: 'no', symlinkDir: 'no', fds: 'no', attr: 'no', comm: 'no', chmodMem: 'no',
+      ownComm: 'yes', ownReopen: 'yes', ownMem: 'yes',
+    });
   });
 
   it('ordinary work is unchanged: FIFOs, /dev/stdout, umask, no setuid bits, O_EXCL, dirfds, renames, tar, git, node', async () => {

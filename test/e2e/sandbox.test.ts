@@ -63,12 +63,13 @@ describe('exit status and stdio', () => {
     // Only srt's own runtime files are re-opened, nothing else of the install.
     expect(r.stdout).toBe('2\ndist node_modules seccomp ');
     expect(r.stderr).not.toContain('srt is installed inside');
-    // Run from a directory that contains the install: the command could rewrite srt, and srt says so.
+    // Run from a directory that contains the install: srt keeps its files read-only, and says so.
     const inside = await execa(process.execPath, [join(install, 'bin', 'srt'), '--', 'true'], {
       cwd: home, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, stdin: 'ignore',
     });
     expect(inside.exitCode, inside.stderr).toBe(0);
-    expect(inside.stderr).toContain(`srt: warning: srt is installed inside a path this sandbox may write (${install}, ${join(install, 'bin', 'srt')})`);
+    expect(inside.stderr).toContain(`srt: warning: srt is installed inside a path this sandbox may write (${join(install, 'package.json')}, ${join(install, 'bin')}, ${join(install, 'dist')} and `);
+    expect(inside.stderr).toContain('srt keeps them read-only inside the sandbox');
   });
 
   it('stdin round trip and 50 MB of stdout arrive intact', async () => {

@@ -60,7 +60,7 @@ function bwrapArgs(opts: RunOptions): string[] {
   return [
     '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--new-session', '--die-with-parent', '--as-pid-1',
-    '--cap-drop', 'ALL', ...(opts.caps ?? ['CAP_SYS_ADMIN', 'CAP_SETPCAP']).flatMap((c) => ['--cap-add', c]),
+    '--cap-drop', 'ALL', ...(opts.caps ?? ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE']).flatMap((c) => ['--cap-add', c]),
     '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
     '--bind', runDir, runDir,
     ...(opts.extraBwrap ?? []),
@@ -550,7 +550,7 @@ for sig in (signal.SIGSTOP, signal.SIGKILL):
 print(socket.create_connection(('127.0.0.1', ${port})).recv(10).decode()); sys.stdout.flush()
 time.sleep(2)`;
       const child = execa(BWRAP!, sandboxArgv([PYTHON, '-c', py], {
-        caps: ['CAP_SYS_ADMIN', 'CAP_SETPCAP', ...(root ? ['CAP_NET_BIND_SERVICE'] : [])],
+        caps: ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE', ...(root ? ['CAP_NET_BIND_SERVICE'] : [])],
         helperArgs: ['--relay', `127.0.0.1:${port}:${marker}`, '--filter', filters.strict],
       }), { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
       let out = '';

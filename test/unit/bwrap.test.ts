@@ -61,7 +61,7 @@ describe('bwrap argv', () => {
     const relays = [{ address: '127.0.0.1', port: 3128, socketPath: '/r/http.sock' }];
     const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
     const { args } = plan;
-    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH --ro-bind');
+    expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SYS_RESOURCE --ro-bind');
     expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '127.0.0.1:3128:/r/http.sock',
       '--writable', '/w', '--writable', '/r/tmp', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
@@ -84,7 +84,7 @@ describe('bwrap argv', () => {
     ];
     const exposes = [{ fd: 6, hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }, { fd: 7, hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }];
     const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
-    expect(plan.args.join(' ')).toContain('--cap-add CAP_DAC_READ_SEARCH --cap-add CAP_NET_BIND_SERVICE');
+    expect(plan.args.join(' ')).toContain('--cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SYS_RESOURCE --cap-add CAP_NET_BIND_SERVICE');
     expect(plan.args.slice(plan.args.indexOf('/h/srt-seccomp'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-seccomp',
       '--relay', '127.0.0.1:3128:/r/http.sock', '--relay', '127.0.0.1:80:/r/fwd-0.sock', '--relay', '[::1]:80:/r/fwd-0.sock',
       '--expose', '6:3000', '--expose', '7:80']);

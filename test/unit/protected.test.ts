@@ -86,6 +86,21 @@ describe('protected-path plan', () => {
     expect(protectedPlan(input({ roots: [root({ root: '/' })] })).homeWritable).toBe(true);
   });
 
+  it("srt's own files are protected where a writable root holds them, and only there", () => {
+    const srtFiles = [
+      { path: '/h/.nvm/versions/node/v20/bin/node', kind: 'file' as const },
+      { path: '/w/node_modules/srt/dist', kind: 'dir' as const },
+      { path: '/usr/lib/node_modules/srt/bin', kind: 'dir' as const },
+    ];
+    const plan = protectedPlan(input({ srtFiles, roots: [root(), root({ root: '/h' })] }));
+    const own = plan.targets.filter((t) => srtFiles.some((f) => f.path === t.path));
+    expect(own).toEqual([
+      { path: '/h/.nvm/versions/node/v20/bin/node', kind: 'file', ifExists: true },
+      { path: '/w/node_modules/srt/dist', kind: 'dir', ifExists: true },
+    ]);
+    expect(paths({ srtFiles })).not.toContain('file /h/.nvm/versions/node/v20/bin/node'); // ~ not writable
+  });
+
   it('supervisor rules: names, suffixes, git internals, markers; encoded as NUL-terminated records', () => {
     const { rules } = protectedPlan(input());
     expect(rules.names).toEqual(expect.arrayContaining(['.bashrc', '.vscode', '.claude', '.srt']));
@@ -129,6 +144,15 @@ describe('supervisor report', () => {
       'refused removing .bashrc (protected)',
       'refused moving /elsewhere/.vscode (protected)',
       '… and 12 more refused writes to protected paths',
+    ]);
+  });
+
+  it('names the attribute calls: mode, owner, extended attributes and ACLs', () => {
+    expect(refusalLines([
+      { op: 'chmod', path: '/w/a' }, { op: 'chown', path: '/w/b' }, { op: 'setxattr', path: '/w/c' }, { op: 'removexattr', path: '/w/d' },
+    ], '/w')).toEqual([
+      'refused changing the mode of a (protected)', 'refused changing the owner of b (protected)',
+      'refused setting an extended attribute or ACL on c (protected)', 'refused removing an extended attribute or ACL of d (protected)',
     ]);
   });
 });

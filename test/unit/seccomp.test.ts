@@ -296,6 +296,15 @@ describe.each(ARCHES)('protected-path supervision and setuid bits (%s)', (arch) 
     if (arch === 'x86_64') expect(at(sup, 'open', 0n, O_WRONLY | O_CREAT, 0o644n)).toBe(NOTIFY);
   });
 
+  it('the calls that change a mode, owner or extended attribute (a POSIX ACL is a chmod) go to the supervisor', () => {
+    const attrs: (keyof typeof nr)[] = ['fchown', 'fchownat', 'setxattr', 'lsetxattr', 'fsetxattr', 'setxattrat',
+      'removexattr', 'lremovexattr', 'fremovexattr', 'removexattrat', ...(arch === 'x86_64' ? ['chown', 'lchown'] as const : [])];
+    for (const name of attrs) {
+      expect(at(sup, name, 0n, 0n, 0n, 0n), name).toBe(NOTIFY);
+      expect(at(plain, name, 0n, 0n, 0n, 0n), `${name}, no supervisor`).toBe(ALLOW);
+    }
+  });
+
   it('openat2 is ENOSYS (flags in memory); a nested listener EPERM; Landlock EOPNOTSUPP under the supervisor', () => {
     for (const prog of [sup, plain]) expect(at(prog, 'openat2', AT_FDCWD, 0n, 0n, 24n)).toBe(ENOSYS);
     expect(at(sup, 'seccomp', 1n, 8n, 0n)).toBe(EPERM); // SECCOMP_SET_MODE_FILTER, NEW_LISTENER
@@ -319,6 +328,25 @@ describe.each(ARCHES)('protected-path supervision and setuid bits (%s)', (arch) 
       expect(at(plain, 'open', 0n, O_WRONLY | O_CREAT, 0o6755n)).toBe(EPERM);
     }
   });
+});
+
+// The supervisor's own table (seccomp/supervisor.c: enum op, op_nr per architecture) must name the
+// same calls by the same numbers as the filter that sends them.
+describe('the supervisor decodes what the filter sends', () => {
+  const src = readFileSync(new URL('../../seccomp/supervisor.c', import.meta.url), 'utf8');
+  const ops = /enum op \{([^}]*)\}/.exec(src)![1]!.split(',').map((o) => o.trim()).filter((o) => o && o !== 'OP_COUNT');
+  const tables: Record<SeccompArch, string> = { x86_64: '__x86_64__', aarch64: '__aarch64__' };
+  for (const arch of ARCHES) {
+    it(arch, () => {
+      const block = src.slice(src.indexOf(`defined(${tables[arch]})`));
+      const numbers = /op_nr\[OP_COUNT\] = \{([^}]*)\}/.exec(block)![1]!.split(',').map((n) => Number(n.trim()));
+      expect(numbers).toHaveLength(ops.length);
+      ops.forEach((op, i) => {
+        const name = op.slice(3).toLowerCase() as keyof (typeof SYSCALL_NUMBERS)[SeccompArch];
+        expect(SYSCALL_NUMBERS[arch][name], op).toBe(numbers[i]);
+      });
+    });
+  }
 });
 
 // Cross-check the hard-coded numbers against the kernel headers when they are installed
