@@ -7,6 +7,8 @@
 // something does NOT happen (a frozen counter stays put).
 import { spawn, type ChildProcess } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync, chmodSync } from 'node:fs';
+import { once } from 'node:events';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { processesWith, REPO, SRT_BIN, tempDir } from './helpers.js';
@@ -210,8 +212,8 @@ async function running(mark: string, name?: string): Promise<Proc> {
 const INPUT_WAITS = process.arch === 'arm64' ? ['63', '72', '73'] : ['0', '7', '23', '270', '271'];
 
 /**
- * Wait until the program `name` on `s` (a readline prompt: bash, python3) is blocked waiting for
- * input. A Ctrl-C that lands while readline is between its signal check and its read() is handled
+ * Wait until the program `name` on `s` (a readline prompt: bash, python3; less) is blocked
+ * waiting for input. A Ctrl-C that lands while readline is between its signal check and its read() is handled
  * by readline but not by the shell, which then redraws its prompt only after the next key (a race
  * of bash's own, on any terminal): the test types Ctrl-C only once the program waits.
  */
@@ -273,10 +275,10 @@ function script(dir: { cwd: string }, name: string, body: string): string {
   return `${PYTHON} ${name}`;
 }
 
-// Prints the window size of its stdout terminal at start and on every change: "winch" when a
-// SIGWINCH came with it, else "poll"; ends (0) when the file `stop` exists. SIGWINCH is blocked
-// and waited for (no handler interrupting a print). The kernel sends it before it stores the new
-// size, so a signal taken while the size still looks old counts for the next change.
+// Prints the window size of its stdout terminal at start, on every SIGWINCH ("winch") and when a
+// poll sees it change without one ("poll"); ends (0) when the file `stop` exists. SIGWINCH is
+// blocked and waited for (no handler interrupting a print). A terminal's own SIGWINCH comes with
+// the new size; on an output-only pty the helper sends it just after, so a poll may see it first.
 const WINDOW_PY = `
 import os, signal, time
 def size():
@@ -285,16 +287,14 @@ def size():
 signal.pthread_sigmask(signal.SIG_BLOCK, [signal.SIGWINCH])
 last = size()
 print("start size=" + last, flush=True)
-winched = False
 deadline = time.monotonic() + 60
 while not os.path.exists("stop") and time.monotonic() < deadline:
     if signal.sigtimedwait([signal.SIGWINCH], 0.02) is not None:
-        winched = True
-    now = size()
-    if now != last:
-        last = now
-        print(("winch" if winched else "poll") + " size=" + now, flush=True)
-        winched = False
+        last = size()
+        print("winch size=" + last, flush=True)
+    elif size() != last:
+        last = size()
+        print("poll size=" + last, flush=True)
 `;
 
 describe('an interactive command on its own terminal', () => {
@@ -368,6 +368,8 @@ describe('an interactive command on its own terminal', () => {
     const s = new Pty([process.execPath, SRT_BIN, '--', 'less', 'lines.txt'], { ...dir, rows: 24, cols: 80 });
     await s.waitFor('line-023');
     expect(s.output).not.toContain('line-024'); // one screen: 23 lines and the prompt line
+    // Resized once less waits for keys: a SIGWINCH while it is still drawing may wait for a key.
+    await waitingForKey(s, 'less');
     const from = s.mark();
     s.resize(41, 80);
     await s.waitFor('line-040', from); // redrawn for 41 rows
@@ -378,7 +380,8 @@ describe('an interactive command on its own terminal', () => {
 
 // Red-team finding #1 (a write-only descriptor of the user's terminal, reopened read-write through
 // /proc/self/fd/1 or left TIOCEXCL) is what the next tests hold shut; finding #9 (a setsid process
-// not frozen on Ctrl-Z) is held by the freeze tests under job control.
+// not frozen on Ctrl-Z) is held by the freeze tests under job control (the Ctrl-Z, kill -STOP and
+// output-only ones freeze a setsid ticker).
 describe('the user\'s terminal stays outside', () => {
   it.each([
     ['stdin, stdout and stderr the terminal', ''],
@@ -685,6 +688,51 @@ describe('job control with the user\'s shell', () => {
     await until(() => processesWith(m).length === 0, 'nothing left of the sandbox');
     sh.type('exit\r');
     await sh.exitCode();
+  }, LONG);
+
+  it('the freeze stops a parent before its child: a parent slow to stop (SCHED_IDLE behind a CPU hog) waiting for its child never sees the child stop', async () => {
+    // The parent waits for its child's stops and continues (waitpid WUNTRACED|WCONTINUED) on CPU 0,
+    // the child sleeps in a loop on CPU 1. During each freeze a CPU hog outside holds CPU 0, so the
+    // parent (SCHED_IDLE: it never preempts) runs only well after the child could have stopped:
+    // had the child been stopped before the parent was seen stopped, the parent's wait would
+    // collect that stop first. After each thaw the parent reports the child's continue.
+    if (availableParallelism() < 2) return;
+    const dir = scratch();
+    const m = marker();
+    const run = script(dir, 'parent.py', `
+import os, time
+child = os.fork()
+if child == 0:
+    os.sched_setaffinity(0, {1})
+    while True:
+        time.sleep(0.01)
+os.sched_setaffinity(0, {0})
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+print("waiting", flush=True)
+while True:
+    pid, status = os.waitpid(child, os.WUNTRACED | os.WCONTINUED)
+    with open("seen", "a") as f:
+        f.write("stop\\n" if os.WIFSTOPPED(status) else "cont\\n" if os.WIFCONTINUED(status) else "other\\n")
+`);
+    const s = new Pty([process.execPath, SRT_BIN, '--', 'sh', '-c', `: ${m}; exec ${run}`], dir);
+    await s.waitFor('waiting');
+    const srtPid = (await srtRunning(m)).pid;
+    const seen = () => (existsSync(join(dir.cwd, 'seen')) ? readFileSync(join(dir.cwd, 'seen'), 'utf8') : '');
+    for (let i = 1; i <= 3; i++) {
+      const hog = spawn(PYTHON, ['-c', 'import os\nos.sched_setaffinity(0, {0})\nprint("hogging", flush=True)\nwhile True: pass'], { stdio: ['ignore', 'pipe', 'inherit'] });
+      try {
+        await once(hog.stdout!, 'data');
+        process.kill(srtPid, 'SIGSTOP');
+        await frozen(srtPid);
+      } finally {
+        hog.kill('SIGKILL');
+      }
+      process.kill(srtPid, 'SIGCONT');
+      await until(() => seen().split('\n').filter(Boolean).length >= i, 'the parent to see its child continue');
+      expect(seen()).toBe('cont\n'.repeat(i));
+    }
+    process.kill(srtPid, 'SIGTERM');
+    await s.exitCode();
   }, LONG);
 
   it('a thaw continues only what the freeze stopped: an inner job the user stopped stays stopped; an inner shell never sees its foreground job stop', async () => {
