@@ -119,6 +119,27 @@ function stty(fd: number, ...args: string[]): string | undefined {
   }
 }
 
+/** Signals whose listeners srt has (SIGHUP 1, SIGINT 2, SIGQUIT 3, SIGTERM 15): bits of ShdPnd. */
+const LISTENED = (1n << 0n) | (1n << 1n) | (1n << 2n) | (1n << 14n);
+
+/**
+ * Calls `then` once every signal sent to srt so far has reached its JS listener: while one is still
+ * pending in the kernel (no thread took it yet), look again shortly; once none is, a signal taken
+ * by Node's handler is a byte in libuv's signal pipe, read in this turn of the event loop or the
+ * next — so `then` runs after the next turn's poll phase (two setImmediate).
+ */
+function afterSignalsArrived(then: () => void): void {
+  let pending = 0n;
+  try {
+    pending = BigInt(`0x${/^ShdPnd:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0'}`);
+  } catch { /* no /proc: as if none */ }
+  if ((pending & LISTENED) !== 0n) {
+    setTimeout(() => afterSignalsArrived(then), 1);
+    return;
+  }
+  setImmediate(() => setImmediate(then));
+}
+
 export class Terminal {
   private readonly input = process.stdin as ReadStream;
   /** Keystrokes are relayed (stdin is the terminal); else output only. */
@@ -353,9 +374,15 @@ export class Terminal {
     // Output only, srt runs in the background as well; so it does once it is ending.
     const foreground = !this.relaysInput || this.foreground();
     if (!foreground && !this.ending) {
-      // `bg`, or a SIGSTOP followed by a SIGCONT in the background: frozen until `fg`.
-      this.send('F');
-      this.suspend('SIGTTIN');
+      // `bg`, or a SIGSTOP followed by a SIGCONT in the background: frozen until `fg`. But a
+      // shell's `kill %1` of a stopped job sends SIGTERM and SIGCONT together, and Node may run
+      // the SIGCONT listener first: decide once every signal already sent has reached its listener.
+      afterSignalsArrived(() => {
+        if (this.closed) return;
+        if (this.ending || this.foreground()) return this.continued();
+        this.send('F');
+        this.suspend('SIGTTIN');
+      });
       return;
     }
     this.suspended = !foreground;
