@@ -772,7 +772,9 @@ while True:
     from = s.mark();
     s.type('jobs\r');
     await s.waitFor(new RegExp(`Stopped.*sleep ${mStopped}.*\\r\\n.*Running.*${mBg}`, 's'), from);
-    s.type('kill -9 %1 %2; wait; exit 0\r');
+    // bash may not have seen the killed jobs end yet (then `exit` refuses: "There are stopped
+    // jobs"): `jobs` until it has reported and dropped them.
+    s.type('kill -9 %1 %2; while jobs %1 >/dev/null 2>&1 || jobs %2 >/dev/null 2>&1; do sleep 0.02; done; exit 0\r');
     expect(await s.exitCode()).toBe(0);
   }, LONG);
 
