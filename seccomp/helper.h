@@ -1,6 +1,8 @@
 // Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
-// mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested PID/mount
-// namespace, the command), pty.c (the command's terminal), limits.c, landlock.c, filter.c, supervisor.c, readgate.c.
+// mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c,
+// init.c (nested PID/mount namespace, the command), pty.c (the command's terminal), freeze.c
+// (stopping the sandbox while srt is stopped), limits.c, landlock.c, filter.c, supervisor.c,
+// readgate.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -66,7 +68,7 @@ int proxy_connect(int argc, char **argv);
 struct pty {
   int channel;     // stream socket to srt
   int parent_stat; // srt's /proc/PID/stat
-  int stdio;       // bit N: the command's fd N is the terminal
+  int stdio;       // bit N: the command's fd N is the terminal; without bit 0 it is output only
   int master, slave;
   int report[2];   // init → relay
   pid_t relay;
@@ -84,6 +86,15 @@ void pty_finish(struct pty *p, const sigset_t *set);
 void pty_init_session(struct pty *p);
 void pty_attach_command(const struct pty *p);
 int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set);
+
+// freeze.c (init): stop every process of the PID namespace that is not stopped already, and
+// continue exactly those.
+struct freeze {
+  pid_t *pids; // the processes this freeze stopped, parents first
+  size_t n, cap;
+};
+void freeze_namespace(struct freeze *f);
+void thaw_namespace(struct freeze *f);
 
 // filter.c
 void read_filter(const char *path, struct sock_fprog *prog);

@@ -1,27 +1,35 @@
-// The command's own terminal (--pty CHANNEL:PARENTSTAT:STDIO), for runs whose stdin is a terminal.
+// The command's own terminal (--pty CHANNEL:PARENTSTAT:STDIO), for runs where any of srt's stdio
+// is a terminal: no descriptor of the user's terminal ever enters the sandbox.
 //
-// srt, outside, owns the user's terminal: it puts it in raw mode and relays keystrokes and
-// output over CHANNEL, a stream socket. Inside, this file:
+// srt, outside, owns the user's terminal: it relays output over CHANNEL, a stream socket, and,
+// when stdin is the terminal (STDIO has 0), puts it in raw mode and relays keystrokes. Inside,
+// this file:
 //  - creates a pseudo-terminal in the sandbox's own devpts (bwrap --dev), with srt's window size
 //    and terminal modes (`stty -g` of the user's terminal), before anything else runs;
 //  - forks the relay, a process outside the nested PID namespace (the command can neither see
 //    nor signal it), which holds the master and copies bytes between it and CHANNEL;
-//  - makes init the session leader with the pty as controlling terminal, and the command a
-//    process group of that session in the foreground: the inner line discipline turns Ctrl-C,
-//    Ctrl-Z and Ctrl-\ into signals for the inner foreground job, and since init (same session,
-//    another group) is the command's parent, the command's group is not orphaned, so Ctrl-Z
-//    really stops a non-interactive command;
+//  - with input: makes init the session leader with the pty as controlling terminal, and the
+//    command a process group of that session in the foreground: the inner line discipline turns
+//    Ctrl-C, Ctrl-Z and Ctrl-\ into signals for the inner foreground job, and since init (same
+//    session, another group) is the command's parent, the command's group is not orphaned, so
+//    Ctrl-Z really stops a non-interactive command;
+//  - output only (stdin is not the terminal): the pty is no one's controlling terminal (as before
+//    without a terminal, /dev/tty cannot be opened, so a password prompt fails instead of
+//    waiting for keys that never come), the command's descriptors on it are write-only, and
+//    output processing is off (-opost): the bytes reach the user's terminal as the command wrote
+//    them, and its own processing applies once, as if the command wrote to it directly. A resize
+//    sends SIGWINCH to the command's process group (no terminal session would);
 //  - reports every stop of the command (init sees it with WUNTRACED) to srt, which then gives
 //    the terminal back to the user's shell and stops itself, as sudo does with use_pty;
-//  - freezes the command (its process group and the terminal's foreground group, SIGSTOP) while
-//    srt is stopped or in the background, and continues them when srt is back in the foreground.
-//    srt asks for it when it sees the change itself; a SIGSTOP, which srt cannot catch, the relay
-//    notices by reading srt's /proc/PID/stat (PARENTSTAT, an open descriptor) every WATCH_MS.
+//  - freezes the whole sandbox (freeze.c) while srt is stopped, or in the background with input,
+//    and continues it when srt is continued. srt asks for it when it sees the change itself; a
+//    SIGSTOP, which srt cannot catch, the relay notices by reading srt's /proc/PID/stat
+//    (PARENTSTAT, an open descriptor) every WATCH_MS.
 //
 // CHANNEL frames, both ways: TYPE (1 byte), LENGTH (4 bytes, little-endian), LENGTH bytes.
 //   srt → helper: 'S' setup "ROWS COLS [STTY-G]" (first frame, exactly once), 'D' input,
 //                 'W' window size (rows, cols: 2 bytes each, little-endian), 'F' freeze,
-//                 'C' continue (srt is in the foreground again).
+//                 'C' continue (srt runs again).
 //   helper → srt: 'D' output, 'T' the command stopped (1 byte: the signal).
 // src/platform/terminal.ts is the other end.
 
@@ -33,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
 #include <time.h>
@@ -157,9 +166,20 @@ void pty_create(struct pty *p, sigset_t *set) {
     die("seccomp helper: cannot create the command's terminal (/dev/ptmx): %s", strerror(errno));
   int unlock = 0;
   if (ioctl(p->master, TIOCSPTLCK, &unlock) != 0) die_errno("TIOCSPTLCK");
-  p->slave = ioctl(p->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int input = p->stdio & 1;
+  p->slave = ioctl(p->master, TIOCGPTPEER, (input ? O_RDWR : O_WRONLY) | O_NOCTTY | O_CLOEXEC);
   if (p->slave < 0) die("seccomp helper: cannot open the terminal's slave side: %s", strerror(errno));
   read_setup(p);
+  if (!input) {
+    struct termios t;
+    if (tcgetattr(p->slave, &t) != 0) die_errno("tcgetattr");
+    t.c_oflag &= ~OPOST;
+    if (tcsetattr(p->slave, TCSANOW, &t) != 0) die_errno("tcsetattr");
+    // Nothing is ever typed into it: a program that reopens it to read keys (`cat f | less`
+    // opens its stderr's /dev/pts/N) is refused at once instead of waiting for ever. Not a
+    // barrier (the command owns the node and may chmod it back), just a quick, clear answer.
+    if (fchmod(p->slave, 0200) != 0) die_errno("fchmod terminal");
+  }
   if (pipe2(p->report, O_CLOEXEC) != 0) die_errno("pipe2");
   // init never blocks on a report (a full pipe would mean the relay is gone anyway).
   if (fcntl(p->report[1], F_SETFL, O_NONBLOCK) != 0) die_errno("fcntl");
@@ -249,6 +269,9 @@ static void handle_input(struct relay_state *r) {
       }
     } else if (type == 'W' && len == 4) {
       set_winsize(r->p->master, data[0] | data[1] << 8, data[2] | data[3] << 8);
+      // No session has the pty as its terminal: init passes SIGWINCH on to the command's group.
+      if (!(r->p->stdio & 1) && r->init > 0 && kill(r->init, SIGWINCH) != 0 && errno != ESRCH)
+        die_errno("kill init");
     } else if (type == 'F' && len == 0) {
       request(r, 1);
     } else if (type == 'C' && len == 0) {
@@ -388,6 +411,7 @@ void pty_init_session(struct pty *p) {
   close(p->channel);
   close(p->parent_stat);
   close(p->report[0]);
+  if (!(p->stdio & 1)) return; // output only: no controlling terminal (see the top)
   if (setsid() < 0) die_errno("setsid");
   if (ioctl(p->slave, TIOCSCTTY, 0) != 0) die_errno("TIOCSCTTY");
 }
@@ -395,7 +419,7 @@ void pty_init_session(struct pty *p) {
 void pty_attach_command(const struct pty *p) {
   // The foreground group of its terminal. SIGTTOU is still blocked here, so a background group
   // may do it.
-  if (tcsetpgrp(p->slave, getpid()) != 0) die_errno("tcsetpgrp");
+  if ((p->stdio & 1) && tcsetpgrp(p->slave, getpid()) != 0) die_errno("tcsetpgrp");
   for (int fd = 0; fd <= 2; fd++)
     if ((p->stdio & 1 << fd) && dup2(p->slave, fd) < 0) die_errno("dup2");
 }
@@ -405,9 +429,11 @@ static void signal_group(pid_t pgrp, int sig) {
 }
 
 int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set) {
-  if (tcsetpgrp(p->slave, child) != 0 && errno != EPERM && errno != ESRCH) die_errno("tcsetpgrp");
-  int frozen = 0;
-  pid_t frozen_fg = 0; // the terminal's foreground group, when another than the command's
+  if ((p->stdio & 1) && tcsetpgrp(p->slave, child) != 0 && errno != EPERM && errno != ESRCH)
+    die_errno("tcsetpgrp");
+  struct freeze frozen = {0};
+  int freezing = 0;
+  int stop_reported = 0; // srt stopped itself for the command's own stop: its `fg` continues it
   for (;;) {
     siginfo_t info;
     int sig = sigwaitinfo(set, &info);
@@ -419,23 +445,14 @@ int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set
       // Only kill() from outside this namespace (the relay): si_pid is 0 for such senders, and
       // sigqueue(), which lets the sender choose si_pid, cannot claim SI_USER.
       if (info.si_code != SI_USER || info.si_pid != 0) continue;
-      if (sig == PTY_SIG_FREEZE && !frozen) {
-        frozen = 1;
-        pid_t fg = tcgetpgrp(p->slave);
-        // The command's group first, so a shell inside is stopped before its foreground job and
-        // never sees that job stop.
-        signal_group(child, SIGSTOP);
-        if (fg > 1 && fg != child && fg != getpgrp()) {
-          frozen_fg = fg;
-          signal_group(fg, SIGSTOP);
-        }
+      if (sig == PTY_SIG_FREEZE && !freezing) {
+        freezing = 1;
+        freeze_namespace(&frozen);
       } else if (sig == PTY_SIG_THAW) {
-        // The reverse order; and the command's group in any case: this is `fg` for a command
-        // that stopped by itself too.
-        if (frozen_fg) signal_group(frozen_fg, SIGCONT);
-        signal_group(child, SIGCONT);
-        frozen = 0;
-        frozen_fg = 0;
+        thaw_namespace(&frozen);
+        if (stop_reported) signal_group(child, SIGCONT);
+        stop_reported = 0;
+        freezing = 0;
       }
       continue;
     }
@@ -451,9 +468,11 @@ int pty_forward_until_exit(const struct pty *p, pid_t child, const sigset_t *set
       if (pid <= 0) break;
       if (pid != child || WIFCONTINUED(status)) continue;
       if (WIFSTOPPED(status)) {
+        // A stop of the freeze's own is no news for srt.
+        if (freezing) continue;
         struct report rep = {'S', WSTOPSIG(status)};
-        if (!frozen && write(p->report[1], &rep, sizeof rep) < 0 && errno != EAGAIN)
-          die_errno("write report");
+        if (write(p->report[1], &rep, sizeof rep) < 0 && errno != EAGAIN) die_errno("write report");
+        stop_reported = 1;
         continue;
       }
       return status_code(status);

@@ -8,6 +8,7 @@ import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { PACKAGE_JSON } from './paths.js';
+import { leaveTerminalModes } from './platform/terminal.js';
 import { printable, say } from './shell.js';
 import type { PlatformBackend, PlatformName } from './platform/backend.js';
 import type { CommandSpec } from './sandbox.js';
@@ -431,5 +432,6 @@ async function main(argv: string[]): Promise<number> {
 
 const code = await main(process.argv.slice(2));
 process.exitCode = code;
+leaveTerminalModes();
 // Exit even if a stray handle is left open; a sandbox wrapper must never hang after its command.
 setTimeout(() => process.exit(code), 2000).unref();

@@ -438,7 +438,7 @@ export class Sandbox implements PlatformBackend {
       let seccomp: SeccompLaunch | undefined;
       const filterPath = join(runDir, 'filter.bpf');
       if (seccompHelper) {
-        // A terminal on stdin: the command gets its own pty inside, never the user's terminal.
+        // A terminal on any of stdio: the command gets its own pty inside, never the user's terminal.
         const stdio = terminalStdio();
         seccomp = {
           helperPath: seccompHelper.path, filterPath, relays, exposes,
@@ -450,6 +450,7 @@ export class Sandbox implements PlatformBackend {
         forwards = planned;
       } else {
         warnings.push('without the seccomp helper the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
+        if (terminalStdio()) warnings.push('without the seccomp helper the command gets no terminal: srt relays your terminal through pipes (the helper makes the pty)');
       }
       const globMatches = new Map(globs.map(([path, g]) => [path, g.matches]));
       facts = {

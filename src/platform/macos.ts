@@ -108,8 +108,9 @@ function inForeground(): boolean {
 
 /**
  * The command's stdio: a terminal on stdout or stderr goes in write-only (a new open of the same
- * device), as on Linux without a pty — the descriptor the shell gave is usually readable too, and
- * the command, in its own session, is never stopped by SIGTTIN from reading keystrokes through it.
+ * device) — the descriptor the shell gave is usually readable too, and the command, in its own
+ * session, is never stopped by SIGTTIN from reading keystrokes through it. Not a barrier: the
+ * profile lets the command open the terminal again; only a pty relay (Linux) keeps it out.
  */
 function plainStdio(): { stdio: StdioOptions; opened: number[] } {
   const opened: number[] = [];

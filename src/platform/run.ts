@@ -1,9 +1,9 @@
-// Spawn bubblewrap with the caller's stdio (or, when stdin is a terminal, the command's own pty
-// relayed by terminal.ts), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the command, and turn bwrap's
-// JSON status into the command's exit status.
+// Spawn bubblewrap with the caller's stdio (or, when any of it is a terminal, the command's own
+// pty relayed by terminal.ts), forward SIGINT/SIGTERM/SIGHUP/SIGQUIT to the command, and turn
+// bwrap's JSON status into the command's exit status.
 
-import { spawn, type StdioOptions } from 'node:child_process';
-import { closeSync, constants as fsConstants, openSync, readFileSync } from 'node:fs';
+import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { isatty } from 'node:tty';
 import type { Terminal } from './terminal.js';
@@ -55,24 +55,27 @@ function signalTargets(sandboxPid: number, viaHelper: boolean): number[] {
 }
 
 /**
- * stdio for a run without a pty. A terminal on stdout or stderr goes in write-only (a new open
- * of the same device): the descriptor the shell gave is usually open for reading too, and the
- * command — in its own session, so never stopped by SIGTTIN — could read keystrokes meant for
- * the shell through it, even from the background (`srt … < /dev/null &`).
+ * stdio for a run without a pty: passed through unchanged, except that a terminal never goes in.
+ * That happens only without the seccomp helper (which makes the pty): then a terminal on stdio is
+ * relayed through a pipe srt copies (relayPipes), and the command sees no terminal. Any
+ * descriptor of the terminal, even a write-only one, would let the command read keystrokes (a
+ * reopen through /proc/self/fd) and leave the terminal exclusive or in raw mode (ioctls).
  */
-function plainStdio(): { stdio: StdioOptions; opened: number[] } {
-  const opened: number[] = [];
-  const out = [1, 2].map((fd) => {
-    if (!isatty(fd)) return 'inherit' as const;
-    try {
-      const w = openSync(`/proc/self/fd/${fd}`, fsConstants.O_WRONLY | fsConstants.O_NOCTTY);
-      opened.push(w);
-      return w;
-    } catch {
-      return 'ignore' as const; // cannot be made write-only: the command gets no terminal rather than a readable one
-    }
-  });
-  return { stdio: ['inherit', out[0]!, out[1]!, 'pipe'], opened };
+function plainStdio(): StdioOptions {
+  return [...[0, 1, 2].map((fd) => (isatty(fd) ? 'pipe' : 'inherit')), 'pipe'] as StdioOptions;
+}
+
+function relayPipes(child: ChildProcess): () => void {
+  const { stdin, stdout, stderr } = child;
+  stdout?.on('data', (chunk: Buffer) => process.stdout.write(chunk));
+  stderr?.on('data', (chunk: Buffer) => process.stderr.write(chunk));
+  if (!stdin) return () => {};
+  stdin.on('error', () => {}); // the command closed its stdin
+  process.stdin.pipe(stdin);
+  return () => {
+    process.stdin.unpipe(stdin);
+    process.stdin.pause();
+  };
 }
 
 /** `stdio` with `extra` descriptors at their numbers (the ones between stay closed). */
@@ -91,7 +94,12 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const pending: NodeJS.Signals[] = [];
   let deliver = (sig: NodeJS.Signals) => { pending.push(sig); };
   const signalled = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => { received ??= sig; deliver(sig); signalled.abort(); };
+  const onSignal = (sig: NodeJS.Signals) => {
+    received ??= sig;
+    deliver(sig);
+    terminal?.end();
+    signalled.abort();
+  };
   for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
   const detach = () => { for (const s of FORWARDED_SIGNALS) process.off(s, onSignal); };
   try {
@@ -107,11 +115,10 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     throw err;
   }
   return new Promise((resolve, reject) => {
-    const plain = terminal ? undefined : plainStdio();
     const child = spawn(opts.bwrap, opts.args, {
       env: opts.env,
       cwd: opts.cwd,
-      stdio: withDescriptors(terminal ? terminal.spawnStdio() : plain!.stdio, [
+      stdio: withDescriptors(terminal ? terminal.spawnStdio() : plainStdio(), [
         ...(opts.report ? [{ at: opts.report.at, value: opts.report.fd }] : []),
         ...(opts.data ?? []).map((d) => ({ at: d.fd, value: 'pipe' as const })),
       ]),
@@ -121,8 +128,8 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       pipe.on('error', () => { /* bwrap failed before reading it: its own error says why */ });
       pipe.end(d.bytes);
     }
-    for (const fd of plain?.opened ?? []) closeSync(fd);
     terminal?.attach(child);
+    const unpipe = terminal ? () => {} : relayPipes(child);
     let statusText = '';
     let sandboxPid: number | null = null;
 
@@ -132,7 +139,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
         try { process.kill(pid, sig); } catch { /* already gone */ }
       }
     };
-    const finish = () => { detach(); terminal?.close(); };
+    const finish = () => { detach(); unpipe(); terminal?.close(); };
 
     const status = child.stdio[STATUS_FD] as import('node:stream').Readable;
     status.setEncoding('utf8');

@@ -1,16 +1,26 @@
 // The user's terminal while the command runs on its own pseudo-terminal inside the sandbox
 // (SPEC §4 Terminal). The pty and its relay live in the seccomp helper (seccomp/pty.c); srt owns
-// the user's side: raw mode, keystrokes in, output out, window size, and job control.
+// the user's side: output out, window size and job control, and when stdin is the terminal raw
+// mode and keystrokes in. Whenever any of srt's stdio is a terminal the command runs on a pty:
+// no descriptor of the user's terminal enters the sandbox, since even a write-only one can be
+// reopened for reading through /proc/self/fd and takes terminal ioctls (TIOCEXCL, TCSETS, …).
 //
 // srt is the only process that reads the user's terminal, and it is an ordinary member of the
 // shell's job, so the kernel's job control applies to it: it reads only while it is the
 // terminal's foreground process group. When the command stops by itself (Ctrl-Z on a
 // non-interactive command), srt restores the terminal and stops itself with the same signal (as
-// sudo does with use_pty); `fg` continues srt, raw mode and the command. While srt is stopped or
-// in the background the sandbox is frozen and srt reads nothing: a SIGTSTP it gets from outside,
-// a SIGCONT that finds it in the background (`bg`), or a start in the background (`&`) freeze
-// the command and stop srt again until it is in the foreground; a SIGSTOP, which srt cannot
-// catch, the helper notices on its own (it watches srt's /proc/PID/stat).
+// sudo does with use_pty); `fg` continues srt, raw mode and the command. While srt is stopped the
+// whole sandbox is frozen: a SIGTSTP it gets from outside freezes it and stops srt; a SIGSTOP,
+// which srt cannot catch, the helper notices on its own (it watches srt's /proc/PID/stat). With
+// keystrokes to relay srt never runs in the background: a SIGCONT that finds it there (`bg`), or
+// a start there (`&`), freezes the sandbox and stops srt again until it is in the foreground.
+//
+// Output only (stdin is no terminal: `srt -- cmd < /dev/null &`, `echo x | srt -- cmd`): srt
+// never reads the terminal nor changes its modes, so it runs in the background like any program
+// that only writes, and Ctrl-C/Ctrl-Z on the user's terminal signal srt as before (it forwards
+// SIGINT, freezes on SIGTSTP). The pty does no output processing; the user's terminal does it,
+// once. The window size follows by SIGWINCH in the foreground and by polling in the background
+// (no SIGWINCH reaches a background job).
 //
 // Frames on the channel (both ways): TYPE (1 byte), LENGTH (4 bytes, little-endian), LENGTH bytes.
 //   srt → helper: S setup "ROWS COLS STTY-G" (first), D input, W window size (rows, cols: 2 bytes
@@ -32,15 +42,30 @@ const FRAME_HEADER = 5;
 const FRAME_MAX = 65536;
 const STTY = ['/usr/bin/stty', '/bin/stty'];
 const STDIN_TERMINAL = '/proc/self/fd/0';
+/** Output only, no SIGWINCH reaches srt in the background: how often it looks at the size. */
+const SIZE_POLL_MS = 500;
+
+/** The device of a terminal on `fd`, undefined when it is none. */
+function terminalDevice(fd: number): number | undefined {
+  try {
+    return isatty(fd) ? fstatSync(fd).rdev : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /**
- * Which of srt's stdio the command gets on its pty, as the helper's `--pty` spelling (`012`, `02`,
- * …), or undefined when stdin is no terminal: then stdio passes through unchanged. stdout or
- * stderr that is not a terminal (a file, a pipe) is passed through as is, as sudo does.
+ * Which of srt's stdio the command gets on its pty, as the helper's `--pty` spelling (`012`, `12`,
+ * …), or undefined when none is a terminal: then stdio passes through unchanged. The pty stands
+ * for one terminal: stdin's when it is one (keystrokes are relayed), else stdout's or stderr's
+ * (output only); the descriptors on that terminal go to the pty. A file or pipe is passed through
+ * as is, as sudo does; a second, other terminal is relayed through a pipe (spawnStdio).
  */
 export function terminalStdio(): string | undefined {
-  if (!isatty(0)) return undefined;
-  const stdio = [0, 1, 2].filter((fd) => fd === 0 || isatty(fd)).join('');
+  const devices = [0, 1, 2].map(terminalDevice);
+  const main = devices.findIndex((d) => d !== undefined);
+  if (main < 0) return undefined;
+  const stdio = [0, 1, 2].filter((fd) => devices[fd] === devices[main]).join('');
   // Only stdin is a terminal: the pty's echo goes to it through a second, write-only descriptor.
   if (stdio === '0') {
     try {
@@ -52,6 +77,27 @@ export function terminalStdio(): string | undefined {
   return stdio;
 }
 
+/**
+ * For srt's last moment: Node, when it exits, puts every terminal on stdio back into the modes
+ * it had when Node started — from the background too, where the shell has set its own since (its
+ * prompt's), so `srt … &` would leave stale modes behind. srt restores what it changed itself
+ * (raw mode: Terminal.close(), in the foreground) and, once it has said everything, moves its
+ * stdio off the terminal (/dev/null in its place), which Node then leaves alone.
+ */
+export function leaveTerminalModes(): void {
+  process.on('exit', () => {
+    for (const fd of [0, 1, 2]) {
+      if (!isatty(fd)) continue;
+      try {
+        closeSync(fd);
+        // The lowest free descriptor is `fd` itself (Node keeps 0-2 open).
+        const got = openSync('/dev/null', 'r+');
+        if (got !== fd) closeSync(got);
+      } catch { /* exiting anyway */ }
+    }
+  });
+}
+
 function frame(type: string, payload: Uint8Array = Buffer.alloc(0)): Buffer {
   const head = Buffer.alloc(FRAME_HEADER);
   head.write(type, 0, 'latin1');
@@ -61,29 +107,60 @@ function frame(type: string, payload: Uint8Array = Buffer.alloc(0)): Buffer {
 
 const SIGNAL_NAMES = new Map(Object.entries(osConstants.signals).map(([name, n]) => [n, name as NodeJS.Signals]));
 
-/** Run stty on the user's terminal (srt's stdin); undefined when it is missing or fails. Node
- *  has no termios API beyond raw mode on/off. */
-function stty(...args: string[]): string | undefined {
+/** Run stty on the user's terminal (on descriptor `fd`); undefined when it is missing or fails.
+ *  Node has no termios API beyond raw mode on/off. */
+function stty(fd: number, ...args: string[]): string | undefined {
   const path = STTY.find((p) => existsSync(p));
   if (!path) return undefined;
   try {
-    return execFileSync(path, args, { stdio: [0, 'pipe', 'ignore'], encoding: 'utf8', timeout: 5000 }).trim();
+    return execFileSync(path, args, { stdio: [fd, 'pipe', 'ignore'], encoding: 'utf8', timeout: 5000 }).trim();
   } catch {
     return undefined;
   }
 }
 
+/** Signals whose listeners srt has (SIGHUP 1, SIGINT 2, SIGQUIT 3, SIGTERM 15): bits of ShdPnd. */
+const LISTENED = (1n << 0n) | (1n << 1n) | (1n << 2n) | (1n << 14n);
+
+/**
+ * Calls `then` once every signal sent to srt so far has reached its JS listener: while one is still
+ * pending in the kernel (no thread took it yet), look again shortly; once none is, a signal taken
+ * by Node's handler is a byte in libuv's signal pipe, read in this turn of the event loop or the
+ * next — so `then` runs after the next turn's poll phase (two setImmediate).
+ */
+function afterSignalsArrived(then: () => void): void {
+  let pending = 0n;
+  try {
+    pending = BigInt(`0x${/^ShdPnd:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '0'}`);
+  } catch { /* no /proc: as if none */ }
+  if ((pending & LISTENED) !== 0n) {
+    setTimeout(() => afterSignalsArrived(then), 1);
+    return;
+  }
+  setImmediate(() => setImmediate(then));
+}
+
 export class Terminal {
   private readonly input = process.stdin as ReadStream;
+  /** Keystrokes are relayed (stdin is the terminal); else output only. */
+  private readonly relaysInput: boolean;
+  /** A descriptor of srt's on the terminal the pty stands for, and that terminal's device. */
+  private readonly fd: number;
+  private readonly device: number;
   /** Where the command's terminal output goes: srt's stdout, else its stderr, else stdin's terminal. */
   private readonly output: WriteStream;
   private readonly ownOutputFd: number | undefined;
-  private readonly stdinDevice: number;
   private channel: Duplex | undefined;
   private setup = '';
+  /** The window size the helper has (cols, rows). */
+  private sent: [number, number] = [0, 0];
+  private sizePoll: NodeJS.Timeout | undefined;
   private raw = false;
   private reading = false;
+  /** Not reading the terminal: srt is stopped or, after a signal that ends it, in the background. */
   private suspended = false;
+  /** srt got a signal that ends it: the sandbox runs (to act on it), and is not frozen for `bg`. */
+  private ending = false;
   private closed = false;
   /** srt's SIGTSTP/SIGCONT/SIGWINCH listeners are on (from prepare() to close()). */
   private listening = false;
@@ -107,7 +184,9 @@ export class Terminal {
   private readonly onWinch = () => this.sendSize();
 
   constructor(readonly stdio: string) {
-    this.stdinDevice = fstatSync(0).rdev;
+    this.fd = Number(stdio[0]);
+    this.relaysInput = this.fd === 0;
+    this.device = fstatSync(this.fd).rdev;
     if (stdio.includes('1')) this.output = process.stdout as WriteStream;
     else if (stdio.includes('2')) this.output = process.stderr as WriteStream;
     else {
@@ -123,26 +202,29 @@ export class Terminal {
     const stat = readFileSync('/proc/self/stat', 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     const [pgrp, ttyNr, tpgid] = [Number(fields[2]), Number(fields[4]), Number(fields[5])];
-    return ttyNr !== this.stdinDevice || tpgid === pgrp;
+    return ttyNr !== this.device || tpgid === pgrp;
   }
 
   /**
-   * Before the sandbox starts: wait until srt is in the foreground (started with `&`, it stops
-   * itself like any program that needs the terminal, until `fg`), copy the terminal's modes and
-   * size for the pty, and switch the terminal to raw mode. Resolves false when `abort` fires first.
+   * Before the sandbox starts: with keystrokes to relay, wait until srt is in the foreground
+   * (started with `&`, it stops itself like any program that reads the terminal, until `fg`);
+   * copy the terminal's modes and size for the pty, and with keystrokes switch the terminal to raw
+   * mode. Resolves false when `abort` fires first.
    */
   async prepare(abort: AbortSignal): Promise<boolean> {
-    while (!this.foreground()) {
+    while (this.relaysInput && !this.foreground()) {
       const continued = once(process, 'SIGCONT', { signal: abort }).catch(() => undefined);
       this.stopSelf('SIGTTIN');
       await continued;
       if (abort.aborted) return false;
     }
     if (abort.aborted) return false;
-    const [cols, rows] = this.size();
-    // The user's modes (erase character, IUTF8, …) for the command's pty.
-    this.setup = `${rows} ${cols} ${stty('-g') ?? ''}`;
-    this.enterRaw();
+    this.sent = this.size();
+    // The user's modes (erase character, IUTF8, …) for the command's pty (tcgetattr only: a
+    // background process may).
+    this.setup = `${this.sent[1]} ${this.sent[0]} ${stty(this.fd, '-g') ?? ''}`;
+    if (this.relaysInput) this.enterRaw();
+    else this.sizePoll = setInterval(this.onWinch, SIZE_POLL_MS).unref();
     this.listening = true;
     process.on('SIGTSTP', this.onTstp);
     process.on('SIGCONT', this.onCont);
@@ -150,16 +232,26 @@ export class Terminal {
     return true;
   }
 
-  /** bwrap's stdio: no terminal goes in (the command gets the pty instead); fd 2 becomes a pipe
-   *  srt copies to the terminal, so bwrap's and the helper's own errors still show. */
+  /** bwrap's stdio: no terminal goes in. The command gets the pty instead, where fd 2 becomes a
+   *  pipe srt copies to the terminal, so bwrap's and the helper's own errors still show; a terminal
+   *  that is not the pty's (`2>/dev/pts/7`) becomes a pipe srt copies to it. */
   spawnStdio(): StdioOptions {
     this.statFd = openSync('/proc/self/stat', 'r');
-    return [
-      'ignore',
-      this.stdio.includes('1') ? 'ignore' : 'inherit',
-      this.stdio.includes('2') ? 'pipe' : 'inherit',
-      'pipe', 'pipe', this.statFd,
-    ];
+    const std = [0, 1, 2].map((fd) => {
+      if (this.stdio.includes(String(fd))) return fd === 2 ? 'pipe' : 'ignore';
+      if (terminalDevice(fd) !== undefined) return fd === 0 ? 'ignore' : 'pipe';
+      return 'inherit';
+    });
+    return [...std, 'pipe', 'pipe', this.statFd] as StdioOptions;
+  }
+
+  /** srt got a signal that ends it, now forwarded to the command: continue the sandbox so the
+   *  command can act on it (as a shell's `kill %1` continues a stopped job), and freeze it no more
+   *  for being in the background. */
+  end(): void {
+    if (this.ending || this.closed) return;
+    this.ending = true;
+    this.send('C');
   }
 
   attach(child: ChildProcess): void {
@@ -172,10 +264,14 @@ export class Terminal {
     channel.on('drain', () => { if (!this.suspended) this.startReading(); });
     channel.on('error', () => {});
     channel.on('close', () => { this.channel = undefined; });
-    const errors = this.stdio.includes('2') ? child.stdio[2] as Readable | null : null;
-    errors?.on('data', (chunk: Buffer) => {
-      process.stderr.write(this.raw ? chunk.toString('latin1').replace(/\r?\n/g, '\r\n') : chunk);
-    });
+    for (const fd of [1, 2] as const) {
+      const target = fd === 1 ? process.stdout : process.stderr;
+      // On the pty's terminal in raw mode, a newline needs its carriage return.
+      const crlf = this.stdio.includes(String(fd));
+      (child.stdio[fd] as Readable | null)?.on('data', (chunk: Buffer) => {
+        target.write(crlf && this.raw ? chunk.toString('latin1').replace(/\r?\n/g, '\r\n') : chunk);
+      });
+    }
     this.startReading();
   }
 
@@ -184,6 +280,7 @@ export class Terminal {
     if (this.closed) return;
     this.closed = true;
     this.listening = false;
+    clearInterval(this.sizePoll);
     this.stopReading();
     process.off('SIGTSTP', this.onTstp);
     process.off('SIGCONT', this.onCont);
@@ -202,12 +299,18 @@ export class Terminal {
   }
 
   private size(): [number, number] {
+    // A WriteStream caches the size and refreshes it on SIGWINCH, which a background srt never
+    // gets: ask the terminal itself (the stream's own refresh).
+    (this.output as { _refreshSize?: () => void })._refreshSize?.();
     const [cols, rows] = this.output.getWindowSize();
     return [Math.min(cols, 0xffff), Math.min(rows, 0xffff)];
   }
 
+  /** Tell the helper a new window size (the pty's foreground job gets SIGWINCH). */
   private sendSize(): void {
     const [cols, rows] = this.size();
+    if (cols === this.sent[0] && rows === this.sent[1]) return;
+    this.sent = [cols, rows];
     const payload = Buffer.alloc(4);
     payload.writeUInt16LE(rows, 0);
     payload.writeUInt16LE(cols, 2);
@@ -220,7 +323,7 @@ export class Terminal {
     this.input.setRawMode(true);
     // Node's raw mode keeps output processing; the command's pty already did it (\n → \r\n), and
     // doing it twice costs throughput and adds a \r. setRawMode(false) restores it.
-    stty('-opost');
+    stty(0, '-opost');
     this.raw = true;
   }
 
@@ -231,7 +334,7 @@ export class Terminal {
   }
 
   private startReading(): void {
-    if (this.reading || this.closed) return;
+    if (!this.relaysInput || this.reading || this.closed) return;
     this.reading = true;
     this.input.on('data', this.onInput);
     this.input.on('error', this.onInputError);
@@ -268,17 +371,25 @@ export class Terminal {
 
   private continued(): void {
     if (this.closed) return;
-    if (!this.foreground()) {
-      // `bg`, or a SIGSTOP followed by a SIGCONT in the background: frozen until `fg`.
-      this.send('F');
-      this.suspend('SIGTTIN');
+    // Output only, srt runs in the background as well; so it does once it is ending.
+    const foreground = !this.relaysInput || this.foreground();
+    if (!foreground && !this.ending) {
+      // `bg`, or a SIGSTOP followed by a SIGCONT in the background: frozen until `fg`. But a
+      // shell's `kill %1` of a stopped job sends SIGTERM and SIGCONT together, and Node may run
+      // the SIGCONT listener first: decide once every signal already sent has reached its listener.
+      afterSignalsArrived(() => {
+        if (this.closed) return;
+        if (this.ending || this.foreground()) return this.continued();
+        this.send('F');
+        this.suspend('SIGTTIN');
+      });
       return;
     }
-    this.suspended = false;
-    this.enterRaw();
+    this.suspended = !foreground;
+    if (this.relaysInput && foreground) this.enterRaw();
     this.sendSize();
     this.send('C');
-    this.startReading();
+    if (foreground) this.startReading();
   }
 
   private receive(chunk: Buffer): void {
