@@ -167,10 +167,11 @@ export class ChunkResigner extends Transform {
         case 'data-crlf':
         case 'final-crlf':
         case 'end': {
-          const n = this.takeLine(chunk, at, 2);
-          if (n === -1) return;
-          at += n;
-          if (this.endLine() !== '') throw this.opts.fail('aws-chunked data is not followed by CRLF');
+          // Exactly CRLF, however it is split.
+          while (at < chunk.length && this.line.length < 2) this.line += String.fromCharCode(chunk[at++]!);
+          if (!'\r\n'.startsWith(this.line)) throw this.opts.fail('aws-chunked data is not followed by CRLF');
+          if (this.line.length < 2) return;
+          this.line = '';
           if (this.state === 'data-crlf') {
             this.push(this.signChunk(this.data));
             this.push(this.data);

@@ -125,9 +125,17 @@ describe('STREAMING-AWS4-HMAC-SHA256-PAYLOAD (S3 documentation example)', () => 
     ['a chunk longer than its size', Buffer.from(`2;chunk-signature=${junk('0')}\r\naaaa\r\n`)],
     ['data after the final chunk', Buffer.concat([sent, Buffer.from('more')])],
     ['a bare LF', Buffer.from(`2;chunk-signature=${junk('0')}\naa\r\n`)],
-    ['a huge chunk size', Buffer.from(`ffffffff;chunk-signature=${junk('0')}\r\n`)],
+    ['a huge chunk size', Buffer.from(`ffffffffffff;chunk-signature=${junk('0')}\r\n`)],
     ['an endless line', Buffer.alloc(10000, '1')],
   ];
+  it('fails the stream on a chunk larger than it holds', async () => {
+    const r = resignSeed(headers);
+    await expect(run(new ChunkResigner(r.signer, { seed: r.signature, trailer: false, fail, maxChunk: 1024 }), sent, [100000])).rejects.toThrow(/65536 bytes is larger than srt re-signs \(1024 bytes\)/);
+  });
+  it('fails the stream on chunk data not followed by CRLF', async () => {
+    const r = resignSeed(headers);
+    await expect(run(new ChunkResigner(r.signer, { seed: r.signature, trailer: false, fail }), Buffer.from(`2;chunk-signature=${junk('0')}\r\naaaa\r\n`), [1])).rejects.toThrow(/not followed by CRLF/);
+  });
   for (const [what, input] of broken) {
     it(`fails the stream on ${what}`, async () => {
       const r = resignSeed(headers);

@@ -209,6 +209,24 @@ for (const token of [false, true]) {
   });
 }
 
+describe('the session token', () => {
+  it('is added and signed when the client did not send one', async () => {
+    const req = wire(await signed('s3', smithyRequest('GET', '/k', { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }), false), null);
+    const { refusal, received } = await forward(stage({ token: true }).s, req);
+    expect(refusal).toBeUndefined();
+    expect(received.headers.find(([k]) => k === 'authorization')![1]).toMatch(/SignedHeaders=[^,]*x-amz-security-token/);
+    await verifyRequest(received, REAL);
+  });
+  it('stays unsigned when the client sent it unsigned', async () => {
+    const signer = new SignatureV4({ credentials: FAKE, region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false });
+    const r = await signer.sign(smithyRequest('GET', '/k', { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }), { signingDate: DATE, unsignableHeaders: new Set(['x-amz-security-token']) });
+    const { received } = await forward(stage({ token: true }).s, wire(r, null));
+    expect(received.headers.find(([k]) => k === 'authorization')![1]).not.toContain('x-amz-security-token');
+    expect(received.headers.find(([k]) => k === 'x-amz-security-token')![1]).toBe(REAL.sessionToken);
+    await verifyRequest(received, REAL);
+  });
+});
+
 describe('where and whether the stage re-signs', () => {
   const get = async (host = HOST) => wire(await signed('s3', smithyRequest('GET', '/k', { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }, undefined, {}, host), false), null);
 
@@ -304,6 +322,10 @@ describe('requests that cannot be re-signed fail at the proxy, never half re-sig
     const body = Buffer.alloc(4096, 'b');
     const req = wire(await signed('sts', smithyRequest('POST', '/', { 'content-length': String(body.length) }, body, {}, 'sts.example.test'), false), body);
     expectCannot(await stage({ maxHashedBody: 1024 }).s.request(req), /larger than 1024 bytes/, 413);
+    // Content-Length over the bound: refused before a byte of the body is read.
+    const unread = wire(await signed('sts', smithyRequest('POST', '/', { 'content-length': String(body.length) }, body, {}, 'sts.example.test'), false), null);
+    unread.body = new Readable({ read() { throw new Error('the body was read'); } });
+    expectCannot(await stage({ maxHashedBody: 1024 }).s.request(unread), /larger than 1024 bytes/, 413);
     const chunked = wire(await signed('sts', smithyRequest('POST', '/', {}, body, {}, 'sts.example.test'), false), body);
     expectCannot(await stage({ maxHashedBody: 1024 }).s.request(chunked), /larger than 1024 bytes/, 413);
   });
