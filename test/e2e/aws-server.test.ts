@@ -84,6 +84,28 @@ for (const creds of [REAL, REAL_TEMPORARY]) {
   });
 }
 
+describe('the SDK-signed chunked and SigV4a client (aws-clients/signed-chunked.mjs)', () => {
+  for (const creds of [REAL, REAL_TEMPORARY]) {
+    for (const mode of ['chunked', 'chunked-trailer'] as const) {
+      it(`${mode} ${creds.sessionToken ? '(session token)' : ''}: every chunk signature verifies`, async () => {
+        const r = await execa('node', [join(REPO, 'test/e2e/aws-clients/signed-chunked.mjs'), server.url, mode, `${mode}.bin`, '300000', '65536'], { env: env(creds), reject: false, timeout: 60_000 });
+        expect(r.stderr).toBe('');
+        expect(JSON.parse(r.stdout)).toMatchObject({ status: 200 });
+        const v = server.received.at(-1)!.verified!;
+        expect(v).toMatchObject({ payload: `STREAMING-AWS4-HMAC-SHA256-PAYLOAD${mode === 'chunked' ? '' : '-TRAILER'}`, chunks: 6 });
+        expect(server.objects.get(`bucket/${mode}.bin`)!.data.length).toBe(300000);
+        expect(clean()).toEqual([]);
+      });
+    }
+    it(`sigv4a ${creds.sessionToken ? '(session token)' : ''}: the ECDSA signature verifies`, async () => {
+      const r = await execa('node', [join(REPO, 'test/e2e/aws-clients/signed-chunked.mjs'), server.url, 'sigv4a', 'chunked.bin'], { env: env(creds), reject: false, timeout: 60_000 });
+      expect(JSON.parse(r.stdout)).toMatchObject({ status: 200 });
+      expect(server.received.at(-1)!.verified!.algorithm).toBe('AWS4-ECDSA-P256-SHA256');
+      expect(clean()).toEqual([]);
+    });
+  }
+});
+
 it('a client with a wrong secret gets SignatureDoesNotMatch', async () => {
   const r = await execa('node', [join(REPO, 'test/e2e/aws-clients/s3-sdk.mjs'), server.url, data], { env: env({ ...REAL, secretAccessKey: REAL.secretAccessKey.replace(/^./, 'X') }), reject: false, timeout: 60_000 });
   expect(r.exitCode).not.toBe(0);

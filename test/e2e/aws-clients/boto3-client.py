@@ -1,6 +1,7 @@
 # boto3 doing everyday S3 and STS work against ENDPOINT with whatever credentials its environment
 # holds (inside srt: sentinels). Prints one JSON line of results; a failed call raises.
 import json
+import os
 import sys
 
 import boto3
@@ -22,4 +23,5 @@ v4 = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1", config=C
 out["presigned"] = v4.generate_presigned_url("get_object", Params={"Bucket": "bucket", "Key": "boto/small.txt"}, ExpiresIn=300)
 out["account"] = boto3.client("sts", endpoint_url=endpoint, region_name="us-east-1").get_caller_identity()["Account"]
 out["boto3"] = boto3.__version__
+out["held"] = [v for v in (os.environ.get(k) for k in ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")) if v]
 print(json.dumps(out))

@@ -32,4 +32,5 @@ out.small = await small.Body.transformToString();
 const list = await s3.send(new ListObjectsV2Command({ Bucket: 'bucket', Prefix: 'sdk/' }));
 out.keys = (list.Contents ?? []).map((c) => c.Key).sort();
 out.presigned = await getSignedUrl(s3, new GetObjectCommand({ Bucket: 'bucket', Key: 'sdk/small.txt' }), { expiresIn: 300 });
+out.held = [process.env.AWS_ACCESS_KEY_ID, process.env.AWS_SECRET_ACCESS_KEY, process.env.AWS_SESSION_TOKEN].filter(Boolean);
 console.log(JSON.stringify(out));
