@@ -26,6 +26,7 @@ import {
   findClientAuth,
   isS3,
   percentDecode,
+  queryParameter,
   resign,
   sha256Hex,
   SigV4Error,
@@ -176,7 +177,14 @@ export class SigV4Stage {
 
     const payloadHeader = headerValues(req.headers, 'x-amz-content-sha256');
     if (payloadHeader.length > 1) return cannot('it has several x-amz-content-sha256 headers');
-    const given = payloadHeader[0]?.trim();
+    // A presigned URL may carry its payload hash in the query (the S3 presigner puts UNSIGNED-PAYLOAD there).
+    let given: string | undefined;
+    try {
+      given = (payloadHeader[0] ?? (auth.form === 'query' ? queryParameter(req.path, 'X-Amz-Content-Sha256') : undefined))?.trim();
+    } catch (e) {
+      if (e instanceof SigV4Error) return cannot(e.message);
+      throw e;
+    }
     const forms: SigV4Form[] = [];
     if (auth.form === 'query') forms.push('presigned');
     if (given?.startsWith('STREAMING-')) forms.push('streaming');

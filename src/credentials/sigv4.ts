@@ -309,6 +309,11 @@ function queryValue(params: QueryParam[], name: string): string | undefined {
   return eq === -1 ? '' : percentDecode(raw.slice(eq + 1)).toString('latin1');
 }
 
+/** The decoded value of one query parameter of `target` (undefined: absent). */
+export function queryParameter(target: string, name: string): string | undefined {
+  return queryValue(parseQuery(splitTarget(target).query), name);
+}
+
 /**
  * The SigV4 signature a request carries: in its Authorization header, or in its query (a
  * presigned URL). Null when it carries none. Throws SigV4Error for a signature srt cannot read.

@@ -132,7 +132,8 @@ export async function verifyRequest(r: Received, creds: AwsCreds): Promise<Verif
   const unsignable = new Set([...names, 'host'].filter((n) => !signed.has(n)));
   if (creds.sessionToken && form === 'header' && !signed.has('x-amz-security-token')) unsignable.add('x-amz-security-token');
   const init = { credentials: creds, region: region || 'us-east-1', service, sha256: Sha256, uriEscapePath: !S3.has(service), applyChecksum: false };
-  const payload = header(r, 'x-amz-content-sha256') ?? (form === 'query' && S3.has(service) ? 'UNSIGNED-PAYLOAD' : createHash('sha256').update(r.body).digest('hex'));
+  const queryPayload = form === 'query' ? query.get('X-Amz-Content-Sha256') : undefined;
+  const payload = header(r, 'x-amz-content-sha256') ?? queryPayload ?? (form === 'query' && S3.has(service) ? 'UNSIGNED-PAYLOAD' : createHash('sha256').update(r.body).digest('hex'));
 
   if (form === 'header' && !v4a) {
     if (creds.sessionToken && header(r, 'x-amz-security-token') !== creds.sessionToken) throw new Error('the session token is not the real one');
@@ -146,7 +147,7 @@ export async function verifyRequest(r: Received, creds: AwsCreds): Promise<Verif
     const signer = new SignatureV4(init);
     const presigned = new Set(['X-Amz-Algorithm', 'X-Amz-Credential', 'X-Amz-Date', 'X-Amz-Expires', 'X-Amz-SignedHeaders', 'X-Amz-Signature', 'X-Amz-Security-Token']);
     const req = smithyRequest(r, (k) => presigned.has(k), () => false);
-    if (S3.has(service)) req.headers['x-amz-content-sha256'] = 'UNSIGNED-PAYLOAD';
+    if (queryPayload !== undefined || S3.has(service)) req.headers['x-amz-content-sha256'] = payload;
     unsignable.add('x-amz-content-sha256');
     const out = await signer.presign(req, { signingDate: amzDate(date), expiresIn: Number(query.get('X-Amz-Expires')), signableHeaders: signed, unsignableHeaders: unsignable, unhoistableHeaders: new Set([...names, 'x-amz-content-sha256']) });
     const want = out.query?.['X-Amz-Signature'];

@@ -163,6 +163,22 @@ for (const token of [false, true]) {
       noSentinel(received);
     });
 
+    it('presigned S3 GET with its payload hash in the query (X-Amz-Content-Sha256, as the S3 presigner makes it)', async () => {
+      const signer = new SignatureV4({ credentials: clientCreds(token), region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false });
+      const pre = await signer.presign(smithyRequest('GET', '/k', { 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' }), { signingDate: DATE, expiresIn: 900 });
+      expect(pre.query?.['X-Amz-Content-Sha256']).toBe('UNSIGNED-PAYLOAD');
+      const { refusal, received } = await forward(stage({ token }).s, wire(pre, null));
+      expect(refusal).toBeUndefined();
+      expect((await verifyRequest(received, realCreds(token))).form).toBe('query');
+      noSentinel(received);
+      // Another service's presigned URL whose payload hash is only in the query.
+      const api = new SignatureV4({ credentials: clientCreds(token), region: 'us-east-1', service: 'execute-api', sha256: Sha256 });
+      const p2 = await api.presign(smithyRequest('GET', '/prod/x', { 'X-Amz-Content-Sha256': 'UNSIGNED-PAYLOAD' }, undefined, {}, 'api.example.test'), { signingDate: DATE, expiresIn: 900 });
+      const second = await forward(stage({ token }).s, wire(p2, null));
+      expect(second.refusal).toBeUndefined();
+      expect((await verifyRequest(second.received, realCreds(token))).payload).toBe('UNSIGNED-PAYLOAD');
+    });
+
     for (const trailer of [false, true]) {
       it(`aws-chunked STREAMING-AWS4-HMAC-SHA256-PAYLOAD${trailer ? '-TRAILER' : ''} (chunk${trailer ? ' and trailer' : ''} signatures re-signed, length kept)`, async () => {
         const data = Buffer.alloc(200_000, 'x');
