@@ -19,6 +19,7 @@
 import { Readable } from 'node:stream';
 import type { SigV4Form, SigV4Handling } from '../policy.js';
 import { ruleMatches, type DomainRule } from '../proxy/domains.js';
+import { isHopByHop, RefusedError, type ProxyRequest, type Refusal, type Stage } from '../proxy/pipeline.js';
 import { ChunkResigner } from './aws-chunked.js';
 import {
   ECDSA_ALGORITHM,
@@ -63,31 +64,9 @@ export interface AwsCredential {
   sessionToken?: AwsSecret;
 }
 
-/** What the stage reads and rewrites of a proxied request (the pipeline's ProxyRequest). */
-export interface SigV4Request {
-  readonly scheme: 'http' | 'https';
-  readonly target: { host: { host: string }; port: number };
-  /** Host / :authority sent upstream: what `host` signs. */
-  readonly authority: string;
-  method: string;
-  path: string;
-  headers: Header[];
-  body: Readable | null;
-}
-
-export interface SigV4Refusal {
-  refuse: string;
-  status?: number;
-  proxyError?: string;
-}
-
 export interface SigV4StageOptions {
   sigv4: Record<SigV4Form, SigV4Handling>;
   allowPlaintextInject: boolean;
-  /** The error a body stream fails with mid-request (the pipeline's RefusedError). */
-  streamError?: (r: SigV4Refusal) => Error;
-  /** Signed header names the proxy drops before forwarding (hop-by-hop). */
-  strippedByProxy?: (name: string) => boolean;
   log?: (line: string) => void;
   maxHashedBody?: number;
 }
@@ -121,7 +100,7 @@ async function readBounded(body: Readable, max: number): Promise<Buffer | null> 
   return Buffer.concat(parts);
 }
 
-export class SigV4Stage {
+export class SigV4Stage implements Stage {
   readonly name = 'sigv4';
 
   constructor(
@@ -129,20 +108,20 @@ export class SigV4Stage {
     private readonly opts: SigV4StageOptions,
   ) {}
 
-  private mayGo(c: AwsCredential, t: SigV4Request['target']): boolean {
+  private mayGo(c: AwsCredential, t: ProxyRequest['target']): boolean {
     const hosts = c.accessKeyId.injectHosts;
     return hosts === undefined || hosts.some((r) => ruleMatches(r, t.host.host, t.port));
   }
 
   /** The credential whose key-id sentinel the request's signature (header or query) names. */
-  private find(req: SigV4Request): AwsCredential | undefined {
+  private find(req: ProxyRequest): AwsCredential | undefined {
     const authorization = headerValues(req.headers, 'authorization');
     const { query } = splitTarget(req.path);
     const decoded = query === '' ? '' : percentDecode(query).toString('latin1');
     return this.credentials.find((c) => authorization.some((v) => v.includes(c.accessKeyId.sentinel)) || decoded.includes(c.accessKeyId.sentinel));
   }
 
-  async request(req: SigV4Request): Promise<SigV4Refusal | undefined> {
+  async request(req: ProxyRequest): Promise<Refusal | undefined> {
     if (this.credentials.length === 0) return undefined;
     const cred = this.find(req);
     if (!cred) return undefined;
@@ -152,7 +131,7 @@ export class SigV4Stage {
     if (req.scheme !== 'https' && !this.opts.allowPlaintextInject) return undefined;
     const label = cred.accessKeyId.label;
     const host = req.target.host.host;
-    const cannot = (why: string, status = 400): SigV4Refusal => {
+    const cannot = (why: string, status = 400): Refusal => {
       this.opts.log?.(`sigv4: ${req.method} ${host}: not re-signed: ${why}`);
       return { refuse: `cannot re-sign this AWS request signed with ${label}'s sentinel: ${why}`, status, proxyError: CANNOT };
     };
@@ -235,7 +214,7 @@ export class SigV4Stage {
     const headers: Header[] = [...req.headers.filter(([k]) => k.toLowerCase() !== 'accept-encoding'), ['accept-encoding', 'identity']];
     let out;
     try {
-      out = resign({ method: req.method, target: req.path, authority: req.authority, headers, auth, keys, payloadHash, ...(this.opts.strippedByProxy ? { strippedByProxy: this.opts.strippedByProxy } : {}) });
+      out = resign({ method: req.method, target: req.path, authority: req.authority, headers, auth, keys, payloadHash, strippedByProxy: isHopByHop });
     } catch (e) {
       if (e instanceof SigV4Error) return cannot(e.message);
       throw e;
@@ -243,10 +222,8 @@ export class SigV4Stage {
     req.path = out.target;
     req.headers = out.headers;
     if (chunked) {
-      const fail = (why: string) => {
-        const r = cannot(why);
-        return this.opts.streamError ? this.opts.streamError(r) : new Error(r.refuse);
-      };
+      // Mid-body: the pipeline aborts the upstream request and answers the client if it still can.
+      const fail = (why: string) => new RefusedError(cannot(why));
       const t = new ChunkResigner(out.signer, { seed: out.signature, trailer: chunked.trailer, fail });
       const body = req.body!;
       body.on('error', (e) => t.destroy(e));

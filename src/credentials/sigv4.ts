@@ -12,9 +12,10 @@
 //                       hex(DER(ECDSA-P256-SHA256(derived key, string)))    SigV4a (sigv4a.ts)
 
 import { createHash, createHmac } from 'node:crypto';
+import type { Header } from '../proxy/pipeline.js';
 import { signV4a } from './sigv4a.js';
 
-export type Header = [name: string, value: string];
+export type { Header };
 
 export const HMAC_ALGORITHM = 'AWS4-HMAC-SHA256';
 export const ECDSA_ALGORITHM = 'AWS4-ECDSA-P256-SHA256';

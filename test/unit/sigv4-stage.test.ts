@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import * as zlib from 'node:zlib';
-import { SigV4Stage, type AwsCredential, type SigV4Request } from '../../src/credentials/sigv4-stage.js';
+import { SigV4Stage, type AwsCredential } from '../../src/credentials/sigv4-stage.js';
+import type { ProxyRequest } from '../../src/proxy/pipeline.js';
 import type { Header } from '../../src/credentials/sigv4.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 import type { SigV4Form, SigV4Handling } from '../../src/policy.js';
@@ -54,13 +55,14 @@ function stage(o: { token?: boolean; injectHosts?: string[]; sigv4?: Partial<Rec
 const escape = (s: string) => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 
 /** The request a client would send for a smithy-signed request. */
-function wire(r: HttpRequest, body: Buffer | null, scheme: 'http' | 'https' = 'https'): SigV4Request {
+function wire(r: HttpRequest, body: Buffer | null, scheme: 'http' | 'https' = 'https'): ProxyRequest {
   const q = Object.entries(r.query ?? {}).flatMap(([k, v]) => (Array.isArray(v) ? v : [v]).map((x) => `${escape(k)}=${escape(String(x ?? ''))}`));
   const headers: Header[] = Object.entries(r.headers).filter(([k]) => k.toLowerCase() !== 'host').map(([k, v]) => [k, String(v)]);
   return {
     scheme,
-    target: { host: { host: r.hostname }, port: 443 },
+    target: { host: { host: r.hostname }, port: 443, addresses: ['192.0.2.1'], display: `${r.hostname}:443` },
     authority: r.hostname,
+    upgrade: undefined,
     method: r.method,
     path: q.length > 0 ? `${r.path}?${q.join('&')}` : r.path,
     headers,
@@ -81,7 +83,7 @@ async function signed(service: string, req: HttpRequest, token: boolean): Promis
 }
 
 /** Run the stage, then "send": the forwarded request as the server receives it. */
-async function forward(s: SigV4Stage, req: SigV4Request) {
+async function forward(s: SigV4Stage, req: ProxyRequest) {
   const refusal = await s.request(req);
   const body = req.body ? Buffer.from(await text(req.body), 'latin1') : Buffer.alloc(0);
   const received = { method: req.method, target: req.path, host: req.authority, headers: req.headers, body };
@@ -275,7 +277,7 @@ describe('where and whether the stage re-signs', () => {
     expect(JSON.stringify(other)).toBe(before);
   });
 
-  const forms: Array<[SigV4Form, () => Promise<SigV4Request>]> = [
+  const forms: Array<[SigV4Form, () => Promise<ProxyRequest>]> = [
     ['presigned', async () => wire(await new SignatureV4({ credentials: clientCreds(false), region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false }).presign(smithyRequest('GET', '/k', {}), { signingDate: DATE }), null)],
     ['streaming', async () => wire(await signed('s3', smithyRequest('PUT', '/k', { 'x-amz-content-sha256': 'STREAMING-UNSIGNED-PAYLOAD-TRAILER', 'content-encoding': 'aws-chunked' }), false), Buffer.from('0\r\n\r\n'))],
     ['sigv4a', async () => wire(await new SignatureV4a({ credentials: clientCreds(false), region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false }).sign(smithyRequest('GET', '/k', { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }), { signingDate: DATE }), null)],
