@@ -48,7 +48,7 @@ for (const creds of [REAL, REAL_TEMPORARY]) {
       const r = await execa('node', [join(REPO, 'test/e2e/aws-clients/s3-sdk.mjs'), server.url, data], { env: env(creds), reject: false, timeout: 60_000 });
       expect(r.stderr).toBe('');
       const out = JSON.parse(r.stdout) as { multiEqual: boolean; small: string; keys: string[]; presigned: string };
-      expect(out).toMatchObject({ multiEqual: true, small: 'hello from the sdk\n', keys: ['sdk/multi.bin', 'sdk/small.txt', 'sdk/stream.bin'] });
+      expect(out).toMatchObject({ multiEqual: true, small: 'hello from the sdk\n', keys: ['sdk/a b+c (é).txt', 'sdk/multi.bin', 'sdk/small.txt', 'sdk/stream.bin'] });
       expect(server.objects.get('bucket/sdk/stream.bin')!.data.equals(readFileSync(data))).toBe(true);
       const forms = new Set(server.received.map((x) => x.verified?.payload));
       expect(forms).toContain('STREAMING-UNSIGNED-PAYLOAD-TRAILER');

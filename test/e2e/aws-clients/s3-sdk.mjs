@@ -15,6 +15,8 @@ const bytes = readFileSync(file);
 
 // PutObject with the default checksums: a buffer body, then a stream (aws-chunked with a trailing checksum).
 await s3.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'sdk/small.txt', Body: 'hello from the sdk\n' }));
+// A key S3 signs percent-encoded once (every other service would encode it twice).
+await s3.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'sdk/a b+c (é).txt', Body: 'odd key\n' }));
 await s3.send(new PutObjectCommand({ Bucket: 'bucket', Key: 'sdk/stream.bin', Body: createReadStream(file), ContentLength: statSync(file).size }));
 
 // Multipart upload: 5 MiB and the rest.

@@ -36,10 +36,18 @@ function send(method, path, headers, body) {
     const req = https.request({ method, host: url.hostname, port: url.port, path, headers }, (res) => {
       const parts = [];
       res.on('data', (c) => parts.push(c));
-      res.on('end', () => resolve({ status: res.statusCode, proxyError: res.headers['x-proxy-error'], body: Buffer.concat(parts).toString(), seconds: Number(process.hrtime.bigint() - t0) / 1e9 }));
+      res.on('end', () => {
+        // An early answer (a refusal) ends the upload, as real clients do.
+        if (!req.writableFinished) req.destroy();
+        resolve({ status: res.statusCode, proxyError: res.headers['x-proxy-error'], body: Buffer.concat(parts).toString(), seconds: Number(process.hrtime.bigint() - t0) / 1e9 });
+      });
     });
-    req.on('error', reject);
-    if (body) body(req);
+    req.on('error', (e) => {
+      if (!done) reject(e);
+    });
+    let done = false;
+    req.on('response', () => (done = true));
+    if (body) body(req).catch(() => undefined);
     else req.end();
   });
 }
@@ -78,7 +86,10 @@ if (mode === 'sigv4a') {
   const crc = zlib.crc32 ? { v: 0 } : null;
   result = await send('PUT', `/bucket/${key}`, r.headers, async (req) => {
     let prev = seed;
-    const write = (b) => (req.write(b) ? Promise.resolve() : new Promise((ok) => req.once('drain', ok)));
+    const write = (b) => {
+      if (req.destroyed) throw new Error('upload ended');
+      return req.write(b) ? Promise.resolve() : new Promise((ok) => req.once('drain', ok));
+    };
     for (let at = 0; ; at += CHUNK) {
       const d = at < BYTES ? piece(at) : Buffer.alloc(0);
       if (crc && d.length) crc.v = zlib.crc32(d, crc.v);
@@ -98,4 +109,5 @@ if (mode === 'sigv4a') {
   });
   result.bytes = BYTES;
 }
-console.log(JSON.stringify({ ...result, held }));
+// Exit once the line is out: an upload cut short by a refusal may leave a write pending.
+process.stdout.write(`${JSON.stringify({ ...result, body: result.body.slice(0, 4000), held })}\n`, () => process.exit(0));
