@@ -64,7 +64,8 @@ export class ChunkResigner extends Transform {
   private sizeText = '';
   private width = 0;
   private padded = false;
-  private data: Buffer = Buffer.alloc(0);
+  /** The current chunk's data as it arrived (the pieces are kept, not copied). */
+  private data: Buffer[] = [];
   private got = 0;
   private hash: Hash | undefined;
   private trailerLines: string[] = [];
@@ -89,8 +90,8 @@ export class ChunkResigner extends Transform {
     throw this.opts.fail(`cannot make a SigV4a chunk signature of the client's width (${width} characters)`);
   }
 
-  private signChunk(data: Buffer | null): string {
-    const hash = data === null ? EMPTY_SHA256 : this.hash!.digest('hex');
+  private signChunk(empty: boolean): string {
+    const hash = empty ? EMPTY_SHA256 : this.hash!.digest('hex');
     const sts = chunkStringToSign(this.signer, this.previous, hash);
     const sig = this.signatureOfWidth(sts, this.width, this.padded);
     this.previous = sig.replace(/\*+$/, '');
@@ -144,10 +145,10 @@ export class ChunkResigner extends Transform {
           at += n;
           this.parseChunkLine(this.endLine());
           if (this.size === 0) {
-            this.push(this.signChunk(null));
+            this.push(this.signChunk(true));
             this.state = this.opts.trailer ? 'trailers' : 'final-crlf';
           } else {
-            this.data = Buffer.allocUnsafe(this.size);
+            this.data = [];
             this.got = 0;
             this.hash = createHash('sha256');
             this.state = 'data';
@@ -157,7 +158,7 @@ export class ChunkResigner extends Transform {
         case 'data': {
           const n = Math.min(this.size - this.got, chunk.length - at);
           const piece = chunk.subarray(at, at + n);
-          piece.copy(this.data, this.got);
+          this.data.push(piece);
           this.hash!.update(piece);
           this.got += n;
           at += n;
@@ -173,10 +174,10 @@ export class ChunkResigner extends Transform {
           if (this.line.length < 2) return;
           this.line = '';
           if (this.state === 'data-crlf') {
-            this.push(this.signChunk(this.data));
-            this.push(this.data);
+            this.push(this.signChunk(false));
+            for (const piece of this.data) this.push(piece);
             this.push('\r\n');
-            this.data = Buffer.alloc(0);
+            this.data = [];
             this.state = 'line';
           } else {
             this.push('\r\n');
