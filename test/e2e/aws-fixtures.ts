@@ -4,7 +4,7 @@
 import type { AwsCreds } from './aws-verifier.js';
 
 /** Long-term credentials (an IAM user's key pair). */
-export const REAL: AwsCreds = { accessKeyId: 'AKIAREALKEYID2345ABC', secretAccessKey: 'Rea1SecretAccessKey/realSECRETkey+0123456' };
+export const REAL: AwsCreds = { accessKeyId: 'AKIAREALKEYID2345ABC', secretAccessKey: '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' };
 /** Temporary credentials (key id, secret and session token, as STS hands them out). */
 export const REAL_TEMPORARY: AwsCreds = {
   accessKeyId: 'ASIAREALTEMPKEY23456',
