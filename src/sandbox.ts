@@ -13,6 +13,7 @@ import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, US
 import type { CredentialPlan } from './credentials/plan.js';
 import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
 import { describeCredentialPlan } from './credentials/describe.js';
+import { credentialStages } from './credentials/stages.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { identifyReal, listSnapshot, replaceableNames, resolveLanding } from './platform/landing.js';
@@ -538,11 +539,9 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
-    if (this.credentials.secrets.length > 0) {
-      const { CredentialStage } = await import('./credentials/stage.js');
-      this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
-    }
     const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
+    const { stages, credential } = await credentialStages(this.credentials, this.policy, log);
+    this.stage = credential;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
       listen: {
@@ -550,7 +549,7 @@ export class Sandbox implements PlatformBackend {
         socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
         forwards: this.forwards,
       },
-      ...(this.stage ? { stages: [this.stage] } : {}),
+      ...(stages.length ? { stages } : {}),
       ...(log ? { log } : {}),
       ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),

@@ -18,9 +18,10 @@
 
 import { Readable } from 'node:stream';
 import type { SigV4Form, SigV4Handling } from '../policy.js';
-import { ruleMatches, type DomainRule } from '../proxy/domains.js';
+import { ruleMatches } from '../proxy/domains.js';
 import { isHopByHop, RefusedError, type ProxyRequest, type Refusal, type Stage } from '../proxy/pipeline.js';
 import { ChunkResigner } from './aws-chunked.js';
+import type { AwsCredential } from './plan.js';
 import {
   ECDSA_ALGORITHM,
   EMPTY_SHA256,
@@ -47,22 +48,6 @@ const FORM_NAMES: Record<SigV4Form, string> = {
 
 /** The largest body srt holds to hash it, for a request whose payload hash is not given. */
 export const MAX_HASHED_BODY = 16 * 1024 * 1024;
-
-/** One masked value of the credential plan, as far as this stage needs it. */
-export interface AwsSecret {
-  /** The variable or file it came from (`AWS_ACCESS_KEY_ID`, `~/.aws/credentials [dev]`). */
-  label: string;
-  real: string;
-  sentinel: string;
-  injectHosts?: DomainRule[];
-}
-
-/** A masked AWS credential (the credential plan's AwsCredential). */
-export interface AwsCredential {
-  accessKeyId: AwsSecret;
-  secretAccessKey: AwsSecret;
-  sessionToken?: AwsSecret;
-}
 
 export interface SigV4StageOptions {
   sigv4: Record<SigV4Form, SigV4Handling>;

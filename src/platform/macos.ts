@@ -33,6 +33,7 @@ import {
 import { describeCredentialPlan } from '../credentials/describe.js';
 import { credentialEnv } from '../credentials/env.js';
 import type { CredentialPlan } from '../credentials/plan.js';
+import { credentialStages } from '../credentials/stages.js';
 import type { CredentialStage } from '../credentials/stage.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { hooksPathDir } from '../profiles/protected.js';
@@ -355,16 +356,14 @@ export class MacosSandbox implements PlatformBackend {
     }
     try {
       this.proxyModule = await loadProxyModule();
-      if (this.credentials.secrets.length > 0) {
-        const { CredentialStage } = await import('../credentials/stage.js');
-        this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
-      }
       const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
+      const { stages, credential } = await credentialStages(this.credentials, this.policy, log);
+      this.stage = credential;
       this.proxy = await this.proxyModule.startProxy({
         network: this.policy.network,
         listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
         ...(log ? { log } : {}),
-        ...(this.stage ? { stages: [this.stage] } : {}),
+        ...(stages.length ? { stages } : {}),
       });
     } catch (e) {
       this.cleanupSync();

@@ -15,7 +15,8 @@ import { network, rules, testPki } from './proxy-fixtures.js';
 import { startProxy, type ProxyHandle } from '../../src/proxy/server.js';
 import { sandboxProxyEnv } from '../../src/proxy/env.js';
 import { prepareTermination, type Termination } from '../../src/proxy/trust.js';
-import { SigV4Stage, type AwsCredential } from '../../src/credentials/sigv4-stage.js';
+import { SigV4Stage } from '../../src/credentials/sigv4-stage.js';
+import type { AwsCredential } from '../../src/credentials/plan.js';
 import type { Policy, SigV4Form, SigV4Handling } from '../../src/policy.js';
 import { startAwsServer, type AwsServer } from './aws-server.js';
 import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY } from './aws-fixtures.js';
@@ -45,10 +46,10 @@ const endpoint = () => `https://s3.test:${server.port}`;
 function credential(real: AwsCreds, injectHosts?: string[]): AwsCredential {
   const fake = SENTINELS.get(real)!;
   const c: AwsCredential = {
-    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: real.accessKeyId, sentinel: fake.accessKeyId, ...(injectHosts ? { injectHosts: rules(injectHosts, 'allow').map((r) => r.rule) } : {}) },
-    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: real.secretAccessKey, sentinel: fake.secretAccessKey },
+    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: real.accessKeyId, sentinel: fake.accessKeyId, injectInto: ['headers'], inject: true, ...(injectHosts ? { injectHosts: rules(injectHosts, 'allow').map((r) => r.rule) } : {}) },
+    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: real.secretAccessKey, sentinel: fake.secretAccessKey, injectInto: ['headers'], inject: false },
   };
-  if (real.sessionToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: real.sessionToken, sentinel: fake.sessionToken! };
+  if (real.sessionToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: real.sessionToken, sentinel: fake.sessionToken!, injectInto: ['headers'], inject: true };
   return c;
 }
 

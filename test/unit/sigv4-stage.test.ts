@@ -14,7 +14,8 @@ import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
 import { text } from 'node:stream/consumers';
 import * as zlib from 'node:zlib';
-import { SigV4Stage, type AwsCredential } from '../../src/credentials/sigv4-stage.js';
+import { SigV4Stage } from '../../src/credentials/sigv4-stage.js';
+import type { AwsCredential } from '../../src/credentials/plan.js';
 import type { ProxyRequest } from '../../src/proxy/pipeline.js';
 import type { Header } from '../../src/credentials/sigv4.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
@@ -32,10 +33,10 @@ function credential(withToken: boolean, injectHosts?: string[]): AwsCredential {
     return p.ok ? p.rules : [];
   });
   const c: AwsCredential = {
-    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: REAL.accessKeyId, sentinel: FAKE.accessKeyId, ...(rules ? { injectHosts: rules } : {}) },
-    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: REAL.secretAccessKey, sentinel: FAKE.secretAccessKey },
+    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: REAL.accessKeyId, sentinel: FAKE.accessKeyId, injectInto: ['headers'], inject: true, ...(rules ? { injectHosts: rules } : {}) },
+    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: REAL.secretAccessKey, sentinel: FAKE.secretAccessKey, injectInto: ['headers'], inject: false },
   };
-  if (withToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: REAL.sessionToken!, sentinel: FAKE.sessionToken! };
+  if (withToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: REAL.sessionToken!, sentinel: FAKE.sessionToken!, injectInto: ['headers'], inject: true };
   return c;
 }
 
