@@ -14,6 +14,8 @@ export const REAL_TEMPORARY: AwsCreds = {
 
 /** Debian's AWS CLI (scripts/setup.sh installs it); the name alone could find another one first. */
 export const AWS_CLI = '/usr/bin/aws';
+/** Debian's python3, whose boto3 (python3-boto3) scripts/setup.sh installs: CI has no PyPI. */
+export const PYTHON = '/usr/bin/python3';
 
 /** The environment of an AWS client: these credentials, us-east-1, no config of the host's. */
 export function awsEnv(creds: AwsCreds, home: string): Record<string, string> {

@@ -19,12 +19,12 @@ import { SigV4Stage } from '../../src/credentials/sigv4-stage.js';
 import type { AwsCredential } from '../../src/credentials/plan.js';
 import type { Policy, SigV4Form, SigV4Handling } from '../../src/policy.js';
 import { startAwsServer, type AwsServer } from './aws-server.js';
-import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY } from './aws-fixtures.js';
+import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY, PYTHON } from './aws-fixtures.js';
 import type { AwsCreds } from './aws-verifier.js';
 
 const PRELOAD = join(REPO, 'dist', 'proxy', 'node-preload.cjs');
 const CLIENTS = join(REPO, 'test/e2e/aws-clients');
-const BOTO3 = execaSync('python3', ['-c', 'import boto3'], { reject: false }).exitCode === 0;
+const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
 const tmp = tempDir('srt-aws-proxy-');
 const resolver = async (host: string) => {
   if (host.endsWith('.test')) return ['127.0.0.1'];
@@ -140,7 +140,7 @@ for (const real of [REAL, REAL_TEMPORARY]) {
     it.runIf(BOTO3)('boto3: put_object, multipart upload_file, ranged download_file, list, presigned GET, STS', async () => {
       await withProxy(real, {}, async (env) => {
         const back = join(tmp.path, `boto-${real.accessKeyId}.bin`);
-        const r = await run(env, 'python3', [`${CLIENTS}/boto3-client.py`, endpoint(), data, back]);
+        const r = await run(env, PYTHON, [`${CLIENTS}/boto3-client.py`, endpoint(), data, back]);
         expect(r.stderr).toBe('');
         const out = lastJson(r.stdout) as { small: string; keys: string[]; presigned: string; account: string };
         expect(out).toMatchObject({ small: 'hello from boto3\n', keys: ['boto/data.bin', 'boto/small.txt'], account: '123456789012' });

@@ -9,13 +9,13 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY } from './aws-fixtures.js';
+import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY, PYTHON } from './aws-fixtures.js';
 import { startAwsServer, type AwsServer } from './aws-server.js';
 import type { AwsCreds } from './aws-verifier.js';
 import { keyValues, REPO, srt, tempDir } from './helpers.js';
 import { testPki } from './proxy-fixtures.js';
 
-const BOTO3 = execaSync('python3', ['-c', 'import boto3'], { reject: false }).exitCode === 0;
+const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
 const CLIENTS = join(REPO, 'test/e2e/aws-clients');
 const tmp = tempDir('srt-aws-sandbox-');
 const home = join(tmp.path, 'home');
@@ -83,7 +83,7 @@ afterAll(async () => {
 
 for (const real of [REAL, REAL_TEMPORARY]) {
   describe(`inside srt with masked AWS_* variables (${real.sessionToken ? 'with a session token' : 'long-term key pair'})`, () => {
-    it('awsCLI (s3 cp up and down, s3 ls, sts), @aws-sdk/client-s3 (default checksums, multipart, GetObject, presigned GET with curl) and boto3 work holding only sentinels', async () => {
+    it('awscli (s3 cp up and down, s3 ls, sts), @aws-sdk/client-s3 (default checksums, multipart, GetObject, presigned GET with curl) and boto3 work holding only sentinels', async () => {
       const e = endpoint();
       const cli = `${AWS_CLI} --endpoint-url ${e}`;
       const r = await run(maskedVars, awsEnv(real, home), [
@@ -97,7 +97,7 @@ for (const real of [REAL, REAL_TEMPORARY]) {
         `echo "sdk=$(node ${CLIENTS}/s3-sdk.mjs ${e} data.bin | tail -n 1)"`,
         `url=$(node -e 'const s = JSON.parse(process.argv[1]); console.log(s.presigned)' "$(node ${CLIENTS}/s3-sdk.mjs ${e} data.bin | tail -n 1)")`,
         'echo "presigned=$(curl -sS --fail "$url")"',
-        ...(BOTO3 ? [`echo "boto=$(python3 ${CLIENTS}/boto3-client.py ${e} data.bin boto-back.bin | tail -n 1)"`, 'cmp data.bin boto-back.bin && echo "boto_roundtrip=ok"'] : []),
+        ...(BOTO3 ? [`echo "boto=$(${PYTHON} ${CLIENTS}/boto3-client.py ${e} data.bin boto-back.bin | tail -n 1)"`, 'cmp data.bin boto-back.bin && echo "boto_roundtrip=ok"'] : []),
       ].join('\n'));
       expect(r.exitCode, r.stderr).toBe(0);
       noReal(r.stdout + r.stderr, real);

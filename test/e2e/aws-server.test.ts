@@ -10,10 +10,10 @@ import { randomBytes } from 'node:crypto';
 import { REPO, tempDir } from './helpers.js';
 import { selfSigned } from './proxy-fixtures.js';
 import { startAwsServer, type AwsServer } from './aws-server.js';
-import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY } from './aws-fixtures.js';
+import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY, PYTHON } from './aws-fixtures.js';
 
 const tmp = tempDir('srt-aws-server-');
-const BOTO3 = execaSync('python3', ['-c', 'import boto3'], { reject: false }).exitCode === 0;
+const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
 let server: AwsServer;
 let certPath: string;
 let data: string;
@@ -73,7 +73,7 @@ for (const creds of [REAL, REAL_TEMPORARY]) {
 
     it.runIf(BOTO3)('boto3: put_object, multipart upload_file, ranged download_file, list, presigned GET, STS', async () => {
       const back = join(tmp.path, 'boto-back.bin');
-      const r = await execa('python3', [join(REPO, 'test/e2e/aws-clients/boto3-client.py'), server.url, data, back], { env: env(creds), reject: false, timeout: 60_000 });
+      const r = await execa(PYTHON, [join(REPO, 'test/e2e/aws-clients/boto3-client.py'), server.url, data, back], { env: env(creds), reject: false, timeout: 60_000 });
       expect(r.stderr).toBe('');
       const out = JSON.parse(r.stdout) as { small: string; keys: string[]; presigned: string; account: string };
       expect(out).toMatchObject({ small: 'hello from boto3\n', keys: ['boto/data.bin', 'boto/small.txt'], account: '123456789012' });
