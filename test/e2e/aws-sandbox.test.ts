@@ -44,7 +44,7 @@ async function run(credentials: object, env: Record<string, string>, script: str
   const file = join(tmp.path, `settings-${Math.random()}.json`);
   writeFileSync(file, JSON.stringify(settings(credentials)));
   const { PATH: _p, HOME: _h, ...rest } = env;
-  const r = await srt(['--settings', file, '-c', script], { home, cwd, env: rest, timeout: 180_000 });
+  const r = await srt(['--settings', file, '-c', script], { home, cwd, env: rest, timeout: 150_000 });
   return { ...r, kv: keyValues(r.stdout) };
 }
 
@@ -97,6 +97,9 @@ for (const real of [REAL, REAL_TEMPORARY]) {
         `echo "sdk=$(node ${CLIENTS}/s3-sdk.mjs ${e} data.bin | tail -n 1)"`,
         `url=$(node -e 'const s = JSON.parse(process.argv[1]); console.log(s.presigned)' "$(node ${CLIENTS}/s3-sdk.mjs ${e} data.bin | tail -n 1)")`,
         'echo "presigned=$(curl -sS --fail "$url")"',
+        // Forms the CLI and the SDK do not send by default, signed by the SDK's own signers.
+        `echo "chunked=$(node ${CLIENTS}/signed-chunked.mjs ${e} chunked-trailer box/chunked.bin 1000000 65536 | tail -n 1)"`,
+        `echo "v4a=$(node ${CLIENTS}/signed-chunked.mjs ${e} sigv4a sdk/small.txt | tail -n 1)"`,
         ...(BOTO3 ? [`echo "boto=$(${PYTHON} ${CLIENTS}/boto3-client.py ${e} data.bin boto-back.bin | tail -n 1)"`, 'cmp data.bin boto-back.bin && echo "boto_roundtrip=ok"'] : []),
       ].join('\n'));
       expect(r.exitCode, r.stderr).toBe(0);
@@ -113,6 +116,9 @@ for (const real of [REAL, REAL_TEMPORARY]) {
       expect(sdk.held).toEqual(sentinels);
       expect(sdk.presigned).toContain(r.kv.key);
       expect(r.kv.presigned).toBe('hello from the sdk');
+      expect(JSON.parse(r.kv.chunked!)).toMatchObject({ status: 200 });
+      expect(aws.objects.get('bucket/box/chunked.bin')!.data.length).toBe(1000000);
+      expect(JSON.parse(r.kv.v4a!)).toMatchObject({ status: 200, body: 'hello from the sdk\n' });
       if (BOTO3) {
         expect(JSON.parse(r.kv.boto!)).toMatchObject({ small: 'hello from boto3\n', account: '123456789012' });
         expect(r.kv.boto_roundtrip).toBe('ok');
@@ -122,9 +128,11 @@ for (const real of [REAL, REAL_TEMPORARY]) {
       const forms = new Set(got.all.map((x) => `${x.verified!.form} ${x.verified!.payload}`));
       expect(forms).toContain('header STREAMING-UNSIGNED-PAYLOAD-TRAILER');
       expect(forms).toContain('query UNSIGNED-PAYLOAD');
+      expect(forms).toContain('header STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER');
+      expect(got.all.some((x) => x.verified!.algorithm === 'AWS4-ECDSA-P256-SHA256')).toBe(true);
       expect(got.all.filter((x) => /uploadId=/.test(x.target)).length).toBeGreaterThan(1);
       if (real.sessionToken) expect(got.all.every((x) => x.headers.some(([k, v]) => k.toLowerCase() === 'x-amz-security-token' && v === real.sessionToken) || /X-Amz-Security-Token=/.test(x.target))).toBe(true);
-    });
+    }, 180_000);
   });
 }
 
@@ -159,7 +167,7 @@ describe('inside srt, other ways in and out', () => {
     } finally {
       writeFileSync(join(home, '.aws', 'credentials'), '');
     }
-  });
+  }, 180_000);
 
   it('toward an allowed host outside the key\'s injectHosts the sentinel is stopped and reported; credentials.sigv4.presigned "deny" answers 403 naming the form', async () => {
     const r = await run({ ...maskedVars, sigv4: { presigned: 'deny' } }, awsEnv(REAL_TEMPORARY, home), [
@@ -178,7 +186,7 @@ describe('inside srt, other ways in and out', () => {
     const got = received(aws, []);
     expect(got.errors).toEqual([]);
     expect(got.all.some((x) => x.verified?.form === 'query')).toBe(false);
-  });
+  }, 180_000);
 });
 
 describe('lazy loading', () => {
@@ -205,5 +213,5 @@ describe('lazy loading', () => {
     expect(await loaded({ envVars: [{ name: 'TOKEN', mode: 'mask' }] }, { TOKEN: 'x'.repeat(30) })).toEqual([]);
     // With a masked AWS credential the stage is there from the start (it is needed by the first request).
     expect((await loaded(maskedVars, awsEnv(REAL, home))).length).toBeGreaterThan(0);
-  });
+  }, 60_000);
 });
