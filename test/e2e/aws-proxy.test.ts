@@ -5,7 +5,7 @@
 // python3 has it), and SDK-signed aws-chunked and SigV4a clients — against the loopback test AWS
 // (aws-server.ts), which verifies every request with @smithy/signature-v4 and the REAL credentials
 // and records that no sentinel ever arrived. Also: deny and passthrough per form, and plain HTTP.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execa, execaSync } from 'execa';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,6 +26,8 @@ const PRELOAD = join(REPO, 'dist', 'proxy', 'node-preload.cjs');
 const CLIENTS = join(REPO, 'test/e2e/aws-clients');
 const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
 const tmp = tempDir('srt-aws-proxy-');
+// Real AWS clients start slowly (the AWS CLI: seconds per call) and share 2 cores with the suite.
+vi.setConfig({ testTimeout: 120_000 });
 const resolver = async (host: string) => {
   if (host.endsWith('.test')) return ['127.0.0.1'];
   throw Object.assign(new Error('not found'), { code: 'ENOTFOUND' });

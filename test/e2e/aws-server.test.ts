@@ -2,7 +2,7 @@
 // holding the REAL credentials talk to it directly and everything they send must verify — else a
 // failure of the sandboxed tests (aws-sigv4.test.ts) could be the verifier's. A client with a
 // wrong secret must be refused, as AWS would.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { execa, execaSync } from 'execa';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -13,6 +13,8 @@ import { startAwsServer, type AwsServer } from './aws-server.js';
 import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY, PYTHON } from './aws-fixtures.js';
 
 const tmp = tempDir('srt-aws-server-');
+// Real AWS clients start slowly (the AWS CLI: seconds per call) and share 2 cores with the suite.
+vi.setConfig({ testTimeout: 120_000 });
 const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
 let server: AwsServer;
 let certPath: string;
