@@ -13,7 +13,6 @@ import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, US
 import type { CredentialPlan } from './credentials/plan.js';
 import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
 import { describeCredentialPlan } from './credentials/describe.js';
-import { credentialStages } from './credentials/stages.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
 import { identifyReal, listSnapshot, replaceableNames, resolveLanding } from './platform/landing.js';
@@ -540,7 +539,10 @@ export class Sandbox implements PlatformBackend {
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
     const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
-    const { stages, credential } = await credentialStages(this.credentials, this.policy, log);
+    // Loaded only when something is masked (`srt -- true` pays for no credential code).
+    const { stages, credential } = this.credentials.secrets.length > 0
+      ? await (await import('./credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
+      : { stages: [], credential: undefined };
     this.stage = credential;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,

@@ -1,16 +1,15 @@
-// The proxy stages of a credential plan. Only type imports here: the stages themselves (and the
-// SigV4 signer) are loaded when a plan has something for them to do.
+// The proxy stages of a credential plan that masks something (loaded only then). The SigV4 stage
+// and its signer are loaded only for a plan with an AWS credential.
 
 import type { Policy } from '../policy.js';
 import type { Stage } from '../proxy/pipeline.js';
 import type { CredentialPlan } from './plan.js';
 import type { CredentialStage } from './stage.js';
 
-/** SigV4 re-signing first (it takes the AWS sentinels out of the requests it signs again), then
- *  injection, re-masking and the tripwire. `credential` is the latter, whose notes (tripwire
- *  reports) are printed at the end. */
-export async function credentialStages(plan: CredentialPlan, policy: Policy, log?: (line: string) => void): Promise<{ stages: Stage[]; credential?: CredentialStage }> {
-  if (plan.secrets.length === 0) return { stages: [] };
+/** For a plan with secrets: SigV4 re-signing first (it takes the AWS sentinels out of the
+ *  requests it signs again), then injection, re-masking and the tripwire. `credential` is the
+ *  latter, whose notes (tripwire reports) are printed at the end. */
+export async function credentialStages(plan: CredentialPlan, policy: Policy, log?: (line: string) => void): Promise<{ stages: Stage[]; credential: CredentialStage }> {
   const stages: Stage[] = [];
   const { allowPlaintextInject } = policy.credentials;
   if (plan.aws.length > 0) {

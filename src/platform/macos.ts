@@ -33,7 +33,6 @@ import {
 import { describeCredentialPlan } from '../credentials/describe.js';
 import { credentialEnv } from '../credentials/env.js';
 import type { CredentialPlan } from '../credentials/plan.js';
-import { credentialStages } from '../credentials/stages.js';
 import type { CredentialStage } from '../credentials/stage.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { hooksPathDir } from '../profiles/protected.js';
@@ -357,7 +356,10 @@ export class MacosSandbox implements PlatformBackend {
     try {
       this.proxyModule = await loadProxyModule();
       const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
-      const { stages, credential } = await credentialStages(this.credentials, this.policy, log);
+      // Loaded only when something is masked (`srt -- true` pays for no credential code).
+      const { stages, credential } = this.credentials.secrets.length > 0
+        ? await (await import('../credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
+        : { stages: [], credential: undefined };
       this.stage = credential;
       this.proxy = await this.proxyModule.startProxy({
         network: this.policy.network,
