@@ -69,12 +69,17 @@ type CreateConnection = (this: https.Agent, options: Opts, cb?: (err: Error | nu
 
 /** Plain HTTP: rewrite the request to absolute-form and send it to the proxy instead of the destination. */
 function proxyHttp(proxy: URL): void {
-  const proto = http.Agent.prototype as unknown as { addRequest: AddRequest };
+  const proto = http.Agent.prototype as unknown as { addRequest: AddRequest; createConnection: unknown; createSocket: unknown };
   const original = proto.addRequest;
+  const { createConnection, createSocket } = proto;
   proto.addRequest = function (req, options) {
     const host = options.hostname || options.host || 'localhost';
     const port = Number(options.port) || 80;
-    if (this instanceof https.Agent || options.socketPath || bypass(host, port) || !req.path.startsWith('/')) {
+    // An agent that makes its connections its own way (npm's agent-base agents do their own
+    // proxying from the same variables) is left to it: sent to srt's proxy, it would tunnel to it.
+    const self = this as unknown as { createConnection: unknown; createSocket: unknown };
+    const ownWay = self.createConnection !== createConnection || self.createSocket !== createSocket;
+    if (this instanceof https.Agent || ownWay || options.socketPath || bypass(host, port) || !req.path.startsWith('/')) {
       original.call(this, req, options);
       return;
     }
