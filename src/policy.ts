@@ -77,7 +77,9 @@ export interface AwsPair {
   source: Source;
 }
 
-export type SigV4Handling = 'deny' | 'passthrough';
+/** The SigV4 forms `credentials.sigv4` can treat differently from the default (re-sign). */
+export type SigV4Form = 'presigned' | 'streaming' | 'sigv4a';
+export type SigV4Handling = 'resign' | 'deny' | 'passthrough';
 
 /** `network.exposePorts`: the host's hostAddress:hostPort reaches the sandbox's 127.0.0.1:sandboxPort. */
 export interface ExposedPort {
@@ -149,7 +151,7 @@ export interface Policy {
     envVars: EnvCredential[];
     files: FileCredential[];
     awsPairs: AwsPair[];
-    sigv4: { presigned: SigV4Handling; streaming: SigV4Handling; sigv4a: SigV4Handling };
+    sigv4: Record<SigV4Form, SigV4Handling>;
     allowPlaintextInject: boolean;
   };
 

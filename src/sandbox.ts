@@ -538,11 +538,12 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
-    if (this.credentials.secrets.length > 0) {
-      const { CredentialStage } = await import('./credentials/stage.js');
-      this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
-    }
     const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
+    // Loaded only when something is masked (`srt -- true` pays for no credential code).
+    const { stages, credential } = this.credentials.secrets.length > 0
+      ? await (await import('./credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
+      : { stages: [], credential: undefined };
+    this.stage = credential;
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
       listen: {
@@ -550,7 +551,7 @@ export class Sandbox implements PlatformBackend {
         socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
         forwards: this.forwards,
       },
-      ...(this.stage ? { stages: [this.stage] } : {}),
+      ...(stages.length ? { stages } : {}),
       ...(log ? { log } : {}),
       ...(this.audit ? { audit: this.audit } : {}),
       ...(this.tls ? { termination: this.tls.termination } : {}),

@@ -8,6 +8,7 @@
 
 import type { AwsPair, EnvCredential, FileCredential, InjectPlace, PathRule, Policy } from '../policy.js';
 import type { DomainRule } from '../proxy/domains.js';
+import { extractAwsCredentials, type AwsProfile } from './aws-files.js';
 import { extract } from './extract.js';
 import { fakeJwt, parseJwt, type Jose, type ParsedJwt } from './jwt.js';
 import { cryptoRandom, SentinelMint, type RandomInt } from './sentinels.js';
@@ -130,6 +131,14 @@ interface Masking {
   jwts?: Map<string, ParsedJwt>;
   /** Files: the original's permission bits. */
   mode?: number;
+  /** A label per value where one file holds several (an AWS credentials file's profiles). */
+  labelOf?: (real: string) => string;
+}
+
+/** A masked AWS credentials/config file's profiles, paired like the AWS_* variables. */
+interface AwsFile {
+  path: string;
+  profiles: AwsProfile[];
 }
 
 const DEFAULT_AWS: AwsPair = { accessKeyIdVar: 'AWS_ACCESS_KEY_ID', secretAccessKeyVar: 'AWS_SECRET_ACCESS_KEY', sessionTokenVar: 'AWS_SESSION_TOKEN', source: { scope: 'default' } };
@@ -173,6 +182,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   const random = input.random ?? cryptoRandom;
   const plan = emptyCredentialPlan();
   const maskings: Masking[] = [];
+  const awsFiles: AwsFile[] = [];
   const deny = (f: FileCredential, why: string) => plan.denyFiles.push({ rule: { path: f.path, glob: f.glob, original: f.path, source: f.source }, why });
 
   /** onExtractNoMatch for an entry whose extract/decode found nothing usable. */
@@ -256,7 +266,12 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
       case 'file':
         if (!isUtf8(fact.bytes)) { fallback('it is not UTF-8 text'); continue; }
     }
-    const m = find(f, f.path, fact.bytes.toString('utf8'));
+    const text = fact.bytes.toString('utf8');
+    // An AWS credentials/config file without an extract of its own: each key id, secret and
+    // token masked where it stands (the file still parses), each profile one credential.
+    const aws = f.extract === undefined && f.decode === undefined ? extractAwsCredentials(text) : null;
+    if (aws) awsFiles.push({ path: f.path, profiles: aws.profiles });
+    const m: Masking | null = aws ? { entry: f, label: f.path, values: aws.values, render: aws.render, labelOf: awsLabels(f.path, aws.profiles) } : find(f, f.path, text);
     if (!m) continue;
     m.mode = fact.mode ?? 0o600;
     maskings.push(m);
@@ -266,7 +281,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   }
 
   // --- sentinels: minted once every real value is known, so none clashes with any of them
-  const found: Found[] = maskings.flatMap((m) => m.values.map((real) => ({ real, label: m.label, entry: m.entry, ...(m.jwts ? { jwt: m.jwts.get(real)! } : {}) })));
+  const found: Found[] = maskings.flatMap((m) => m.values.map((real) => ({ real, label: m.labelOf?.(real) ?? m.label, entry: m.entry, ...(m.jwts ? { jwt: m.jwts.get(real)! } : {}) })));
   const mint = new SentinelMint(found.map((f) => f.real), random);
   const byReal = new Map<string, Secret>();
   const extended = new Set<string>();
@@ -325,6 +340,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   plan.unsetEnv = [...new Set(plan.unsetEnv)];
 
   awsPairing(policy, plan, byReal, input);
+  for (const file of awsFiles) awsFilePairing(file, plan, byReal);
   injectionWarnings(policy, plan);
   return plan;
 }
@@ -372,6 +388,32 @@ function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<st
   }
 }
 
+/** `~/.aws/credentials [dev] aws_secret_access_key`: which profile's which value, for reports. */
+function awsLabels(path: string, profiles: readonly AwsProfile[]): (real: string) => string {
+  const fields = [['accessKeyId', 'aws_access_key_id'], ['secretAccessKey', 'aws_secret_access_key'], ['sessionToken', 'aws_session_token']] as const;
+  return (real) => {
+    for (const p of profiles) for (const [field, key] of fields) if (p[field] === real) return `${path} [${p.profile}] ${key}`;
+    return path;
+  };
+}
+
+/** Each profile of a masked AWS file with a key id and a secret is one credential. */
+function awsFilePairing(file: AwsFile, plan: CredentialPlan, byReal: ReadonlyMap<string, Secret>): void {
+  for (const p of file.profiles) {
+    const accessKeyId = p.accessKeyId === undefined ? undefined : byReal.get(p.accessKeyId);
+    const secretAccessKey = p.secretAccessKey === undefined ? undefined : byReal.get(p.secretAccessKey);
+    if (!accessKeyId || !secretAccessKey) {
+      plan.warnings.push(`credentials: ${file.path}: profile [${p.profile}] has no ${accessKeyId ? 'aws_secret_access_key' : 'aws_access_key_id'}, so srt cannot re-sign its requests (its values are masked)`);
+      continue;
+    }
+    secretAccessKey.inject = false;
+    const token = p.sessionToken === undefined ? undefined : byReal.get(p.sessionToken);
+    // The same key pair in the environment and the file is one credential.
+    if (plan.aws.some((a) => a.accessKeyId === accessKeyId && a.secretAccessKey === secretAccessKey && a.sessionToken === token)) continue;
+    plan.aws.push({ accessKeyId, secretAccessKey, ...(token ? { sessionToken: token } : {}) });
+  }
+}
+
 /** Masks that can never be put back, said at start rather than found out by a failed login. */
 function injectionWarnings(policy: Policy, plan: CredentialPlan): void {
   const { network, credentials } = policy;
@@ -397,8 +439,5 @@ function injectionWarnings(policy: Policy, plan: CredentialPlan): void {
         plan.warnings.push(`credentials: ${label}: injectHosts entry "${rule.raw}" is not covered by network.allowedDomains, so the proxy never connects there and the value is never sent`);
       }
     }
-  }
-  if (plan.aws.length > 0) {
-    plan.warnings.push(`credentials: AWS SigV4 re-signing is not available in this version: requests signed with ${plan.aws.map((a) => a.secretAccessKey.label).join(', ')}'s sentinel fail at AWS`);
   }
 }

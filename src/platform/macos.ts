@@ -355,16 +355,17 @@ export class MacosSandbox implements PlatformBackend {
     }
     try {
       this.proxyModule = await loadProxyModule();
-      if (this.credentials.secrets.length > 0) {
-        const { CredentialStage } = await import('../credentials/stage.js');
-        this.stage = new CredentialStage(this.credentials.secrets, { allowPlaintextInject: this.policy.credentials.allowPlaintextInject });
-      }
       const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
+      // Loaded only when something is masked (`srt -- true` pays for no credential code).
+      const { stages, credential } = this.credentials.secrets.length > 0
+        ? await (await import('../credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
+        : { stages: [], credential: undefined };
+      this.stage = credential;
       this.proxy = await this.proxyModule.startProxy({
         network: this.policy.network,
         listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
         ...(log ? { log } : {}),
-        ...(this.stage ? { stages: [this.stage] } : {}),
+        ...(stages.length ? { stages } : {}),
       });
     } catch (e) {
       this.cleanupSync();

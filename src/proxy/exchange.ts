@@ -350,7 +350,11 @@ export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal
     const abort = () => upReq.destroy();
     signal.addEventListener('abort', abort, { once: true });
     upReq.on('response', (upRes) => {
-      resolve({ kind: 'response', res: h1Response(upRes, upRes) });
+      // A response to HEAD, a 204 or a 304 has no body (RFC 9110 §6.4.1), whatever its
+      // Content-Length says: response stages must not treat that length as one they may change.
+      const bodiless = req.method === 'HEAD' || upRes.statusCode === 204 || upRes.statusCode === 304;
+      if (bodiless) upRes.resume();
+      resolve({ kind: 'response', res: h1Response(upRes, bodiless ? null : upRes) });
       upRes.once('close', () => signal.removeEventListener('abort', abort));
     });
     upReq.on('upgrade', (upRes, socket, head) => {
@@ -393,7 +397,9 @@ export function sendH2(req: ProxyRequest, session: ClientHttp2Session, signal: A
     stream.on('trailers', (t) => (trailers = fromH2Headers(t)));
     stream.on('response', (headers) => {
       const status = Number(headers[':status'] ?? 502);
-      resolve({ kind: 'response', res: { status, statusMessage: '', headers: fromH2Headers(headers), body: stream, trailers: () => trailers } });
+      const bodiless = req.method === 'HEAD' || status === 204 || status === 304;
+      if (bodiless) stream.resume();
+      resolve({ kind: 'response', res: { status, statusMessage: '', headers: fromH2Headers(headers), body: bodiless ? null : stream, trailers: () => trailers } });
     });
     stream.on('error', reject);
     const body = req.body;

@@ -4,8 +4,12 @@
 //  - global fetch (Node's bundled undici): a lazily created undici EnvHttpProxyAgent installed as
 //    the global dispatcher (the symbol undici shares across copies); nothing is loaded until
 //    fetch first asks for the dispatcher, so `node -e 0` pays nothing for it.
-//  - http.globalAgent: sends absolute-form requests to the proxy (inspectable plain HTTP).
-//  - https.globalAgent: opens a CONNECT tunnel, then TLS to the destination inside it.
+//  - every http.Agent (the global one and those programs make, as the AWS SDK does): sends
+//    absolute-form requests to the proxy (inspectable plain HTTP).
+//  - every https.Agent: opens a CONNECT tunnel, then TLS to the destination inside it.
+// The agents' own prototypes are patched, so an agent a library creates for itself (keep-alive
+// pools, custom TLS options) honours the proxy too; a subclass that connects in its own way
+// (a proxy agent of the program's) keeps doing so.
 // NO_PROXY (localhost,127.0.0.1,::1 in the sandbox) keeps loopback direct. Without a proxy
 // variable this file does nothing.
 
@@ -60,48 +64,51 @@ function proxyAuthHeader(proxy: URL): string {
 
 type Opts = http.ClientRequestArgs & { servername?: string };
 
-class ProxyHttpAgent extends http.Agent {
-  constructor(private readonly proxy: URL) {
-    super({ keepAlive: true, timeout: 5000 });
-  }
-  // Rewrite the request to absolute-form and send it to the proxy instead of the destination.
-  addRequest(req: http.ClientRequest & { _header?: string | null }, options: Opts): void {
+type AddRequest = (this: http.Agent, req: http.ClientRequest & { _header?: string | null }, options: Opts) => void;
+type CreateConnection = (this: https.Agent, options: Opts, cb?: (err: Error | null, s: net.Socket) => void) => net.Socket | undefined;
+
+/** Plain HTTP: rewrite the request to absolute-form and send it to the proxy instead of the destination. */
+function proxyHttp(proxy: URL): void {
+  const proto = http.Agent.prototype as unknown as { addRequest: AddRequest; createConnection: unknown; createSocket: unknown };
+  const original = proto.addRequest;
+  const { createConnection, createSocket } = proto;
+  proto.addRequest = function (req, options) {
     const host = options.hostname || options.host || 'localhost';
     const port = Number(options.port) || 80;
-    if (options.socketPath || bypass(host, port) || !req.path.startsWith('/')) {
-      (http.Agent.prototype as unknown as { addRequest: (r: unknown, o: unknown) => void }).addRequest.call(this, req, options);
+    // An agent that makes its connections its own way (npm's agent-base agents do their own
+    // proxying from the same variables) is left to it: sent to srt's proxy, it would tunnel to it.
+    const self = this as unknown as { createConnection: unknown; createSocket: unknown };
+    const ownWay = self.createConnection !== createConnection || self.createSocket !== createSocket;
+    if (this instanceof https.Agent || ownWay || options.socketPath || bypass(host, port) || !req.path.startsWith('/')) {
+      original.call(this, req, options);
       return;
     }
     const origin = `http://${authority(host, port)}`;
     if (req._header) req._header = req._header.replace(/^(\S+) (\S+)/, (_m, method: string, path: string) => `${method} ${origin}${path}`);
     req.path = `${origin}${req.path}`;
-    const auth = proxyAuthHeader(this.proxy);
+    const auth = proxyAuthHeader(proxy);
     if (auth && !req.getHeader('proxy-authorization') && !req._header) req.setHeader('Proxy-Authorization', auth.slice(21, -2));
-    const to = { ...options, host: this.proxy.hostname.replace(/^\[|\]$/g, ''), hostname: undefined, port: Number(this.proxy.port) || 80 };
-    (http.Agent.prototype as unknown as { addRequest: (r: unknown, o: unknown) => void }).addRequest.call(this, req, to);
-  }
+    original.call(this, req, { ...options, host: proxy.hostname.replace(/^\[|\]$/g, ''), hostname: undefined, port: Number(proxy.port) || 80 });
+  };
 }
 
-class ProxyHttpsAgent extends https.Agent {
-  constructor(private readonly proxy: URL) {
-    super({ keepAlive: true, timeout: 5000 });
-  }
-  // Tunnel with CONNECT, then speak TLS to the destination inside the tunnel.
-  override createConnection(options: Opts, cb?: (err: Error | null, s: net.Socket) => void): net.Socket | undefined {
+/** HTTPS: tunnel with CONNECT, then speak TLS to the destination inside the tunnel. */
+function proxyHttps(proxy: URL): void {
+  const proto = https.Agent.prototype as unknown as { createConnection: CreateConnection };
+  const original = proto.createConnection;
+  proto.createConnection = function (options, cb) {
     const host = options.hostname || options.host || 'localhost';
     const port = Number(options.port) || 443;
-    if (options.socketPath || bypass(host, port)) {
-      return (https.Agent.prototype as unknown as { createConnection: (o: unknown) => net.Socket }).createConnection.call(this, options);
-    }
+    if (options.socketPath || bypass(host, port)) return original.call(this, options, cb);
     const target = authority(host, port);
-    const raw = net.connect({ host: this.proxy.hostname.replace(/^\[|\]$/g, ''), port: Number(this.proxy.port) || 80 });
+    const raw = net.connect({ host: proxy.hostname.replace(/^\[|\]$/g, ''), port: Number(proxy.port) || 80 });
     let buf = Buffer.alloc(0);
     const fail = (err: Error) => {
       raw.destroy();
       cb?.(err, raw);
     };
     raw.once('error', fail);
-    raw.once('connect', () => raw.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${proxyAuthHeader(this.proxy)}\r\n`));
+    raw.once('connect', () => raw.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${proxyAuthHeader(proxy)}\r\n`));
     const onData = (chunk: Buffer) => {
       buf = Buffer.concat([buf, chunk]);
       const end = buf.indexOf('\r\n\r\n');
@@ -123,7 +130,7 @@ class ProxyHttpsAgent extends https.Agent {
     };
     raw.on('data', onData);
     return undefined;
-  }
+  };
 }
 
 function installFetchDispatcher(): void {
@@ -166,6 +173,6 @@ function installFetchDispatcher(): void {
 
 if (httpProxy || httpsProxy) {
   installFetchDispatcher();
-  if (httpProxy) http.globalAgent = new ProxyHttpAgent(httpProxy);
-  if (httpsProxy) https.globalAgent = new ProxyHttpsAgent(httpsProxy);
+  if (httpProxy) proxyHttp(httpProxy);
+  if (httpsProxy) proxyHttps(httpsProxy);
 }

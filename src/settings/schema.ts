@@ -133,8 +133,8 @@ function build(zod: ZodModule) {
     .describe('A file to mask or deny.');
 
   const sigv4Handling = z
-    .enum(['deny', 'passthrough'])
-    .describe('deny (default): refuse the request with 403 naming the form; passthrough: forward it unchanged (AWS refuses it itself).');
+    .enum(['resign', 'deny', 'passthrough'])
+    .describe('resign (default): sign the request again with the real credentials; deny: refuse it with 403 naming the form; passthrough: forward it unchanged (AWS refuses it itself).');
 
   const tlsTerminate = z
     .strictObject({
@@ -211,7 +211,7 @@ function build(zod: ZodModule) {
         sigv4a: sigv4Handling.optional().describe('SigV4a (AWS4-ECDSA-P256-SHA256).'),
       })
       .optional()
-      .describe('SigV4 forms the proxy cannot re-sign: "deny" (default) or "passthrough".'),
+      .describe('What the proxy does with requests of these SigV4 forms signed with a masked AWS credential: "resign" (default), "deny" or "passthrough".'),
     allowPlaintextInject: z.boolean().optional().describe('Allow real values to be substituted into plain-HTTP requests.'),
   }).describe('Secrets the command must not see: masked (sentinels swapped back by the proxy) or denied.');
 
@@ -323,7 +323,9 @@ function messagesFor(issue: Issue, doc: unknown, base: PropertyKey[], root: Zod.
       if (issue.origin === 'number') return [[path, `must be at least ${issue.minimum}, got ${String(value)}`]];
       return [[path, 'must not be empty']];
     case 'invalid_value':
-      return [[path, `expected ${issue.values.map((v) => JSON.stringify(v)).join(' or ')}, got ${JSON.stringify(value) ?? 'nothing'}`]];
+      const names = issue.values.map((v) => JSON.stringify(v));
+      const expected = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : names.join('');
+      return [[path, `expected ${expected}, got ${JSON.stringify(value) ?? 'nothing'}`]];
     case 'invalid_union': {
       // Report the branch whose type matched (e.g. the object form of a path entry) if any.
       const typed = issue.errors.find((branch) => !branch.every((i) => i.code === 'invalid_type' && i.path.length === 0));

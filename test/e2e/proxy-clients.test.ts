@@ -218,6 +218,19 @@ describe('node through the preload', () => {
     );
   });
 
+  it('agents a program makes for itself use the proxy too (as the AWS SDK\'s keep-alive agents)', async () => {
+    const own = (mod: string) =>
+      `const m = require('${mod}'); const agent = new m.Agent({ keepAlive: true, maxSockets: 4 }); let n = 0; const go = () => m.get(process.argv[1], { agent }, r => { let b=''; r.on('data', c => b += c); r.on('end', () => { console.log(r.statusCode, b.trim()); if (++n < 2) go(); else agent.destroy(); }); }).on('error', e => console.log('ERR', e.message)); go();`;
+    expect((await run('node', ['-e', own('http'), `http://allowed.test:${A}/o`])).stdout).toBe(`200 hello GET /o host=allowed.test:${A}\n200 hello GET /o host=allowed.test:${A}`);
+    expect((await run('node', ['-e', own('https'), `https://allowed.test:${B}/o`], ca())).stdout).toBe('200 secure hello /o\n200 secure hello /o');
+    expect((await run('node', ['-e', own('https'), `https://other.test:${B}/o`], ca())).stdout).toMatch(/^ERR proxy refused CONNECT other\.test/);
+  });
+
+  it('an agent that connects its own way (as npm\'s proxy agents) is left to it', async () => {
+    const js = `const http = require('http'), net = require('net'); class Own extends http.Agent { createConnection(o) { console.log('asked', o.host + ':' + o.port); return net.connect(${A}, '127.0.0.1'); } } http.get(process.argv[1], { agent: new Own() }, r => { let b=''; r.on('data', c => b += c); r.on('end', () => console.log(r.statusCode, b.trim())); }).on('error', e => console.log('ERR', e.message));`;
+    expect((await run('node', ['-e', js, `http://allowed.test:${A}/own`])).stdout).toBe(`asked allowed.test:${A}\n200 hello GET /own host=allowed.test:${A}`);
+  });
+
   it('keeps NO_PROXY hosts direct and `node -e 0` working', async () => {
     expect((await run('node', ['-e', fetchJs, `http://127.0.0.1:${A}/direct`])).stdout).toBe(`200 hello GET /direct host=127.0.0.1:${A}`);
     const r = await run('node', ['-e', '0']);

@@ -18,7 +18,10 @@ beforeAll(async () => {
     req.on('data', (c: Buffer) => (body += c.toString('latin1')));
     req.on('end', () => {
       seen.push({ method: req.method!, url: req.url!, headers: req.headers, body });
-      res.end(`ok ${req.url}`);
+      if (req.url === '/no-content') res.writeHead(204).end();
+      // What a GET would get, announced: S3's HEAD Object, say.
+      else if (req.method === 'HEAD') res.writeHead(200, { 'Content-Length': Buffer.byteLength(`ok ${req.url}`) }).end();
+      else res.end(`ok ${req.url}`);
     });
   });
   A = await listenOn(origin);
@@ -34,15 +37,22 @@ beforeAll(async () => {
           const get = (name: string) => req.headers.find(([k]) => k.toLowerCase() === name)?.[1];
           if (get('x-refuse') !== undefined) return { refuse: 'refused by the inspection hook' };
           req.headers = req.headers.map(([k, v]): [string, string] => (k.toLowerCase() === 'x-rewrite' ? [k, 'rewritten'] : [k, v]));
+          if (get('x-drop-length-of-bodies') !== undefined) dropLength.add(req);
           if (get('x-replace-body') !== undefined) {
             req.headers = req.headers.filter(([k]) => k.toLowerCase() !== 'content-length');
             req.body = Readable.from([Buffer.from('replaced body')]);
           }
         },
+        // A response stage that rewrites bodies drops their Content-Length (as the credential stage
+        // does when its rewrites change lengths): bodiless responses must keep theirs.
+        response: (res, req) => {
+          if (dropLength.has(req) && res.body) res.headers = res.headers.filter(([k]) => k.toLowerCase() !== 'content-length');
+        },
       },
     ],
   });
 });
+const dropLength = new WeakSet<object>();
 
 afterAll(async () => {
   await proxy?.close();
@@ -59,6 +69,19 @@ describe('request framing', () => {
     expect(reply).toMatch(/^HTTP\/1\.1 200 /);
     expect(seen.map((r) => r.url)).toEqual(['/first']);
     expect(seen[0]!.body).toBe(inner);
+  });
+});
+
+describe('bodiless responses', () => {
+  it('a HEAD response (and a 204) reaches the response stages without a body and keeps its Content-Length', async () => {
+    const head = await exchange(proxy.httpPort!, `HEAD http://127.0.0.1:${A}/x HTTP/1.1\r\nHost: 127.0.0.1:${A}\r\nX-Drop-Length-Of-Bodies: 1\r\nConnection: close\r\n\r\n`);
+    expect(head).toMatch(/^HTTP\/1\.1 200 /);
+    expect(head).toMatch(/\r\ncontent-length: 5\r\n/i);
+    const get = await exchange(proxy.httpPort!, `GET http://127.0.0.1:${A}/x HTTP/1.1\r\nHost: 127.0.0.1:${A}\r\nX-Drop-Length-Of-Bodies: 1\r\nConnection: close\r\n\r\n`);
+    expect(get).not.toMatch(/\r\ncontent-length:/i);
+    expect(get).toMatch(/ok \/x/);
+    const empty = await exchange(proxy.httpPort!, `GET http://127.0.0.1:${A}/no-content HTTP/1.1\r\nHost: 127.0.0.1:${A}\r\nX-Drop-Length-Of-Bodies: 1\r\nConnection: close\r\n\r\n`);
+    expect(empty).toMatch(/^HTTP\/1\.1 204 /);
   });
 });
 

@@ -250,6 +250,30 @@ describe('credential plan: start-up report and AWS', () => {
     ]);
   });
 
+  it('a masked AWS credentials file: each value masked in place, each profile one credential (shared with the variables holding the same pair)', () => {
+    const text = '[default]\naws_access_key_id = AKIAIOSFODNN7EXAMPLE\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\nregion = eu-west-1\n\n[temp]\naws_access_key_id=ASIAIOSFODNN7EXAMPLE\naws_secret_access_key=tempSecretAccessKeytempSecretAccessKey00\naws_session_token = IQoJb3JpZ2luX2VjEXAMPLE+/token==\n\n[half]\naws_access_key_id = AKIAHALFHALFHALFHALF\n';
+    const env = { AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' };
+    const p = plan(
+      { network: TLS, credentials: { envVars: [{ name: 'AWS_ACCESS_KEY_ID', mode: 'mask' }, { name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }], files: [{ path: '~/.aws/credentials', mode: 'mask', injectHosts: ['s3.example.com'] }] } },
+      { env, files: new Map([['/home/u/.aws/credentials', file(text)]]) },
+    );
+    expect(p.errors).toEqual([]);
+    const inside = p.maskFiles[0]!.content.toString();
+    for (const real of ['AKIAIOSFODNN7EXAMPLE', 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', 'ASIAIOSFODNN7EXAMPLE', 'tempSecretAccessKeytempSecretAccessKey00', 'IQoJb3JpZ2luX2VjEXAMPLE+/token==', 'AKIAHALFHALFHALFHALF']) expect(inside).not.toContain(real);
+    expect(inside.replace(/= ?\S+/g, '=')).toBe(text.replace(/= ?\S+/g, '='));
+    expect(p.aws).toHaveLength(2);
+    const [fromEnv, temp] = p.aws;
+    expect(inside).toContain(`aws_access_key_id = ${fromEnv!.accessKeyId.sentinel}\n`);
+    expect(p.setEnv.find((c) => c.name === 'AWS_ACCESS_KEY_ID')!.value).toBe(fromEnv!.accessKeyId.sentinel);
+    expect(temp!.accessKeyId.sentinel).toMatch(/^ASIA[A-Z2-7]{16}$/);
+    expect(temp!.accessKeyId.label).toBe('/home/u/.aws/credentials [temp] aws_access_key_id');
+    expect(temp!.accessKeyId.injectHosts).toEqual([expect.objectContaining({ text: 's3.example.com' })]);
+    expect(temp!.secretAccessKey.inject).toBe(false);
+    expect(temp!.sessionToken!.real).toBe('IQoJb3JpZ2luX2VjEXAMPLE+/token==');
+    expect(inside).toContain(`aws_session_token = ${temp!.sessionToken!.sentinel}\n`);
+    expect(p.warnings).toEqual(['credentials: /home/u/.aws/credentials: profile [half] has no aws_secret_access_key, so srt cannot re-sign its requests (its values are masked)']);
+  });
+
   it('the secret key masked without its key id (and the reverse) is reported', () => {
     const secretOnly = plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }, { env: { AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' } });
     expect(secretOnly.warnings).toContain('credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too');
