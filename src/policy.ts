@@ -79,7 +79,8 @@ export interface AwsPair {
 
 /** The SigV4 forms `credentials.sigv4` can treat differently from the default (re-sign). */
 export type SigV4Form = 'presigned' | 'streaming' | 'sigv4a';
-export type SigV4Handling = 'resign' | 'deny' | 'passthrough';
+/** What becomes of a request of a SigV4 form srt cannot re-sign (every form is re-signed when it can be). */
+export type SigV4Handling = 'deny' | 'passthrough';
 
 /** `network.exposePorts`: the host's hostAddress:hostPort reaches the sandbox's 127.0.0.1:sandboxPort. */
 export interface ExposedPort {

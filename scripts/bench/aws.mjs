@@ -3,8 +3,8 @@
 // (STREAMING-AWS4-HMAC-SHA256-PAYLOAD, 64 KiB chunks, each signed by the client with its sentinel
 // secret) from a client inside the real sandbox, to a loopback HTTPS sink:
 //  - re-signed: TLS terminated, every chunk signature recomputed on the fly with the real secret
-//  - terminated: the same upload, TLS terminated but not re-signed (credentials.sigv4.streaming
-//    "passthrough"): what termination alone costs
+//  - terminated: the same upload, TLS terminated but not re-signed (nothing masked: the client
+//    holds the real key): what termination alone costs
 //  - baseline: the same upload through an opaque tunnel (the host in excludeDomains)
 // MB/s of each, and the peak RSS of the srt process (where the proxy runs) while re-signing
 // (target ≤ 150 MB). The sink checks which key id each upload arrived with (the real one when
@@ -43,9 +43,9 @@ const settings = (mode) => {
   const file = join(tmp.dir, `settings-${mode}.json`);
   writeFileSync(file, JSON.stringify({
     network: { allowedDomains: [`127.0.0.2:${port}`], tlsTerminate: { extraCaCertPaths: [pki.ca], ...(mode === 'tunnel' ? { excludeDomains: ['127.0.0.2'] } : {}) } },
-    credentials: {
+    // Terminated only: nothing masked, so the client signs with the real key and nothing re-signs.
+    credentials: mode === 'terminated' ? {} : {
       envVars: ['AWS_ACCESS_KEY_ID', 'AWS_SECRET_ACCESS_KEY'].map((name) => ({ name, mode: 'mask', injectHosts: ['127.0.0.2'] })),
-      ...(mode === 'terminated' ? { sigv4: { streaming: 'passthrough' } } : {}),
     },
   }));
   return file;

@@ -153,17 +153,20 @@ export class SigV4Stage implements Stage {
     if (auth.form === 'query') forms.push('presigned');
     if (given?.startsWith('STREAMING-')) forms.push('streaming');
     if (auth.algorithm === ECDSA_ALGORITHM) forms.push('sigv4a');
-    for (const f of forms) {
-      if (this.opts.sigv4[f] === 'deny') {
-        this.opts.log?.(`sigv4: ${req.method} ${host}: refused (${f})`);
-        return { refuse: `${FORM_NAMES[f]} signed with ${label}'s sentinel: credentials.sigv4.${f} is "deny"`, status: 403 };
+    // Every form is re-signed (SPEC §7); credentials.sigv4.<form> decides only what becomes of a
+    // request of that form srt cannot re-sign: "deny" (default) answers 403 naming the form and
+    // the key, "passthrough" forwards it unchanged so the tool gets AWS's own refusal.
+    const fallback = (why: string, status = 400): Refusal | undefined => {
+      const pass = forms.find((f) => this.opts.sigv4[f] === 'passthrough');
+      if (pass) {
+        this.opts.log?.(`sigv4: ${req.method} ${host}: forwarded without re-signing (${why}; credentials.sigv4.${pass} is "passthrough")`);
+        return undefined;
       }
-    }
-    const passthrough = forms.filter((f) => this.opts.sigv4[f] === 'passthrough');
-    if (passthrough.length > 0) {
-      this.opts.log?.(`sigv4: ${req.method} ${host}: forwarded without re-signing (credentials.sigv4.${passthrough[0]} is "passthrough")`);
-      return undefined;
-    }
+      const f = forms[0];
+      if (!f) return cannot(why, status);
+      this.opts.log?.(`sigv4: ${req.method} ${host}: refused (${f}: ${why})`);
+      return { refuse: `cannot re-sign ${FORM_NAMES[f]} signed with ${label}'s sentinel (${why}): credentials.sigv4.${f} is "deny"`, status: 403, proxyError: CANNOT };
+    };
 
     // The payload hash that is signed: as the client gave it, or the body's own.
     let payloadHash: string;
@@ -171,11 +174,11 @@ export class SigV4Stage implements Stage {
     if (given !== undefined) {
       const streaming = STREAMING_SIGNED[given];
       if (streaming) {
-        if (streaming.algorithm !== auth.algorithm) return cannot(`x-amz-content-sha256 ${given} does not match its ${auth.algorithm} signature`);
-        if (!req.body) return cannot(`x-amz-content-sha256 is ${given} but the request has no body`);
+        if (streaming.algorithm !== auth.algorithm) return fallback(`x-amz-content-sha256 ${given} does not match its ${auth.algorithm} signature`);
+        if (!req.body) return fallback(`x-amz-content-sha256 is ${given} but the request has no body`);
         chunked = { trailer: streaming.trailer };
       } else if (!HEX64.test(given) && !BODY_UNSIGNED.has(given)) {
-        return cannot(`x-amz-content-sha256 "${given.slice(0, 60)}" is not a payload form srt can re-sign`);
+        return fallback(`x-amz-content-sha256 "${given.slice(0, 60)}" is not a payload form srt can re-sign`);
       }
       payloadHash = given;
     } else if (auth.form === 'query' && isS3(auth.scope.service)) {
@@ -185,10 +188,11 @@ export class SigV4Stage implements Stage {
     } else {
       const max = this.opts.maxHashedBody ?? MAX_HASHED_BODY;
       const length = Number(headerValues(req.headers, 'content-length')[0] ?? NaN);
-      const tooLarge = () => cannot(`its payload is signed without x-amz-content-sha256, so srt must hash the body first, and it is larger than ${max} bytes`, 413);
+      const tooLarge = () => fallback(`its payload is signed without x-amz-content-sha256, so srt must hash the body first, and it is larger than ${max} bytes`, 413);
       if (length > max) return tooLarge();
       const body = await readBounded(req.body, max);
-      if (body === null) return tooLarge();
+      // Part of the body is read: it cannot be forwarded unchanged either.
+      if (body === null) return cannot(`its payload is signed without x-amz-content-sha256, so srt must hash the body first, and it is larger than ${max} bytes`, 413);
       payloadHash = sha256Hex(body);
       req.body = Readable.from([body]);
     }
@@ -201,7 +205,7 @@ export class SigV4Stage implements Stage {
     try {
       out = resign({ method: req.method, target: req.path, authority: req.authority, headers, auth, keys, payloadHash, strippedByProxy: isHopByHop });
     } catch (e) {
-      if (e instanceof SigV4Error) return cannot(e.message);
+      if (e instanceof SigV4Error) return fallback(e.message);
       throw e;
     }
     req.path = out.target;

@@ -700,7 +700,7 @@ class Builder {
     const { managedDomainsOnly, managedReadOnly } = this.applyTrust();
     const s = <T>(key: string, read: (doc: SettingsDocument) => T | undefined, fallback: T) => this.scalar(key, read, fallback);
     const sigv4 = (k: 'presigned' | 'streaming' | 'sigv4a') =>
-      s<SigV4Handling>(`credentials.sigv4.${k}`, (d) => d.credentials?.sigv4?.[k], 'resign');
+      s<SigV4Handling>(`credentials.sigv4.${k}`, (d) => d.credentials?.sigv4?.[k], 'deny');
 
     const network: Policy['network'] = {
       allowedDomains: this.domains('allow'),

@@ -133,8 +133,8 @@ function build(zod: ZodModule) {
     .describe('A file to mask or deny.');
 
   const sigv4Handling = z
-    .enum(['resign', 'deny', 'passthrough'])
-    .describe('resign (default): sign the request again with the real credentials; deny: refuse it with 403 naming the form; passthrough: forward it unchanged (AWS refuses it itself).');
+    .enum(['deny', 'passthrough'])
+    .describe('What becomes of a request of this form that srt cannot re-sign (it re-signs every one it can): deny (default): 403 naming the form; passthrough: forward it unchanged (AWS refuses it itself).');
 
   const tlsTerminate = z
     .strictObject({
@@ -211,7 +211,7 @@ function build(zod: ZodModule) {
         sigv4a: sigv4Handling.optional().describe('SigV4a (AWS4-ECDSA-P256-SHA256).'),
       })
       .optional()
-      .describe('What the proxy does with requests of these SigV4 forms signed with a masked AWS credential: "resign" (default), "deny" or "passthrough".'),
+      .describe('Requests of these SigV4 forms signed with a masked AWS credential are re-signed; where one cannot be: "deny" (default) or "passthrough".'),
     allowPlaintextInject: z.boolean().optional().describe('Allow real values to be substituted into plain-HTTP requests.'),
   }).describe('Secrets the command must not see: masked (sentinels swapped back by the proxy) or denied.');
 

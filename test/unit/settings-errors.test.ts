@@ -56,7 +56,7 @@ const CASES: Array<[string, string, string, string]> = [
   ['path of wrong type', USER, '{"filesystem": {"allowWrite": [5]}}', 'F: filesystem.allowWrite[0]: expected a path string or {"path": ..., "literal": true}, got a number'],
   ['empty path', USER, '{"filesystem": {"allowWrite": [""]}}', 'F: filesystem.allowWrite[0]: must not be empty'],
   ['~user path', USER, '{"filesystem": {"denyRead": ["~bob/x"]}}', 'F: filesystem.denyRead[0]: "~bob/x": ~user paths are not supported; write the absolute path'],
-  ['bad sigv4 value', USER, '{"credentials": {"sigv4": {"presigned": "allow"}}}', 'F: credentials.sigv4.presigned: expected "resign", "deny" or "passthrough", got "allow"'],
+  ['bad sigv4 value', USER, '{"credentials": {"sigv4": {"presigned": "allow"}}}', 'F: credentials.sigv4.presigned: expected "deny" or "passthrough", got "allow"'],
   ['empty injectHosts', USER, '{"credentials": {"envVars": [{"name": "X", "mode": "mask", "injectHosts": []}]}}', 'F: credentials.envVars[0].injectHosts: must not be empty'],
 ];
 

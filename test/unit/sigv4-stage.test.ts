@@ -40,7 +40,7 @@ function credential(withToken: boolean, injectHosts?: string[]): AwsCredential {
   return c;
 }
 
-const RESIGN: Record<SigV4Form, SigV4Handling> = { presigned: 'resign', streaming: 'resign', sigv4a: 'resign' };
+const RESIGN: Record<SigV4Form, SigV4Handling> = { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' };
 
 function stage(o: { token?: boolean; injectHosts?: string[]; sigv4?: Partial<Record<SigV4Form, SigV4Handling>>; plain?: boolean; maxHashedBody?: number } = {}) {
   const log: string[] = [];
@@ -284,18 +284,24 @@ describe('where and whether the stage re-signs', () => {
     ['sigv4a', async () => wire(await new SignatureV4a({ credentials: clientCreds(false), region: 'us-east-1', service: 's3', sha256: Sha256, uriEscapePath: false }).sign(smithyRequest('GET', '/k', { 'x-amz-content-sha256': 'UNSIGNED-PAYLOAD' }), { signingDate: DATE }), null)],
   ];
   for (const [form, make] of forms) {
-    it(`credentials.sigv4.${form}: "deny" refuses with 403 naming the form and the key; "passthrough" forwards unchanged`, async () => {
-      const denied = await stage({ sigv4: { [form]: 'deny' } }).s.request(await make());
-      expect(denied).toMatchObject({ status: 403 });
+    it(`credentials.sigv4.${form}: every form is re-signed; where srt cannot re-sign one, "deny" (default) answers 403 naming the form and the key, "passthrough" forwards it unchanged`, async () => {
+      expect(await stage({ sigv4: { [form]: 'deny' } }).s.request(await make())).toBeUndefined(); // re-signed
+      // A request of this form srt cannot re-sign: a payload hash it does not know (still a STREAMING- one for that form).
+      const broken = async () => {
+        const req = await make();
+        req.headers = [...req.headers.filter(([k]) => k.toLowerCase() !== 'x-amz-content-sha256'), ['x-amz-content-sha256', form === 'streaming' ? 'STREAMING-BOGUS' : 'bogus']];
+        return req;
+      };
+      const denied = await stage({ sigv4: { [form]: 'deny' } }).s.request(await broken());
+      expect(denied).toMatchObject({ status: 403, proxyError: 'sigv4-cannot-resign' });
       expect(denied!.refuse).toContain(`credentials.sigv4.${form} is "deny"`);
       expect(denied!.refuse).toContain('AWS_ACCESS_KEY_ID');
-      const req = await make();
+      const req = await broken();
       const before = JSON.stringify({ path: req.path, headers: req.headers });
       expect(await stage({ sigv4: { [form]: 'passthrough' } }).s.request(req)).toBeUndefined();
       expect(JSON.stringify({ path: req.path, headers: req.headers })).toBe(before);
-      // Other forms' settings do not apply.
-      const other = SIGV4_OTHER(form);
-      expect(await stage({ sigv4: { [other]: 'deny' } }).s.request(await make())).toBeUndefined();
+      // Another form's passthrough does not apply.
+      expect(await stage({ sigv4: { [SIGV4_OTHER(form)]: 'passthrough' } }).s.request(await broken())).toMatchObject({ status: 403 });
     });
   }
 });
@@ -340,7 +346,8 @@ describe('requests that cannot be re-signed fail at the proxy, never half re-sig
     expectCannot(await stage().s.request(req), /several x-amz-content-sha256 headers/);
   });
   it('an event stream payload', async () => {
-    expectCannot(await stage().s.request(await base({ 'x-amz-content-sha256': 'STREAMING-AWS4-HMAC-SHA256-EVENTS' })), /not a payload form srt can re-sign/);
+    // A streaming form: credentials.sigv4.streaming decides (default "deny": 403 naming it).
+    expectCannot(await stage().s.request(await base({ 'x-amz-content-sha256': 'STREAMING-AWS4-HMAC-SHA256-EVENTS' })), /not a payload form srt can re-sign.*credentials\.sigv4\.streaming is "deny"/, 403);
   });
   it('a body srt must hash that is larger than its bound (413)', async () => {
     const body = Buffer.alloc(4096, 'b');
