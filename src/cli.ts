@@ -159,7 +159,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   }
   try {
     sandbox = await Sandbox.create({
-      policy: report.policy, debug, pinCwd: true, dryRun: opts.dryRun === true, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
+      policy: report.policy, debug, pinCwd: true, dryRun: opts.dryRun === true, onMessage: say, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
     });
     if (opts.dryRun) {
       process.stdout.write(printableBlock(sandbox.dryRun(spec)));

@@ -26,7 +26,7 @@ import { ownFiles } from './platform/self.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
 import { isWithin } from './glob.js';
 import { describeSource } from './settings/report.js';
-import { say, shellQuote } from './shell.js';
+import { shellQuote } from './shell.js';
 import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
 import type { ForwardListen, ProxyHandle } from './proxy/server.js';
@@ -242,6 +242,10 @@ export interface SandboxOptions {
   audit?: AuditSink;
   /** Only for `dryRun()`: credentials' `source` commands are not run. */
   dryRun?: boolean;
+  /** srt's own lines as they happen (`srt: warning: …`, `srt: …` errors, `srt[debug]: …`), not yet
+   *  made printable. The library prints nothing: without a sink they are kept for `messages()`.
+   *  The CLI passes one that prints them. */
+  onMessage?: (line: string) => void;
 }
 
 export class Sandbox implements PlatformBackend {
@@ -250,6 +254,8 @@ export class Sandbox implements PlatformBackend {
   /** Lines for the end of the run: refused protected writes, repositories disabled, paths set aside. */
   private readonly endNotes: string[] = [];
   private audit: AuditSink | undefined;
+  private onMessage: ((line: string) => void) | undefined;
+  private readonly said: string[] = [];
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private cleanupReported = false;
@@ -494,6 +500,7 @@ export class Sandbox implements PlatformBackend {
       supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls, credentials);
     sb.warnings.push(...warnings);
     sb.audit = opts.audit;
+    sb.onMessage = opts.onMessage;
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
     return sb;
@@ -538,7 +545,7 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
-    const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
+    const log = this.debug ? (line: string) => this.say(`srt[debug]: ${line}`) : undefined;
     // Loaded only when something is masked (`srt -- true` pays for no credential code).
     const { stages, credential } = this.credentials.secrets.length > 0
       ? await (await import('./credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
@@ -640,26 +647,36 @@ export class Sandbox implements PlatformBackend {
 
   /** Run the command; resolves to its exit status per SPEC §1. One run per Sandbox: the run
    *  directory, placeholders and proxy are set up for it and cleaned up after it. */
+  /** One of srt's own lines: to the caller's sink, else kept for messages(). */
+  private say(line: string): void {
+    if (this.onMessage) this.onMessage(line);
+    else this.said.push(line);
+  }
+
+  messages(): string[] {
+    return [...this.said];
+  }
+
   async run(cmd: CommandSpec): Promise<number> {
     if (this.disposed) throw new Error('Sandbox already disposed');
     if (this.ran) throw new Error('Sandbox.run() may be called once; create a new Sandbox for another command');
     this.ran = true;
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
-    for (const w of this.startupWarnings(plan)) say(`srt: warning: ${w}`);
-    if (this.debug) for (const n of [...plan.notes, ...this.credentials.notes]) say(`srt[debug]: ${n}`);
+    for (const w of this.startupWarnings(plan)) this.say(`srt: warning: ${w}`);
+    if (this.debug) for (const n of [...plan.notes, ...this.credentials.notes]) this.say(`srt[debug]: ${n}`);
     const env = this.commandEnv();
 
     const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
     if (missing) {
-      say(`srt: ${argv[0]}: ${missing.message}`);
+      this.say(`srt: ${argv[0]}: ${missing.message}`);
       return missing.status;
     }
 
     // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
     // real run clears them: a dry run (or srt doctor) changes nothing.
     try {
-      for (const n of reapStale(this.policy.home)) say(`srt: warning: ${n}`);
+      for (const n of reapStale(this.policy.home)) this.say(`srt: warning: ${n}`);
     } catch { /* the lock is busy: they stay for the next run */ }
 
     // Placeholders other runs recorded that this run binds read-only must survive this run too.
@@ -674,7 +691,7 @@ export class Sandbox implements PlatformBackend {
     try {
       this.placeholders.create(plan.placeholders, bound, this.watched);
     } catch (e) {
-      say(`srt: cannot create placeholders for protected paths: ${(e as Error).message}`);
+      this.say(`srt: cannot create placeholders for protected paths: ${(e as Error).message}`);
       return 125;
     }
     Object.assign(env, this.gitExcludesEnv(plan.placeholders, env));
@@ -701,7 +718,7 @@ export class Sandbox implements PlatformBackend {
         reportFd = openSync(join(this.runDir, 'report'), 'a', 0o600);
       } catch (e) {
         this.cleanupSync();
-        say(`srt: cannot write the protected-path rules: ${(e as Error).message}`);
+        this.say(`srt: cannot write the protected-path rules: ${(e as Error).message}`);
         return 125;
       }
     }
@@ -710,7 +727,7 @@ export class Sandbox implements PlatformBackend {
       await this.startProxy();
     } catch (e) {
       this.cleanupSync();
-      say(`srt: cannot start the network proxy: ${(e as Error).message}`);
+      this.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
       return 125;
     }
 
@@ -737,7 +754,7 @@ export class Sandbox implements PlatformBackend {
         // The helper's own failure before bwrap ran (an exposed port is taken): it said why.
         if (res.status === 125) return 125;
         const why = await diagnoseBubblewrap(this.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });
-        say(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run`);
+        this.say(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run`);
         return 125;
       }
       return res.status;
@@ -852,7 +869,7 @@ export class Sandbox implements PlatformBackend {
     const left = removeTree(this.runDir);
     if (left && !this.cleanupReported) {
       this.cleanupReported = true;
-      say(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
+      this.say(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
     }
   }
 

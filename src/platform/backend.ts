@@ -19,6 +19,8 @@ export interface PlatformBackend {
   updateNetwork(network: Policy['network']): void;
   /** One printable line per distinct refusal, for the end of the run. */
   violations(): string[];
+  /** srt's own lines of this sandbox so far (warnings, errors, debug) when no `onMessage` sink was given. */
+  messages(): string[];
   dispose(): Promise<void>;
 }
 

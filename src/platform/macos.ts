@@ -38,7 +38,7 @@ import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles
 import { hooksPathDir } from '../profiles/protected.js';
 import { defaultManagedPaths } from '../settings/files.js';
 import { describeSource } from '../settings/report.js';
-import { say, shellQuote } from '../shell.js';
+import { shellQuote } from '../shell.js';
 import type { PlatformBackend } from './backend.js';
 import { resolveLanding } from './landing.js';
 import { removeTree } from './remove.js';
@@ -174,6 +174,8 @@ export function parseDenial(message: string, tag: string): Denial | null {
 
 export class MacosSandbox implements PlatformBackend {
   readonly platform = 'macos' as const;
+  private onMessage: ((line: string) => void) | undefined;
+  private readonly said: string[] = [];
   private disposed = false;
   private ran = false;
   private running = false;
@@ -260,6 +262,7 @@ export class MacosSandbox implements PlatformBackend {
       });
       if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
       const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag, credentials);
+      sb.onMessage = opts.onMessage;
       process.on('exit', sb.onExit);
       for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
       return sb;
@@ -331,18 +334,28 @@ export class MacosSandbox implements PlatformBackend {
     return `${lines.join('\n')}\n`;
   }
 
+  /** One of srt's own lines: to the caller's sink, else kept for messages(). */
+  private say(line: string): void {
+    if (this.onMessage) this.onMessage(line);
+    else this.said.push(line);
+  }
+
+  messages(): string[] {
+    return [...this.said];
+  }
+
   async run(cmd: CommandSpec): Promise<number> {
     if (this.disposed) throw new Error('Sandbox already disposed');
     if (this.ran) throw new Error('Sandbox.run() may be called once; create a new Sandbox for another command');
     this.ran = true;
-    for (const w of this.startupWarnings()) say(`srt: warning: ${w}`);
+    for (const w of this.startupWarnings()) this.say(`srt: warning: ${w}`);
     if (this.debug) {
-      for (const n of this.plan.notes) say(`srt[debug]: ${n}`);
-      say(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log`);
+      for (const n of this.plan.notes) this.say(`srt[debug]: ${n}`);
+      this.say(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log`);
     }
     const sandboxExec = testOnly.sandboxExec ?? SANDBOX_EXEC;
     if (!testOnly.sandboxExec && (process.platform !== 'darwin' || !existsSync(SANDBOX_EXEC))) {
-      say(process.platform !== 'darwin'
+      this.say(process.platform !== 'darwin'
         ? 'srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here'
         : `srt: ${SANDBOX_EXEC} is missing; srt needs it to sandbox commands on macOS`);
       return 125;
@@ -350,12 +363,12 @@ export class MacosSandbox implements PlatformBackend {
     const argv = commandArgv(cmd);
     const missing = checkCommand(argv[0]!, process.env.PATH ?? '', this.policy.cwd);
     if (missing) {
-      say(`srt: ${argv[0]}: ${missing.message}`);
+      this.say(`srt: ${argv[0]}: ${missing.message}`);
       return missing.status;
     }
     try {
       this.proxyModule = await loadProxyModule();
-      const log = this.debug ? (line: string) => say(`srt[debug]: ${line}`) : undefined;
+      const log = this.debug ? (line: string) => this.say(`srt[debug]: ${line}`) : undefined;
       // Loaded only when something is masked (`srt -- true` pays for no credential code).
       const { stages, credential } = this.credentials.secrets.length > 0
         ? await (await import('../credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
@@ -369,7 +382,7 @@ export class MacosSandbox implements PlatformBackend {
       });
     } catch (e) {
       this.cleanupSync();
-      say(`srt: cannot start the network proxy: ${(e as Error).message}`);
+      this.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
       return 125;
     }
     const http = this.proxy.httpPort!;
@@ -384,7 +397,7 @@ export class MacosSandbox implements PlatformBackend {
       const [refused, started] = await Promise.all([this.preflight(sandboxExec, http, socks), this.followLog()]);
       logger = started;
       if (refused !== null) {
-        say(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run`);
+        this.say(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run`);
         return 125;
       }
       this.running = true;
@@ -498,7 +511,7 @@ export class MacosSandbox implements PlatformBackend {
         for (const line of lines) this.recordLogLine(line);
       });
       child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-        if (this.debug) say(`srt[debug]: log stream: ${d.trim()}`);
+        if (this.debug) this.say(`srt[debug]: log stream: ${d.trim()}`);
       });
       child.on('error', () => { clearTimeout(timer); resolve(undefined); });
       child.on('exit', () => start());
@@ -512,7 +525,7 @@ export class MacosSandbox implements PlatformBackend {
     } catch { return; }
     const d = message ? parseDenial(message, this.tag) : null;
     if (!d) return;
-    if (this.debug) say(`srt[debug]: seatbelt: ${message}`);
+    if (this.debug) this.say(`srt[debug]: seatbelt: ${message}`);
     // Service lookups and the like are noise to report; files and network are what users act on.
     if (!/^(file-|network-|process-exec)/.test(d.op)) return;
     this.denials.set(`${d.op} ${d.target}`, d);

@@ -170,4 +170,28 @@ describe('the library', () => {
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).not.toContain(script);
   });
+
+  it('prints nothing of its own: srt\'s lines go to the onMessage sink, or are kept for messages()', async () => {
+    const dir = join(tmp.path, 'quiet-embedder');
+    mkdirSync(dir);
+    const script = join(dir, 'agent.mjs');
+    // cwd = home: srt warns that the whole home directory is writable.
+    writeFileSync(script, [
+      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
+      `const policy = loadPolicy({ cwd: ${JSON.stringify(home)}, home: ${JSON.stringify(home)} });`,
+      'const kept = await Sandbox.create({ policy });',
+      "try { await kept.run({ argv: ['true'] }); } finally { await kept.dispose(); }",
+      "console.log('kept=' + JSON.stringify(kept.messages()));",
+      'const seen = [];',
+      'const sunk = await Sandbox.create({ policy, onMessage: (l) => seen.push(l) });',
+      "try { await sunk.run({ argv: ['true'] }); } finally { await sunk.dispose(); }",
+      "console.log('sunk=' + JSON.stringify(seen) + ' left=' + sunk.messages().length);",
+    ].join('\n'));
+    const r = await execa(process.execPath, [script], { reject: false, cwd: home, env: { HOME: home, PATH: process.env.PATH } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toMatch(/srt/);
+    const kept = JSON.parse(/^kept=(.*)$/m.exec(r.stdout)![1]!) as string[];
+    expect(kept.some((l) => l.startsWith('srt: warning: the whole home directory'))).toBe(true);
+    expect(r.stdout).toMatch(/^sunk=\[.*srt: warning: the whole home directory.*\] left=0$/m);
+  });
 });
