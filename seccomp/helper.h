@@ -20,6 +20,9 @@
 // Print `srt: MESSAGE` in one write (messages of several processes never interleave) and exit 125.
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
 #define die_errno(what) die("seccomp helper: %s: %s", (what), strerror(errno))
+// A file of NUL-terminated records (srt's mount plan, supervisor rules): read whole, at most max
+// bytes, the last record terminated; dies otherwise. *len is its length, buf[*len] a NUL.
+char *read_records(const char *path, const char *what, size_t max, size_t *len);
 // Print `srt: warning: MESSAGE` in one write and go on.
 __attribute__((format(printf, 1, 2))) void warn(const char *fmt, ...);
 

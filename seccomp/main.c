@@ -38,6 +38,7 @@
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -61,6 +62,28 @@ void die(const char *fmt, ...) {
   msg[len] = '\n';
   if (write(STDERR_FILENO, msg, len + 1) < 0) { /* nothing left to report it to */ }
   _exit(EXIT_SETUP);
+}
+
+char *read_records(const char *path, const char *what, size_t max, size_t *len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) die("seccomp helper: cannot open the %s %s: %s", what, path, strerror(errno));
+  struct stat st;
+  if (fstat(fd, &st) != 0) die_errno("fstat");
+  if (!S_ISREG(st.st_mode) || (size_t)st.st_size > max) die("seccomp helper: %s: not a %s", path, what);
+  char *buf = malloc(st.st_size + 1);
+  if (!buf) die_errno("malloc");
+  size_t done = 0;
+  while (done < (size_t)st.st_size) {
+    ssize_t n = read(fd, buf + done, st.st_size - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) die("seccomp helper: cannot read the %s %s", what, path);
+    done += n;
+  }
+  close(fd);
+  buf[done] = '\0';
+  if (done > 0 && buf[done - 1] != '\0') die("seccomp helper: %s: unterminated record", path);
+  *len = done;
+  return buf;
 }
 
 void warn(const char *fmt, ...) {

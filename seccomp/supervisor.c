@@ -116,23 +116,8 @@ static void push(struct list *l, char *s) {
 }
 
 void supervisor_load_rules(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) die("seccomp helper: cannot open rules %s: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) die_errno("fstat");
-  if (!S_ISREG(st.st_mode) || st.st_size > (16 << 20)) die("seccomp helper: %s: not a rules file", path);
-  char *buf = malloc(st.st_size + 1);
-  if (!buf) die_errno("malloc");
-  size_t done = 0;
-  while (done < (size_t)st.st_size) {
-    ssize_t n = read(fd, buf + done, st.st_size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) die("seccomp helper: cannot read rules %s", path);
-    done += n;
-  }
-  close(fd);
-  buf[done] = '\0';
-  if (done > 0 && buf[done - 1] != '\0') die("seccomp helper: %s: unterminated record", path);
+  size_t done;
+  char *buf = read_records(path, "rules file", 16 << 20, &done);
   for (char *p = buf; p < buf + done; p += strlen(p) + 1) {
     char kind = p[0], *val = p + 1;
     if (kind == 0 || val[0] == 0) die("seccomp helper: %s: empty record", path);

@@ -60,23 +60,8 @@ static const char *next_field(char **p, const char *end, const char *path) {
 }
 
 void verify_load(const char *path) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) die("seccomp helper: cannot open the mount plan %s: %s", path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) die_errno("fstat");
-  if (!S_ISREG(st.st_mode) || st.st_size > (64 << 20)) die("seccomp helper: %s: not a mount plan", path);
-  char *buf = malloc(st.st_size + 1);
-  if (!buf) die_errno("malloc");
-  size_t done = 0;
-  while (done < (size_t)st.st_size) {
-    ssize_t n = read(fd, buf + done, st.st_size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) die("seccomp helper: cannot read the mount plan %s", path);
-    done += n;
-  }
-  close(fd);
-  buf[done] = '\0';
-  if (done > 0 && buf[done - 1] != '\0') die("seccomp helper: %s: unterminated record", path);
+  size_t done;
+  char *buf = read_records(path, "mount plan", 64 << 20, &done);
   char *p = buf, *end = buf + done;
   while (p < end) {
     const char *kind = next_field(&p, end, path);

@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NO_SUPERVISOR, SRT_BIN, srt, tempDir, track, stopStragglers } from './helpers.js';
+import { NO_SUPERVISOR, SRT_BIN, srt, tempDir, track, stopStragglers, scratchDirs } from './helpers.js';
 
 const tmp = tempDir('srt-deny-hold-');
 afterAll(async () => {
@@ -16,15 +16,7 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const root = process.getuid?.() === 0;
 
-let n = 0;
-function scratch(): { home: string; cwd: string } {
-  const base = join(tmp.path, String(n++));
-  const home = join(base, 'home');
-  const cwd = join(base, 'cwd');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(cwd);
-  return { home, cwd };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 describe('a deny entry inside a directory the user cannot search right now', () => {
   // Root searches any directory, so srt resolves the entry itself: the same commands must still fail.

@@ -16,6 +16,19 @@ export function tempDir(prefix = 'srt-test-'): { path: string; cleanup: () => vo
 }
 
 /** Write files given as { 'rel/path': content } under `base`, creating directories. */
+/** Fresh `home` and `cwd` directories under `root` for each call (`root/0`, `root/1`, …). */
+export function scratchDirs(root: () => string): () => { home: string; cwd: string } {
+  let n = 0;
+  return () => {
+    const base = join(root(), String(n++));
+    const home = join(base, 'home');
+    const cwd = join(base, 'cwd');
+    mkdirSync(home, { recursive: true });
+    mkdirSync(cwd);
+    return { home, cwd };
+  };
+}
+
 export function writeTree(base: string, files: Record<string, string>): void {
   for (const [rel, content] of Object.entries(files)) {
     const file = join(base, rel);

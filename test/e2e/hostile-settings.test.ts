@@ -4,21 +4,13 @@
 import { chownSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { srt, tempDir } from './helpers.js';
+import { srt, tempDir, scratchDirs } from './helpers.js';
 import { execFileSync } from 'node:child_process';
 
 const tmp = tempDir('srt-redteam-settings-');
 afterAll(() => tmp.cleanup());
 
-let n = 0;
-function scratch(): { home: string; cwd: string } {
-  const base = join(tmp.path, String(n++));
-  const home = join(base, 'home');
-  const cwd = join(base, 'cwd');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(cwd);
-  return { home, cwd };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 // ESC, BEL and the other C0 controls but tab/newline: what a terminal acts on.
 const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f\u009b]/;
@@ -84,7 +76,7 @@ describe('hostile globs', () => {
 describe('settings files of other local users', () => {
   // Needs a file owned by someone else: only root can make one here.
   it.skipIf(process.getuid?.() !== 0)('a parent directory\'s project file owned by another user (e.g. /tmp/.srt planted by anyone) neither stops srt nor changes its policy', async () => {
-    const base = join(tmp.path, `shared-${n++}`);
+    const base = join(tmp.path, 'shared');
     const home = join(base, 'home');
     const cwd = join(base, 'work', 'cwd');
     mkdirSync(home, { recursive: true });

@@ -6,7 +6,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SRT_BIN, srt, tempDir, track, stopStragglers } from './helpers.js';
+import { SRT_BIN, srt, tempDir, track, stopStragglers, scratchDirs } from './helpers.js';
 
 const tmp = tempDir('srt-redteam-mounts-');
 afterAll(async () => {
@@ -16,15 +16,7 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 
-let n = 0;
-function scratch(): { home: string; cwd: string } {
-  const base = join(tmp.path, String(n++));
-  const home = join(base, 'home');
-  const cwd = join(base, 'cwd');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(cwd);
-  return { home, cwd };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 /** Run `script` in a sandbox in the background; resolves with its stdout once it exits. */
 function background(script: string, dir: { home: string; cwd: string }, args: string[] = []): Promise<string> {

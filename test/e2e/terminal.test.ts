@@ -11,7 +11,7 @@ import { once } from 'node:events';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { processesWith, REPO, SRT_BIN, tempDir } from './helpers.js';
+import { processesWith, REPO, SRT_BIN, tempDir, scratchDirs } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const HOST = join(REPO, 'test', 'e2e', 'fixtures', 'pty-host.py');
@@ -31,15 +31,7 @@ afterAll(() => {
   tmp.cleanup();
 });
 
-let n = 0;
-function scratch(): { home: string; cwd: string } {
-  const base = join(tmp.path, String(n++));
-  const home = join(base, 'home');
-  const cwd = join(base, 'cwd');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(cwd);
-  return { home, cwd };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 let markers = 0;
