@@ -116,10 +116,13 @@ long landlock_abi(void);
 void landlock_allow_socket_files(void);
 
 // verify.c: the sandbox's mounts checked against srt's plan (--verify FILE) before anything
-// runs; verified_open: a planned read-write bind's root, checked again, as an O_PATH descriptor
-// (-1 when no plan is loaded or it plans no such bind).
+// runs: all but the snapshots' in the outer helper (verify_mounts(0)), then in init's mount
+// namespace once verify_fill_snapshots has completed them, all (verify_mounts(1));
+// verified_open: a planned read-write bind's root, checked again, as an O_PATH descriptor (-1
+// when no plan is loaded or it plans no such bind).
 void verify_load(const char *path);
-void verify_mounts(void);
+void verify_fill_snapshots(void);
+void verify_mounts(int all);
 int verify_loaded(void);
 int verified_open(const char *path);
 

@@ -56,6 +56,9 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
   // Private: nothing mounted here propagates back to bwrap's mount namespace.
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
+  // The snapshots of srt's plan, then the whole plan checked here, where the command runs.
+  verify_fill_snapshots();
+  verify_mounts(1);
   // A /proc of the new PID namespace shows only the command and its descendants. The kernel
   // allows it only while bwrap's /proc is fully visible: for an unprivileged user, bwrap's
   // `--ro-bind /proc/sys /proc/sys` (a locked bind from the host's proc) breaks that, so srt

@@ -12,11 +12,12 @@
 // the mount check) --cap-add CAP_SYS_RESOURCE (init sets the sandbox's share of the per-user
 // limits, limits.c), plus CAP_NET_BIND_SERVICE when a relay listens below port 1024): its
 // capabilities count only in bwrap's user namespace. It
-//  0. with --verify, checks every mount of the sandbox against srt's plan (verify.c);
+//  0. with --verify, checks every mount of the sandbox against srt's plan (verify.c), but the
+//     snapshots', which init completes in its mount namespace (and checks there, step 2);
 //  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),
 //     which passes each connection on to srt's proxy (--relay) or into the sandbox (--expose);
-//  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, mounts a
-//     fresh /proc there (so the command cannot see the relay or this process), re-binds the
+//  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, completes
+//     the snapshots there and checks every planned mount, mounts a fresh /proc there (so the command cannot see the relay or this process), re-binds the
 //     dangerous /proc entries read-only, drops every capability, sets no_new_privs, restricts
 //     writes with Landlock (landlock.c) and forks the command, which installs the seccomp filter
 //     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c); with
@@ -255,7 +256,7 @@ int main(int argc, char **argv) {
   // First: nothing else may start in a sandbox whose mounts are not the planned ones.
   if (verify_path) {
     verify_load(verify_path);
-    verify_mounts();
+    verify_mounts(0);
   }
   if (!landlock && nwritable > 0)
     die("seccomp helper: --writable and --no-landlock exclude each other");

@@ -15,7 +15,7 @@ import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credential
 import { describeCredentialPlan } from './credentials/describe.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
-import { identifyReal, listSnapshot, replaceableNames, resolveLanding } from './platform/landing.js';
+import { listSnapshot, realIdentifier, replaceableNames, resolveLanding } from './platform/landing.js';
 import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
@@ -452,7 +452,9 @@ export class Sandbox implements PlatformBackend {
           // The report descriptor comes after the exposed ports' (from 6 up, see relayPlan).
           ...(supervise ? { supervisor: { rulesPath: join(runDir, 'protect.rules'), reportFd: PARENT_STAT_FD + 1 + exposes.length } } : {}),
           mountsPath: join(runDir, 'mounts'),
+          stageDir: join(runDir, 'stage'),
         };
+        mkdirSync(seccomp.stageDir!, { mode: 0o700 });
         forwards = planned;
       } else {
         warnings.push('without the seccomp helper the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
@@ -699,7 +701,13 @@ export class Sandbox implements PlatformBackend {
     const mountsPath = this.facts.seccomp?.mountsPath;
     if (mountsPath) {
       // Identities now, after the placeholders exist: the helper compares what bwrap mounted.
-      const encoded = encodeMounts(plan.mounts, identifyReal, this.facts.landings.get(plan.chdir)?.id);
+      const ids = realIdentifier();
+      let encoded;
+      try {
+        encoded = encodeMounts(plan.mounts, ids.identify, this.facts.landings.get(plan.chdir)?.id);
+      } finally {
+        ids.close();
+      }
       try {
         if ('error' in encoded) throw new Error(encoded.error);
         writeFileSync(mountsPath, encoded.data, { mode: 0o400 });

@@ -74,20 +74,28 @@ export interface SeccompLaunch {
   supervisor?: { rulesPath: string; reportFd: number };
   /** Where srt writes the mount plan the helper checks before anything runs (`--verify`). */
   mountsPath?: string;
+  /** With `mountsPath`: an empty directory srt makes in the run directory, where bwrap binds each
+   *  snapshot's host directory for the helper to take its entries from (seccomp/verify.c). */
+  stageDir?: string;
 }
 
 /**
  * A mount as planned, for the helper's check (seccomp/verify.c): what must be found at `dest`,
  * walked without following any symlink, once bwrap is done. `source` is a real path whose
  * identity srt records when it writes the plan; `optional`: the source may vanish meanwhile
- * (an entry of a snapshot), then nothing may be at `dest`.
+ * (an entry of a snapshot), then nothing may be at `dest`; `byHelper`: the helper makes this
+ * bind itself, from the stage of the snapshot holding it. A `stage` (at `dest`) is bwrap's
+ * read-only bind of the host's `dir`, which the helper checks and takes the snapshot's entries
+ * from; `cover`: the empty read-only tmpfs the helper mounts over the stages once used.
  */
 export type PlannedMount =
-  | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean }
+  | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean; byHelper?: boolean }
   /** A read-only copy bwrap made from a descriptor (a sentinel copy): never the host file `hides`. */
   | { kind: 'data'; dest: string; hides: string }
   | { kind: 'tmpfs'; dest: string }
-  | { kind: 'symlink'; dest: string; target: string };
+  | { kind: 'symlink'; dest: string; target: string }
+  | { kind: 'stage'; dest: string; dir: string }
+  | { kind: 'cover'; dest: string };
 
 const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
 
@@ -171,7 +179,7 @@ export interface BwrapPlan {
   /** Arguments of the helper's `--host-listen` launcher, which binds the exposed host ports and
    *  then runs `-- bwrap ARGS`; empty when nothing is exposed (bwrap is run directly). */
   hostListen: string[];
-  /** Every mount of `args` but bwrap's own /dev and /proc, the last one per destination, in order. */
+  /** Every mount of `args` (and the snapshot entries the helper binds) but bwrap's own /dev and /proc, the last one per destination, in order. */
   mounts: PlannedMount[];
   /** bwrap's `--chdir`: the helper checks it landed in the directory `landings` has for it. */
   chdir: string;
@@ -532,6 +540,13 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const d of snapshotDirs) { nodes.add(d); kindOf.set(d, 'dir'); }
   // What lies in a snapshot and has a mount of its own must get it (the tmpfs has nothing else).
   for (const p of nodes) if (p !== '/' && snapshotDirs.has(dirname(p))) mustMount.add(p);
+  /** Entries of snapshots with a mount somewhere below them (bound before it, by bwrap; were the
+   *  helper to bind one, its bind would cover that mount, so the helper refuses a mount point
+   *  that exists already). */
+  const holdsMounts = new Set<string>();
+  for (const p of [...nodes, ...maskedCopies]) {
+    for (let a = dirname(p); a !== '/'; a = dirname(a)) if (snapshotDirs.has(dirname(a))) holdsMounts.add(a);
+  }
   const gated: BwrapPlan['gated'] = [];
   for (const [d, trust] of gatedDenies) {
     const reopeners = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
@@ -549,6 +564,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
   const fsArgs: string[] = [];
+  const stageDir = facts.seccomp?.mountsPath !== undefined ? facts.seccomp.stageDir : undefined;
+  const byHelper = stageDir !== undefined;
+  /** The helper's snapshots: each one's stage, bound once every other mount is made (the stages
+   *  lie in the run directory, bound deeper than most snapshots). */
+  const stages: { dir: string; stage: string }[] = [];
   const remountRo: string[] = [];
   // Every mount as it is pushed, for the helper's check: the last one per destination counts.
   const mounts = new Map<string, PlannedMount>();
@@ -613,7 +633,12 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   }
 
   /** A read-only tmpfs at `dir` with each listed entry bound back (read-only: a snapshot is never
-   *  writable), but those mounted on their own (`nodes`). */
+   *  writable), but those mounted on their own (`nodes`). With the helper's mount check the
+   *  helper binds the entries (bwrap re-reads the whole mount table after each bind it makes:
+   *  O(n²) for n entries): bwrap binds the host's `dir` once, read-only, at a stage in
+   *  `stageDir`, and the helper binds each entry from there, makes the tmpfs read-only and covers
+   *  the stages (seccomp/verify.c). An entry with mounts of its own below it is bound by bwrap,
+   *  before them, as without the helper. */
   function snapshot(dir: string) {
     const listed = facts.snapshots?.get(dir);
     if (!Array.isArray(listed)) {
@@ -622,13 +647,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     }
     fsArgs.push('--tmpfs', dir);
     planMount({ kind: 'tmpfs', dest: dir });
-    remountRo.push(dir);
+    if (byHelper) stages.push({ dir, stage: join(stageDir!, String(stages.length)) });
+    else remountRo.push(dir);
     for (const e of listed) {
       const at = join(dir, e.name);
       if (nodes.has(at) || maskedCopies.has(at)) continue;
       if (e.kind === 'symlink') {
         fsArgs.push('--symlink', e.target!, at);
         planMount({ kind: 'symlink', dest: at, target: e.target! });
+      } else if (byHelper && !holdsMounts.has(at)) {
+        planMount({ kind: 'bind', dest: at, source: at, ro: true, optional: true, byHelper: true });
       } else {
         // `-try`: an entry removed meanwhile is left out (the check then wants nothing there).
         fsArgs.push('--ro-bind-try', at, at);
@@ -661,6 +689,14 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     if (!fsPolicy.disabled && !readable(l.real)) continue;
     fsArgs.push('--perms', m.mode.toString(8).padStart(4, '0'), '--ro-bind-data', String(m.fd), l.real);
     planMount({ kind: 'data', dest: l.real, hides: l.real });
+  }
+  if (stages.length) {
+    fsArgs.push('--tmpfs', stageDir!);
+    for (const { dir, stage } of stages) {
+      fsArgs.push('--ro-bind', dir, stage);
+      planMount({ kind: 'stage', dest: stage, dir });
+    }
+    planMount({ kind: 'cover', dest: stageDir! });
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
   for (const p of remountRo) fsArgs.push('--remount-ro', p);
@@ -714,7 +750,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 /**
  * The mount plan file the helper checks (seccomp/verify.c): NUL-terminated fields, one record
  * per mount (`B dest dev ino flags`, `T dest`, `L dest target`, `D dest dev ino` of the host
- * file a copy stands for) and the working directory
+ * file a copy stands for, `S dir stage dev ino`, `K area`) and the working directory
  * (`C dev ino`). `idOf` gives a bind source's identity now (null: it is gone or no longer a
  * real path); a missing identity is an error unless the bind is optional (bwrap skips a vanished
  * `-try` source: then nothing may be at its place).
@@ -722,18 +758,24 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 export function encodeMounts(mounts: PlannedMount[], idOf: (source: string) => FileId | null, cwd: FileId | undefined):
   { data: Buffer } | { error: string } {
   const fields: string[] = [];
+  const changed = (path: string) => ({ error: `${path} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` });
   for (const m of mounts) {
     if (m.kind === 'tmpfs') fields.push('T', m.dest);
+    else if (m.kind === 'cover') fields.push('K', m.dest);
     else if (m.kind === 'symlink') fields.push('L', m.dest, m.target);
     else if (m.kind === 'data') {
       const id = idOf(m.hides);
-      if (!id) return { error: `${m.hides} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` };
+      if (!id) return changed(m.hides);
       fields.push('D', m.dest, id.dev, id.ino);
+    } else if (m.kind === 'stage') {
+      const id = idOf(m.dir);
+      if (!id) return changed(m.dir);
+      fields.push('S', m.dir, m.dest, id.dev, id.ino);
     } else {
       // A vanished optional source: nothing may be there (no file has inode 0).
       const id = idOf(m.source) ?? (m.optional ? { dev: '0', ino: '0' } : null);
-      if (!id) return { error: `${m.source} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` };
-      fields.push('B', m.dest, id.dev, id.ino, `${m.ro ? 'r' : 'w'}${m.optional ? 'o' : ''}`);
+      if (!id) return changed(m.source);
+      fields.push('B', m.dest, id.dev, id.ino, `${m.ro ? 'r' : 'w'}${m.optional ? 'o' : ''}${m.byHelper ? 's' : ''}`);
     }
   }
   if (cwd) fields.push('C', cwd.dev, cwd.ino);

@@ -3,7 +3,7 @@
 // that a program outside the sandbox replaces while the command runs (a credential refresh, an
 // editor saving). Every test checks the host afterwards.
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NO_SUPERVISOR, SRT_BIN, srt, tempDir, track, stopStragglers, scratchDirs } from './helpers.js';
@@ -322,6 +322,30 @@ describe('what pinning leaves usable', () => {
     expect(r.stdout.split('\n')).toContain('0');
     expect(readFileSync(join(dir.home, '.cache', 'c'), 'utf8')).toBe('c\n');
     expect(existsSync(join(dir.home, 'new'))).toBe(false);
+  });
+
+  it('a home of 300 entries (the helper binds each back): inside, the same names, kinds and contents as on the host, none writable, nothing else', async () => {
+    const dir = scratch();
+    mkdirSync(join(dir.home, '.ssh'));
+    writeFileSync(join(dir.home, '.ssh', 'id'), 'KEY\n');
+    for (let i = 0; i < 100; i++) {
+      writeFileSync(join(dir.home, `.rc${i}`), `rc${i}\n`);
+      mkdirSync(join(dir.home, `.d${i}`));
+      writeFileSync(join(dir.home, `.d${i}`, 'f'), `d${i}\n`);
+      symlinkSync(`.rc${i}`, join(dir.home, `.l${i}`));
+    }
+    const host = readdirSync(dir.home, { withFileTypes: true })
+      .map((e) => `${e.name} ${e.isSymbolicLink() ? 'l' : e.isDirectory() ? 'd' : 'f'}`).filter((e) => !e.startsWith('.srt ')).sort();
+    const r = await srt(['--deny-read', join(dir.home, '.ssh'), '--', 'sh', '-c',
+      'cd ~ && for e in .[!.]* *; do [ "$e" = .srt ] && continue; [ -e "$e" ] || [ -L "$e" ] || continue; ' +
+      'if [ -L "$e" ]; then echo "$e l"; elif [ -d "$e" ]; then echo "$e d"; else echo "$e f"; fi; done | LC_ALL=C sort; echo --; ' +
+      'cat .rc7 .d42/f .l9; ls -A .ssh | wc -l; n=0; for i in 0 1 2 3 4 5 6 7 8 9; do (echo x >> .rc$i) 2>/dev/null || n=$((n+1)); (echo x > .d$i/new) 2>/dev/null || n=$((n+1)); done; echo "refused $n"'], dir);
+    expect(r.exitCode).toBe(0);
+    const [inside, rest] = r.stdout.split('--\n');
+    expect(inside!.trim().split('\n')).toEqual(host);
+    expect(rest!.split('\n')).toEqual(['rc7', 'd42', 'rc9', '0', 'refused 20']);
+    expect(readFileSync(join(dir.home, '.rc0'), 'utf8')).toBe('rc0\n');
+    expect(readdirSync(join(dir.home, '.d0'))).toEqual(['f']);
   });
 
   it('without the supervisor a denied path in a writable directory cannot be held: srt says so at start', async () => {

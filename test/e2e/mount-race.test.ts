@@ -172,7 +172,7 @@ describe('a concurrent sandbox racing the plan', () => {
 describe('the helper\'s mount check (--verify) against what bwrap really mounted', () => {
   const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bwrap';
   const id = (p: string) => { const s = statSync(p, { bigint: true }); return [String(s.dev), String(s.ino)]; };
-  function check(records: string[][], binds: string[], chdir: string) {
+  function check(records: string[][], binds: string[], chdir: string, script?: string) {
     const base = join(tmp.path, `verify-${n++}`);
     mkdirSync(base);
     const planFile = join(base, 'plan');
@@ -183,8 +183,9 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
     const r = spawnSync(BWRAP, ['--unshare-user', '--unshare-net', '--unshare-pid', '--die-with-parent', '--as-pid-1',
       '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
       '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', base, base, ...binds, '--chdir', chdir,
-      '--', SECCOMP_HELPER_PATH, '--verify', planFile, '--no-landlock', '--filter', filter, '--', 'touch', marker], { encoding: 'utf8', timeout: 20_000 });
-    return { code: r.status, stderr: r.stderr, ran: existsSync(marker) };
+      '--', SECCOMP_HELPER_PATH, '--verify', planFile, '--no-landlock', '--filter', filter, '--',
+      ...(script ? ['sh', '-c', `touch ${marker}; ${script}`] : ['touch', marker])], { encoding: 'utf8', timeout: 20_000 });
+    return { code: r.status, stdout: r.stdout, stderr: r.stderr, ran: existsSync(marker) };
   }
   function dirs() {
     const base = join(tmp.path, `dirs-${n++}`);
@@ -225,6 +226,70 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
     expect(mask.code).toBe(125);
     expect(mask.stderr).toContain('nothing is mounted there');
     expect(rw.ran || mask.ran).toBe(false);
+  });
+
+  // A snapshot as srt plans it with the helper: bwrap mounts the tmpfs and binds the host's
+  // directory read-only at a stage (in an area of the run directory); init binds each planned
+  // entry from there, then covers the area.
+  function snapshotDir() {
+    const home = join(tmp.path, `snap-${n++}`, 'home');
+    mkdirSync(join(home, 'd'), { recursive: true });
+    mkdirSync(join(home, '..', 'area'));
+    writeFileSync(join(home, 'd', 'inner'), 'inner\n');
+    writeFileSync(join(home, 'f'), 'file\n');
+    writeFileSync(join(home, 'secret'), 'SECRET\n'); // listed by no plan below
+    writeFileSync(join(home, 'was-file'), 'x\n');
+    return home;
+  }
+  const areaOf = (home: string) => join(home, '..', 'area');
+  const snapshotBinds = (home: string, how = '--ro-bind') => ['--tmpfs', home, '--tmpfs', areaOf(home), how, home, join(areaOf(home), '0')];
+  const snapshotPlan = (home: string, stageId = id(home)) => [['T', home], ['S', home, join(areaOf(home), '0'), ...stageId], ['K', areaOf(home)],
+    ['B', join(home, 'f'), ...id(join(home, 'f')), 'ros'], ['B', join(home, 'd'), ...id(join(home, 'd')), 'ros']];
+
+  it('a snapshot the helper completes: exactly the planned entries, bound read-only from the stage, which is covered; the tmpfs read-only', () => {
+    const home = snapshotDir();
+    const wasFile = id(join(home, 'was-file'));
+    // Replaced by a symlink to the secret after srt listed it: the helper leaves it out (never follows it).
+    unlinkSync(join(home, 'was-file'));
+    symlinkSync('secret', join(home, 'was-file'));
+    const plan = [...snapshotPlan(home), ['B', join(home, 'was-file'), ...wasFile, 'ros'], ['B', join(home, 'gone'), '0', '0', 'ros']];
+    const r = check(plan, snapshotBinds(home), '/', `cd ${home}; ls -A; cat f d/inner; echo x > f || echo f-ro; echo x > d/new || echo d-ro; ` +
+      `mkdir n || echo home-ro; awk '$5 ~ /\\/(f|d)$/ {print $5, substr($6, 1, 2)}' /proc/self/mountinfo; echo "area: $(ls -A ../area)"; mkdir ../area/x || echo area-ro`);
+    expect(r.stderr).not.toContain('srt:');
+    expect(r.ran).toBe(true);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines.slice(0, lines.indexOf('file'))).toEqual(['d', 'f']); // no secret, no stage, no symlink, nothing for the vanished entry
+    expect(lines).toEqual(expect.arrayContaining(['file', 'inner', 'f-ro', 'd-ro', 'home-ro', `${join(home, 'd')} ro`, `${join(home, 'f')} ro`, 'area: ', 'area-ro']));
+    expect(readFileSync(join(home, 'f'), 'utf8')).toBe('file\n');
+    expect(existsSync(join(home, 'd', 'new'))).toBe(false);
+  });
+
+  it('a stage that is another directory than the snapshot\'s, or bound writable: stopped before the command exists', () => {
+    const home = snapshotDir();
+    const other = check(snapshotPlan(home, id(join(home, 'd'))), snapshotBinds(home), '/');
+    expect(other.code).toBe(125);
+    expect(other.stderr).toContain(`the sandbox's snapshot of ${home} is not taken from that directory (another file is mounted there)`);
+    const writable = check(snapshotPlan(home), snapshotBinds(home, '--bind'), '/');
+    expect(writable.code).toBe(125);
+    expect(writable.stderr).toContain('(mounted writable)');
+    expect(other.ran || writable.ran).toBe(false);
+  });
+
+  it('an entry replaced after srt recorded it (another inode), one no snapshot holds, a stage nothing covers: stopped', () => {
+    const home = snapshotDir();
+    const plan = snapshotPlan(home);
+    writeFileSync(join(home, 'f.new'), 'new\n');
+    renameSync(join(home, 'f.new'), join(home, 'f')); // a host program renames over it
+    const replaced = check(plan, snapshotBinds(home), '/');
+    expect(replaced.code).toBe(125);
+    expect(replaced.stderr).toContain(`the sandbox's mount at ${join(home, 'f')} is not what srt planned (another file is mounted there)`);
+    const stray = check([['B', join(home, 'f'), ...id(join(home, 'f')), 'ros']], [], '/');
+    expect(stray.code).toBe(125);
+    expect(stray.stderr).toContain('no snapshot holds it');
+    const uncovered = check(snapshotPlan(home).filter((rec) => rec[0] !== 'K'), snapshotBinds(home), '/');
+    expect(uncovered.code).toBe(125);
+    expect(uncovered.stderr).toContain('a stage outside the area covered');
+    expect(replaced.ran || stray.ran || uncovered.ran).toBe(false);
   });
 
   it('a working directory other than the planned one: stopped', () => {

@@ -498,6 +498,42 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(plan.gated).toEqual([]);
   });
 
+  it('with the helper\'s mount check the helper binds the entries: bwrap binds each directory once, at a stage in the run directory', () => {
+    const seccomp = { ...sup.seccomp, mountsPath: '/r/mounts', stageDir: '/r/stage' };
+    const plan = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials'), rule('/h/.config/gh')] }), facts({
+      '/h/.aws/credentials': file('/h/.aws/credentials'), '/h/.config/gh': dir('/h/.config/gh'),
+    }, {
+      seccomp, replaceable: new Set(['/h/.aws/credentials', '/h/.aws', '/h/.config']), // ~/.config's entries are not the caller's
+      snapshots: new Map([['/h/.aws', [{ name: 'config', kind: 'file' as const }, { name: 'credentials', kind: 'file' as const }]],
+        ['/h', [{ name: '.aws', kind: 'dir' as const }, { name: '.config', kind: 'dir' as const },
+          { name: '.bashrc', kind: 'file' as const }, { name: 'link', kind: 'symlink' as const, target: '.aws' }]]]),
+    }), ['true']);
+    expect(plan.snapshots).toEqual(['/h', '/h/.aws']);
+    const args = plan.args.join(' ');
+    // The stages last (the run directory is bound deeper than most snapshots), then the read-only remounts.
+    expect(args).toContain('--tmpfs /r/stage --ro-bind /h /r/stage/0 --ro-bind /h/.aws /r/stage/1 --remount-ro');
+    expect(args).not.toContain('/h/.aws/config');
+    expect(args).not.toContain('/h/.bashrc');
+    expect(args).not.toContain('--remount-ro /h ');
+    expect(args).not.toContain('--remount-ro /h/.aws');
+    // ~/.config holds a mask of its own (gh): bwrap binds it, before that mask.
+    expect(args).toContain('--ro-bind-try /h/.config /h/.config');
+    expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeLessThan(args.indexOf('--tmpfs /h/.config/gh'));
+    expect(args).toContain('--symlink .aws /h/link');
+    expect(plan.mounts).toEqual(expect.arrayContaining([
+      { kind: 'tmpfs', dest: '/h' }, { kind: 'stage', dest: '/r/stage/0', dir: '/h' }, { kind: 'cover', dest: '/r/stage' },
+      { kind: 'bind', dest: '/h/.bashrc', source: '/h/.bashrc', ro: true, optional: true, byHelper: true },
+      { kind: 'bind', dest: '/h/.aws/config', source: '/h/.aws/config', ro: true, optional: true, byHelper: true },
+      { kind: 'bind', dest: '/h/.config', source: '/h/.config', ro: true, optional: true },
+    ]));
+    expect(plan.mounts.filter((m) => m.dest === '/h/.aws/credentials')).toEqual([{ kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true }]);
+    const ids = new Map([['/h', { dev: '1', ino: '5' }], ['/h/.bashrc', { dev: '1', ino: '6' }]]);
+    const enc = encodeMounts(plan.mounts.filter((m) => m.dest === '/r/stage/0' || m.dest === '/r/stage' || m.dest === '/h/.bashrc'), (p) => ids.get(p) ?? null, undefined);
+    expect('data' in enc && enc.data.toString().split('\0')).toEqual(['B', '/h/.bashrc', '1', '6', 'ros', 'S', '/h', '/r/stage/0', '1', '5', 'K', '/r/stage', '']);
+    expect(encodeMounts([{ kind: 'stage', dest: '/h/.s', dir: '/h' }], () => null, undefined))
+      .toEqual({ error: '/h changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
+  });
+
   it('a directory too large to snapshot is left as it is, with a warning; one srt did not list stops the run', () => {
     const f = (snapshots: BwrapFacts['snapshots']) => facts({ '/h/.aws/credentials': file('/h/.aws/credentials') }, { replaceable: new Set(['/h/.aws/credentials']), ...(snapshots ? { snapshots } : {}) });
     const big = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), f(new Map([['/h/.aws', 'too-large' as const]])), ['true']);
