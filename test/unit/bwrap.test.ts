@@ -534,6 +534,19 @@ describe('denies that hold while the command runs (a host program replacing a de
       .toEqual({ error: '/h changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
   });
 
+  it('with the helper: an entry holding a sentinel copy below it is bound by bwrap, before the copy', () => {
+    const seccomp = { ...sup.seccomp, mountsPath: '/r/mounts', stageDir: '/r/stage' };
+    const plan = buildBwrapPlan(policy(), facts({ '/h/.config/gh/hosts.yml': file('/h/.config/gh/hosts.yml') }, {
+      seccomp, replaceable: new Set(['/h/.config']), credentials: { deny: [], masked: [{ path: '/h/.config/gh/hosts.yml', fd: 9, mode: 0o600 }] },
+      snapshots: new Map([['/h', [{ name: '.config', kind: 'dir' as const }, { name: '.bashrc', kind: 'file' as const }]]]),
+    }), ['true']);
+    expect(plan.snapshots).toEqual(['/h']);
+    const args = plan.args.join(' ');
+    expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeGreaterThan(-1);
+    expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeLessThan(args.indexOf('--ro-bind-data 9 /h/.config/gh/hosts.yml'));
+    expect(plan.mounts).toContainEqual({ kind: 'bind', dest: '/h/.bashrc', source: '/h/.bashrc', ro: true, optional: true, byHelper: true });
+  });
+
   it('a directory too large to snapshot is left as it is, with a warning; one srt did not list stops the run', () => {
     const f = (snapshots: BwrapFacts['snapshots']) => facts({ '/h/.aws/credentials': file('/h/.aws/credentials') }, { replaceable: new Set(['/h/.aws/credentials']), ...(snapshots ? { snapshots } : {}) });
     const big = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), f(new Map([['/h/.aws', 'too-large' as const]])), ['true']);
