@@ -17,9 +17,10 @@
 //  1. binds every relay's listener and starts the relay process (relays.c; no capabilities),
 //     which passes each connection on to srt's proxy (--relay) or into the sandbox (--expose);
 //  2. creates a nested PID namespace whose PID 1 ("init") takes a new mount namespace, completes
-//     the snapshots there and checks every planned mount, mounts a fresh /proc there (so the command cannot see the relay or this process), re-binds the
-//     dangerous /proc entries read-only, drops every capability, sets no_new_privs, restricts
-//     writes with Landlock (landlock.c) and forks the command, which installs the seccomp filter
+//     the snapshots there and checks every planned mount, mounts a fresh /proc there (so the
+//     command cannot see the relay or this process), re-binds the dangerous /proc entries
+//     read-only, drops every capability, sets no_new_privs, restricts writes with Landlock
+//     (landlock.c) and forks the command, which installs the seccomp filter
 //     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c); with
 //     --protect, the filter's user notifications go to the protected-path supervisor, a thread
 //     of init (supervisor.c), which performs the creating calls itself after checking them
