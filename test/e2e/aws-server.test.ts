@@ -8,7 +8,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { REPO, tempDir } from './helpers.js';
-import { selfSigned } from './proxy-fixtures.js';
+import { rmrf, selfSigned } from './proxy-fixtures.js';
 import { startAwsServer, type AwsServer } from './aws-server.js';
 import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY, PYTHON } from './aws-fixtures.js';
 
@@ -18,11 +18,13 @@ vi.setConfig({ testTimeout: 120_000 });
 const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
 let server: AwsServer;
 let certPath: string;
+let certDir: string | undefined;
 let data: string;
 
 beforeAll(async () => {
   const cert = selfSigned(['s3.test']);
   certPath = cert.certPath;
+  certDir = cert.dir;
   server = await startAwsServer({ cert: cert.cert, key: cert.key, creds: [REAL, REAL_TEMPORARY] });
   data = join(tmp.path, 'data.bin');
   // Over the AWS CLI's 8 MiB multipart threshold.
@@ -31,6 +33,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await server?.close();
   tmp.cleanup();
+  if (certDir) rmrf(certDir);
 });
 
 function env(creds: typeof REAL) {
