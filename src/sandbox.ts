@@ -30,7 +30,7 @@ import { shellQuote } from './shell.js';
 import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
 import { describeExpose, describeForward, forwardedPorts, HTTP_RELAY_PORT, SOCKS_RELAY_PORT } from './proxy/local-services.js';
 import type { ForwardListen, ProxyHandle } from './proxy/server.js';
-import { hostPlatform, type PlatformBackend, type PlatformName } from './platform/backend.js';
+import { hostPlatform, Messages, type PlatformBackend, type PlatformName } from './platform/backend.js';
 import type { Termination } from './proxy/trust.js';
 
 export type CommandSpec = { argv: string[] } | { shell: string };
@@ -254,8 +254,7 @@ export class Sandbox implements PlatformBackend {
   /** Lines for the end of the run: refused protected writes, repositories disabled, paths set aside. */
   private readonly endNotes: string[] = [];
   private audit: AuditSink | undefined;
-  private onMessage: ((line: string) => void) | undefined;
-  private readonly said: string[] = [];
+  private out = new Messages();
   private readonly placeholders: PlaceholderSet;
   private disposed = false;
   private cleanupReported = false;
@@ -502,7 +501,7 @@ export class Sandbox implements PlatformBackend {
       supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls, credentials);
     sb.warnings.push(...warnings);
     sb.audit = opts.audit;
-    sb.onMessage = opts.onMessage;
+    sb.out = new Messages(opts.onMessage);
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
     return sb;
@@ -547,7 +546,7 @@ export class Sandbox implements PlatformBackend {
     const relays = this.facts.seccomp?.relays;
     if (!relays?.length) return;
     this.proxyModule = await loadProxyModule();
-    const log = this.debug ? (line: string) => this.say(`srt[debug]: ${line}`) : undefined;
+    const log = this.debug ? (line: string) => this.out.say(`srt[debug]: ${line}`) : undefined;
     // Loaded only when something is masked (`srt -- true` pays for no credential code).
     const { stages, credential } = this.credentials.secrets.length > 0
       ? await (await import('./credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
@@ -649,14 +648,8 @@ export class Sandbox implements PlatformBackend {
 
   /** Run the command; resolves to its exit status per SPEC §1. One run per Sandbox: the run
    *  directory, placeholders and proxy are set up for it and cleaned up after it. */
-  /** One of srt's own lines: to the caller's sink, else kept for messages(). */
-  private say(line: string): void {
-    if (this.onMessage) this.onMessage(line);
-    else this.said.push(line);
-  }
-
   messages(): string[] {
-    return [...this.said];
+    return this.out.list();
   }
 
   async run(cmd: CommandSpec): Promise<number> {
@@ -665,20 +658,20 @@ export class Sandbox implements PlatformBackend {
     this.ran = true;
     const argv = this.argvOf(cmd);
     const plan = this.plan(cmd);
-    for (const w of this.startupWarnings(plan)) this.say(`srt: warning: ${w}`);
-    if (this.debug) for (const n of [...plan.notes, ...this.credentials.notes]) this.say(`srt[debug]: ${n}`);
+    for (const w of this.startupWarnings(plan)) this.out.say(`srt: warning: ${w}`);
+    if (this.debug) for (const n of [...plan.notes, ...this.credentials.notes]) this.out.say(`srt[debug]: ${n}`);
     const env = this.commandEnv();
 
     const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
     if (missing) {
-      this.say(`srt: ${argv[0]}: ${missing.message}`);
+      this.out.say(`srt: ${argv[0]}: ${missing.message}`);
       return missing.status;
     }
 
     // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
     // real run clears them: a dry run (or srt doctor) changes nothing.
     try {
-      for (const n of reapStale(this.policy.home)) this.say(`srt: warning: ${n}`);
+      for (const n of reapStale(this.policy.home)) this.out.say(`srt: warning: ${n}`);
     } catch { /* the lock is busy: they stay for the next run */ }
 
     // Placeholders other runs recorded that this run binds read-only must survive this run too.
@@ -693,7 +686,7 @@ export class Sandbox implements PlatformBackend {
     try {
       this.placeholders.create(plan.placeholders, bound, this.watched);
     } catch (e) {
-      this.say(`srt: cannot create placeholders for protected paths: ${(e as Error).message}`);
+      this.out.say(`srt: cannot create placeholders for protected paths: ${(e as Error).message}`);
       return 125;
     }
     Object.assign(env, this.gitExcludesEnv(plan.placeholders, env));
@@ -726,7 +719,7 @@ export class Sandbox implements PlatformBackend {
         reportFd = openSync(join(this.runDir, 'report'), 'a', 0o600);
       } catch (e) {
         this.cleanupSync();
-        this.say(`srt: cannot write the protected-path rules: ${(e as Error).message}`);
+        this.out.say(`srt: cannot write the protected-path rules: ${(e as Error).message}`);
         return 125;
       }
     }
@@ -735,7 +728,7 @@ export class Sandbox implements PlatformBackend {
       await this.startProxy();
     } catch (e) {
       this.cleanupSync();
-      this.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
+      this.out.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
       return 125;
     }
 
@@ -762,7 +755,7 @@ export class Sandbox implements PlatformBackend {
         // The helper's own failure before bwrap ran (an exposed port is taken): it said why.
         if (res.status === 125) return 125;
         const why = await diagnoseBubblewrap(this.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });
-        this.say(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run`);
+        this.out.say(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run`);
         return 125;
       }
       return res.status;
@@ -877,7 +870,7 @@ export class Sandbox implements PlatformBackend {
     const left = removeTree(this.runDir);
     if (left && !this.cleanupReported) {
       this.cleanupReported = true;
-      this.say(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
+      this.out.say(`srt: warning: could not remove the run directory ${this.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
     }
   }
 

@@ -30,3 +30,18 @@ export function hostPlatform(): PlatformName | undefined {
   if (process.platform === 'darwin') return 'macos';
   return undefined;
 }
+
+/** srt's own lines of one sandbox (warnings, errors, debug): to the caller's sink, else kept. */
+export class Messages {
+  private readonly kept: string[] = [];
+  constructor(private readonly sink?: (line: string) => void) {}
+
+  say(line: string): void {
+    if (this.sink) this.sink(line);
+    else this.kept.push(line);
+  }
+
+  list(): string[] {
+    return [...this.kept];
+  }
+}

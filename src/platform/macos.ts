@@ -39,7 +39,7 @@ import { hooksPathDir } from '../profiles/protected.js';
 import { defaultManagedPaths } from '../settings/files.js';
 import { describeSource } from '../settings/report.js';
 import { shellQuote } from '../shell.js';
-import type { PlatformBackend } from './backend.js';
+import { Messages, type PlatformBackend } from './backend.js';
 import { resolveLanding } from './landing.js';
 import { removeTree } from './remove.js';
 import { FORWARDED_SIGNALS, signalExit } from './run.js';
@@ -174,8 +174,7 @@ export function parseDenial(message: string, tag: string): Denial | null {
 
 export class MacosSandbox implements PlatformBackend {
   readonly platform = 'macos' as const;
-  private onMessage: ((line: string) => void) | undefined;
-  private readonly said: string[] = [];
+  private out = new Messages();
   private disposed = false;
   private ran = false;
   private running = false;
@@ -262,7 +261,7 @@ export class MacosSandbox implements PlatformBackend {
       });
       if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
       const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag, credentials);
-      sb.onMessage = opts.onMessage;
+      sb.out = new Messages(opts.onMessage);
       process.on('exit', sb.onExit);
       for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
       return sb;
@@ -334,28 +333,22 @@ export class MacosSandbox implements PlatformBackend {
     return `${lines.join('\n')}\n`;
   }
 
-  /** One of srt's own lines: to the caller's sink, else kept for messages(). */
-  private say(line: string): void {
-    if (this.onMessage) this.onMessage(line);
-    else this.said.push(line);
-  }
-
   messages(): string[] {
-    return [...this.said];
+    return this.out.list();
   }
 
   async run(cmd: CommandSpec): Promise<number> {
     if (this.disposed) throw new Error('Sandbox already disposed');
     if (this.ran) throw new Error('Sandbox.run() may be called once; create a new Sandbox for another command');
     this.ran = true;
-    for (const w of this.startupWarnings()) this.say(`srt: warning: ${w}`);
+    for (const w of this.startupWarnings()) this.out.say(`srt: warning: ${w}`);
     if (this.debug) {
-      for (const n of this.plan.notes) this.say(`srt[debug]: ${n}`);
-      this.say(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log`);
+      for (const n of this.plan.notes) this.out.say(`srt[debug]: ${n}`);
+      this.out.say(`srt[debug]: this run's Seatbelt denials are tagged ${this.tag} in the unified log`);
     }
     const sandboxExec = testOnly.sandboxExec ?? SANDBOX_EXEC;
     if (!testOnly.sandboxExec && (process.platform !== 'darwin' || !existsSync(SANDBOX_EXEC))) {
-      this.say(process.platform !== 'darwin'
+      this.out.say(process.platform !== 'darwin'
         ? 'srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here'
         : `srt: ${SANDBOX_EXEC} is missing; srt needs it to sandbox commands on macOS`);
       return 125;
@@ -363,12 +356,12 @@ export class MacosSandbox implements PlatformBackend {
     const argv = commandArgv(cmd);
     const missing = checkCommand(argv[0]!, process.env.PATH ?? '', this.policy.cwd);
     if (missing) {
-      this.say(`srt: ${argv[0]}: ${missing.message}`);
+      this.out.say(`srt: ${argv[0]}: ${missing.message}`);
       return missing.status;
     }
     try {
       this.proxyModule = await loadProxyModule();
-      const log = this.debug ? (line: string) => this.say(`srt[debug]: ${line}`) : undefined;
+      const log = this.debug ? (line: string) => this.out.say(`srt[debug]: ${line}`) : undefined;
       // Loaded only when something is masked (`srt -- true` pays for no credential code).
       const { stages, credential } = this.credentials.secrets.length > 0
         ? await (await import('../credentials/stages.js')).credentialStages(this.credentials, this.policy, log)
@@ -382,7 +375,7 @@ export class MacosSandbox implements PlatformBackend {
       });
     } catch (e) {
       this.cleanupSync();
-      this.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
+      this.out.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
       return 125;
     }
     const http = this.proxy.httpPort!;
@@ -397,7 +390,7 @@ export class MacosSandbox implements PlatformBackend {
       const [refused, started] = await Promise.all([this.preflight(sandboxExec, http, socks), this.followLog()]);
       logger = started;
       if (refused !== null) {
-        this.say(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run`);
+        this.out.say(`srt: sandbox-exec refused the Seatbelt profile (${refused}); the command did not run`);
         return 125;
       }
       this.running = true;
@@ -511,7 +504,7 @@ export class MacosSandbox implements PlatformBackend {
         for (const line of lines) this.recordLogLine(line);
       });
       child.stderr!.setEncoding('utf8').on('data', (d: string) => {
-        if (this.debug) this.say(`srt[debug]: log stream: ${d.trim()}`);
+        if (this.debug) this.out.say(`srt[debug]: log stream: ${d.trim()}`);
       });
       child.on('error', () => { clearTimeout(timer); resolve(undefined); });
       child.on('exit', () => start());
@@ -525,7 +518,7 @@ export class MacosSandbox implements PlatformBackend {
     } catch { return; }
     const d = message ? parseDenial(message, this.tag) : null;
     if (!d) return;
-    if (this.debug) this.say(`srt[debug]: seatbelt: ${message}`);
+    if (this.debug) this.out.say(`srt[debug]: seatbelt: ${message}`);
     // Service lookups and the like are noise to report; files and network are what users act on.
     if (!/^(file-|network-|process-exec)/.test(d.op)) return;
     this.denials.set(`${d.op} ${d.target}`, d);
