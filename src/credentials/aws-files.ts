@@ -4,6 +4,7 @@
 // SDKs still read their profiles inside — and each profile's values pair into one credential
 // the proxy re-signs with (SPEC §7, AWS bullet), exactly as the AWS_* variables do.
 
+import { replaceSpans } from './extract.js';
 /** One profile's credential values (undefined: the profile does not set it). */
 export interface AwsProfile {
   /** `default`, or the name after `[` (`[profile x]` in the config file is `x`). */
@@ -62,14 +63,6 @@ export function extractAwsCredentials(text: string): AwsFileExtraction | null {
   return {
     values: [...new Set(spans.map((s) => s.value))],
     profiles: [...profiles.values()].filter((p) => p.accessKeyId !== undefined || p.secretAccessKey !== undefined || p.sessionToken !== undefined),
-    render(replacement) {
-      let out = '';
-      let i = 0;
-      for (const s of spans) {
-        out += text.slice(i, s.start) + replacement(s.value);
-        i = s.end;
-      }
-      return out + text.slice(i);
-    },
+    render: (replacement) => replaceSpans(text, spans, replacement),
   };
 }

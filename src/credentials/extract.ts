@@ -3,10 +3,21 @@
 // With `maskDuplicates`, verbatim copies of each value elsewhere in the file are replaced too.
 
 /** One masked span of the text. */
-interface Span {
+export interface Span {
   start: number;
   end: number;
   value: string;
+}
+
+/** `text` with each span (in order, not overlapping) replaced by `replacement(value)`. */
+export function replaceSpans(text: string, spans: readonly Span[], replacement: (value: string) => string): string {
+  let out = '';
+  let at = 0;
+  for (const s of spans) {
+    out += text.slice(at, s.start) + replacement(s.value);
+    at = s.end;
+  }
+  return out + text.slice(at);
 }
 
 /** The group-1 spans of every match, in order (empty or missing groups are skipped). */
@@ -63,14 +74,6 @@ export function extract(text: string, pattern: string | undefined, maskDuplicate
   spans.sort((a, b) => a.start - b.start);
   return {
     values,
-    render(replacement) {
-      let out = '';
-      let at = 0;
-      for (const s of spans) {
-        out += text.slice(at, s.start) + replacement(s.value);
-        at = s.end;
-      }
-      return out + text.slice(at);
-    },
+    render: (replacement) => replaceSpans(text, spans, replacement),
   };
 }
