@@ -17,7 +17,7 @@ if [ "$(uname -s)" != Darwin ]; then
   exit 2
 fi
 [ -x /usr/bin/sandbox-exec ] || { echo "macos-check: /usr/bin/sandbox-exec is missing" >&2; exit 2; }
-[ -f dist/bundle/cli.js ] || { echo "macos-check: build first: npm ci && npm run build" >&2; exit 2; }
+[ -f dist/bundle/cli.cjs ] || { echo "macos-check: build first: npm ci && npm run build" >&2; exit 2; }
 node=$(command -v node) || { echo "macos-check: node is not on PATH" >&2; exit 2; }
 
 failures=0

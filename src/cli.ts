@@ -165,7 +165,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       process.stdout.write(printableBlock(sandbox.dryRun(spec)));
       return 0;
     }
-    if (opts.controlFd !== undefined) stopControl = await followControlFd(opts.controlFd, report, sandbox);
+    if (opts.controlFd !== undefined) stopControl = (await import('./control-fd.js')).followControlFd(opts.controlFd, report, sandbox);
     const code = await sandbox.run(spec);
     const violations = sandbox.violations();
     for (const line of violations) say(line.startsWith('srt: ') ? line : `srt: ${line}`);
@@ -181,42 +181,6 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     await sandbox?.dispose();
     audit?.close();
   }
-}
-
-/**
- * `--control-fd N`: each line is a whole settings document (CLI scope, on top of the files);
- * the merged network policy replaces the running one for new connections. A bad line is
- * reported and changes nothing. Returns the function that stops reading.
- */
-async function followControlFd(fd: number, report: SettingsReport, sandbox: PlatformBackend): Promise<() => void> {
-  const [{ createReadStream }, { Socket }, { createInterface }, { SettingsError }] = await Promise.all([
-    import('node:fs'), import('node:net'), import('node:readline'), import('./settings/index.js'),
-  ]);
-  const label = `--control-fd ${fd}`;
-  // Pipes and sockets are read without blocking (a pending fs read could not be cancelled and
-  // would keep srt alive after the command ends); a regular file is read as a file.
-  const st = fstatSync(fd);
-  const stream = st.isFIFO() || st.isSocket() ? new Socket({ fd, readable: true, writable: false }) : createReadStream('', { fd, autoClose: true });
-  const lines = createInterface({ input: stream, crlfDelay: Infinity });
-  let n = 0;
-  lines.on('line', (line) => {
-    n++;
-    if (line.trim() === '') return;
-    try {
-      let settings: unknown;
-      try {
-        settings = JSON.parse(line);
-      } catch (err) {
-        throw new SettingsError(`${label}: line ${n}: invalid JSON: ${(err as Error).message}`);
-      }
-      sandbox.updateNetwork(report.withControl({ label: `${label} line ${n}`, settings }).network);
-    } catch (err) {
-      const lines = err instanceof SettingsError ? err.lines : [(err as Error).message];
-      for (const l of lines) say(`srt: ${l} (ignored; the previous policy stays)`);
-    }
-  });
-  stream.on('error', (err: Error) => say(`srt: ${label}: ${err.message}`));
-  return () => { lines.close(); stream.destroy(); };
 }
 
 /** Split `[srt options] -- COMMAND...` before commander sees it, so `srt -- config` runs a
@@ -430,8 +394,10 @@ async function main(argv: string[]): Promise<number> {
   return result.exit;
 }
 
-const code = await main(process.argv.slice(2));
-process.exitCode = code;
-leaveTerminalModes();
-// Exit even if a stray handle is left open; a sandbox wrapper must never hang after its command.
-setTimeout(() => process.exit(code), 2000).unref();
+// No top-level await: the CLI is bundled as CommonJS (src/code-cache.ts).
+void main(process.argv.slice(2)).then((code) => {
+  process.exitCode = code;
+  leaveTerminalModes();
+  // Exit even if a stray handle is left open; a sandbox wrapper must never hang after its command.
+  setTimeout(() => process.exit(code), 2000).unref();
+});

@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AWS_CLI, awsEnv, REAL, REAL_TEMPORARY, PYTHON } from './aws-fixtures.js';
 import { startAwsServer, type AwsServer } from './aws-server.js';
 import type { AwsCreds } from './aws-verifier.js';
-import { keyValues, REPO, srt, tempDir } from './helpers.js';
+import { keyValues, loadedFiles, REPO, srt, tempDir } from './helpers.js';
 import { testPki } from './proxy-fixtures.js';
 
 const BOTO3 = execaSync(PYTHON, ['-c', 'import boto3'], { reject: false }).exitCode === 0;
@@ -190,21 +190,12 @@ describe('inside srt, other ways in and out', () => {
 
 describe('lazy loading', () => {
   it('`srt -- true` without a masked AWS credential loads none of the SigV4 code', async () => {
-    const hooks = join(tmp.path, 'hooks.mjs');
-    const register = join(tmp.path, 'register.mjs');
-    writeFileSync(hooks, "import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(process.env.SRT_TEST_LOADED, url + '\\n'); return next(url, context); }\n");
-    writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
     const loaded = async (credentials: object, env: Record<string, string>) => {
-      const list = join(tmp.path, `loaded-${Math.random()}`);
-      writeFileSync(list, '');
       const file = join(tmp.path, `settings-${Math.random()}.json`);
       writeFileSync(file, JSON.stringify(settings(credentials)));
-      const { execa } = await import('execa');
-      const r = await execa(process.execPath, ['--import', register, join(REPO, 'bin', 'srt'), '--settings', file, '--', 'true'], {
-        cwd, env: { PATH: process.env.PATH, HOME: home, SRT_TEST_LOADED: list, ...env }, extendEnv: false, reject: false,
-      });
+      const r = await srt(['--settings', file, '--', 'true'], { cwd, home, env: { NODE_DEBUG: 'module', ...env } });
       expect(r.exitCode, r.stderr).toBe(0);
-      return readFileSync(list, 'utf8').split('\n').filter((u) => u.startsWith('file://')).map((u) => new URL(u).pathname)
+      return loadedFiles(r.stderr).filter((f) => f.startsWith(REPO) && !f.includes('/node_modules/'))
         .filter((f) => /^(sigv4|aws-chunked)/.test(basename(f)) || readFileSync(f, 'utf8').includes('AWS4-HMAC-SHA256'));
     };
     expect(await loaded({}, {})).toEqual([]);

@@ -8,11 +8,10 @@ import http from 'node:http';
 import { connect as connectNet, createServer as createNetServer, type AddressInfo, type Server, type Socket } from 'node:net';
 import { createServer as createTlsServer } from 'node:tls';
 import { join } from 'node:path';
-import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
-import { keyValues, REPO, srt, tempDir, writeTree } from './helpers.js';
+import { keyValues, loadedFiles, REPO, srt, tempDir, writeTree } from './helpers.js';
 import { rmrf, selfSigned } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-cred-');
@@ -419,21 +418,12 @@ describe('settings, trust and the start-up report', () => {
 
 describe('lazy loading', () => {
   it('`srt -- true` loads no credential code without credential entries; jose only for decode "jwt"', async () => {
-    const hooks = join(tmp.path, 'hooks.mjs');
-    const register = join(tmp.path, 'register.mjs');
-    writeFileSync(hooks, "import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(process.env.SRT_TEST_LOADED, url + '\\n'); return next(url, context); }\n");
-    writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
     /** The source modules (rolldown's `// dist/…` markers) and packages the run loaded. */
     const loaded = async (settings: object) => {
-      const list = join(tmp.path, `loaded-${Math.random()}`);
-      writeFileSync(list, '');
       writeFileSync(settingsFile, JSON.stringify(settings));
-      const r = await execa(process.execPath, ['--import', register, join(REPO, 'bin', 'srt'), '--settings', settingsFile, '--', 'true'], {
-        cwd, env: { PATH: process.env.PATH, HOME: home, GH_TOKEN: GH, SRT_TEST_LOADED: list }, extendEnv: false, reject: false,
-      });
+      const r = await srt(['--settings', settingsFile, '--', 'true'], { cwd, home, env: { GH_TOKEN: GH, NODE_DEBUG: 'module' } });
       expect(r.exitCode, r.stderr).toBe(0);
-      const files = [...new Set(readFileSync(list, 'utf8').split('\n').filter((u) => u.startsWith('file://')).map((u) => new URL(u).pathname))];
-      const text = files.map((f) => readFileSync(f, 'utf8')).join('\n');
+      const text = loadedFiles(r.stderr).filter((f) => f.startsWith(`${REPO}/dist/`)).map((f) => readFileSync(f, 'utf8')).join('\n');
       return {
         credentials: [...text.matchAll(/^\/\/ dist\/((?:credentials|platform)\/[\w-]+)\.js$/gm)].map((m) => m[1]!).filter((m) => !m.startsWith('platform/') || m === 'platform/credentials').sort(),
         jose: text.includes('node_modules/jose/'),

@@ -15,9 +15,8 @@ export function tempDir(prefix = 'srt-test-'): { path: string; cleanup: () => vo
   return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
 }
 
-/** Write files given as { 'rel/path': content } under `base`, creating directories. */
-/** Fresh `home` and `cwd` directories under `root` for each call (`root/0`, `root/1`, …). */
-export function scratchDirs(root: () => string): () => { home: string; cwd: string } {
+/** Fresh `home` and `cwd` directories in a `base` under `root` for each call (`root/0`, `root/1`, …). */
+export function scratchDirs(root: () => string): () => { base: string; home: string; cwd: string } {
   let n = 0;
   return () => {
     const base = join(root(), String(n++));
@@ -25,10 +24,11 @@ export function scratchDirs(root: () => string): () => { home: string; cwd: stri
     const cwd = join(base, 'cwd');
     mkdirSync(home, { recursive: true });
     mkdirSync(cwd);
-    return { home, cwd };
+    return { base, home, cwd };
   };
 }
 
+/** Write files given as { 'rel/path': content } under `base`, creating directories. */
 export function writeTree(base: string, files: Record<string, string>): void {
   for (const [rel, content] of Object.entries(files)) {
     const file = join(base, rel);
@@ -69,6 +69,11 @@ export async function srt(args: string[], opts: SrtOptions): Promise<SrtResult> 
       ...env,
     },
   } as Options) as unknown as SrtResult;
+}
+
+/** Every file node loaded in a run made with NODE_DEBUG=module (srt's CLI is CommonJS chunks). */
+export function loadedFiles(stderr: string): string[] {
+  return [...new Set([...stderr.matchAll(/^MODULE \d+: load "(.+?)" for module/gm)].map((m) => m[1]!))];
 }
 
 const running = new Set<import('node:child_process').ChildProcess>();

@@ -419,6 +419,26 @@ describe('no artefacts, and the launcher', () => {
     expect(existsSync(ran)).toBe(false);
     expect(readFileSync(join(REPO, 'dist', 'node-path'), 'utf8').trim()).toMatch(/^\//);
   });
+
+  // bin/srt hides NODE_EXTRA_CA_CERTS from srt's own node (it costs node ~30-40 ms to read at
+  // start-up and srt's TLS never uses it): the command must get exactly what the user had.
+  it('bin/srt hands NODE_EXTRA_CA_CERTS to the command as it was: set, set empty, or unset', () => {
+    const { home, cwd } = scratch();
+    const show = 'echo "[${NODE_EXTRA_CA_CERTS-unset}] [${SRT_NODE_EXTRA_CA_CERTS-unset}]"';
+    const run = (extra: Record<string, string>) =>
+      spawnSync(SRT_BIN, ['--', 'sh', '-c', show], { cwd, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, ...extra } });
+    const cases: [Record<string, string>, string][] = [
+      [{ NODE_EXTRA_CA_CERTS: '/etc/ssl/certs/ca-certificates.crt' }, '[/etc/ssl/certs/ca-certificates.crt] [unset]'],
+      [{ NODE_EXTRA_CA_CERTS: '' }, '[] [unset]'],
+      [{}, '[unset] [unset]'],
+      // A stray value of srt's own variable is not mistaken for the user's setting.
+      [{ SRT_NODE_EXTRA_CA_CERTS: '/x' }, '[unset] [unset]'],
+    ];
+    for (const [env, want] of cases) {
+      const r = run(env);
+      expect(r.stdout.trim(), `${JSON.stringify(env)}: ${r.stderr}`).toBe(want);
+    }
+  });
 });
 
 /** A copy of the built srt at `pkg` whose runtime dependencies live in `deps` (its own node_modules,
@@ -447,7 +467,10 @@ function plantInSrt(pkg: string, deps: string, node: string, links: string[], ma
     evil('nodeMove', `mv ${node} ${node}.orig`),
     evil('nodePathFile', `echo ${process.cwd()}/evil-node > ${pkg}/dist/node-path`),
     evil('launcher', `cp ./evil-node ${pkg}/bin/srt`),
-    evil('bundle', `printf '%s' '${js}' >> ${pkg}/dist/bundle/cli.js`),
+    evil('bundle', `printf '%s' '${js}' >> ${pkg}/dist/bundle/cli.cjs`),
+    evil('binPackageJson', `echo '{"type":"module"}' > ${pkg}/bin/package.json`),
+    // The next run's bytecode (src/code-cache.ts) lives under ~/.srt, read-only in every sandbox.
+    evil('codeCache', 'mkdir -p "$HOME/.srt/cache/code" && echo x > "$HOME/.srt/cache/code/planted"'),
     evil('packageJson', `echo '{"type":"commonjs"}' > ${pkg}/package.json`),
     evil('helper', `cp ./evil-node ${pkg}/seccomp/build/srt-seccomp`),
     evil('yaml', `printf '%s' '${js}' >> ${deps}/yaml/dist/index.js`),
@@ -464,7 +487,7 @@ function plantInSrt(pkg: string, deps: string, node: string, links: string[], ma
 const MODES = [['with the supervisor', {}, true], ['without it (read-only mounts)', NO_SUPERVISOR, false]] as const;
 describe.each(MODES)("srt's own files under a writable root, %s", (_, extra, supervised) => {
   const planted = (links: number, shadowYaml = 'no') => ({
-    nodeOverwrite: 'no', nodeReplace: 'no', nodeMove: 'no', nodePathFile: 'no', launcher: 'no', bundle: 'no', packageJson: 'no',
+    nodeOverwrite: 'no', nodeReplace: 'no', nodeMove: 'no', nodePathFile: 'no', launcher: 'no', bundle: 'no', binPackageJson: 'no', codeCache: 'no', packageJson: 'no',
     helper: 'no', yaml: 'no', zod: 'no', shadowYaml, movePackage: 'no',
     ...Object.fromEntries(Array.from({ length: links }, (__, i) => [`link${i}`, 'no'])),
   });

@@ -14,8 +14,7 @@ import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
-import { execa } from 'execa';
-import { keyValues, REPO, srt, tempDir } from './helpers.js';
+import { keyValues, loadedFiles, REPO, srt, tempDir } from './helpers.js';
 import { SECCOMP_HELPER_PATH } from '../../src/platform/seccomp-helper.js';
 import { listenOn, testPki } from './proxy-fixtures.js';
 
@@ -430,21 +429,13 @@ describe('CA configuration problems stop the run (exit 125), and what srt shows'
 
 describe('lazy loading', () => {
   it('`srt -- true` loads no TLS code (node-forge) unless termination is configured, and no terminator before a tunnel needs it', async () => {
-    const hooks = join(tmp.path, 'hooks.mjs');
-    const register = join(tmp.path, 'register.mjs');
-    writeFileSync(hooks, "import { appendFileSync } from 'node:fs';\nexport async function load(url, context, next) { appendFileSync(process.env.SRT_TEST_LOADED, url + '\\n'); return next(url, context); }\n");
-    writeFileSync(register, `import { register } from 'node:module';\nregister(${JSON.stringify(`file://${hooks}`)});\n`);
     const loaded = async (settings: object) => {
-      const list = join(tmp.path, `loaded-${Math.random()}`);
-      writeFileSync(list, '');
-      const r = await execa(process.execPath, ['--import', register, join(REPO, 'bin', 'srt'), '--settings', settingsFile(settings), '--', 'true'], {
-        cwd, env: { PATH: process.env.PATH, HOME: home, SRT_TEST_LOADED: list }, extendEnv: false, reject: false,
-      });
+      const r = await srt(['--settings', settingsFile(settings), '--', 'true'], { cwd, home, env: { NODE_DEBUG: 'module' } });
       expect(r.exitCode, r.stderr).toBe(0);
-      const files = readFileSync(list, 'utf8').split('\n').filter((u) => u.startsWith('file://')).map((u) => new URL(u).pathname);
+      const files = loadedFiles(r.stderr).filter((f) => f.startsWith(`${REPO}/dist/`));
       return {
         forge: files.filter((f) => readFileSync(f, 'utf8').includes('node_modules/node-forge')),
-        terminator: files.filter((f) => /\/terminate\.js$/.test(f)),
+        terminator: files.filter((f) => /\/terminate\.cjs$/.test(f)),
       };
     };
     const without = await loaded({ network: { allowedDomains: [HOST] } });
