@@ -8,7 +8,7 @@ import { dirname, join, resolve } from 'node:path';
 import { globMatcher, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
-import { protectedLinkNames, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
+import { isProtectedLink, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
 import { resolveLanding } from './landing.js';
 
@@ -62,16 +62,10 @@ export function readGitFile(file: string): GitFile | null {
 function findLinks(root: string, depth: number): Promise<RgResult> {
   const bin = findSystemTool('find');
   if (!bin) return Promise.reject(new SearchError('find is not installed; srt needs it to find protected symlinks (apt-get install findutils)'));
-  const tests: string[] = [];
-  for (const n of protectedLinkNames()) {
-    if (['hooks', 'config', 'commondir'].includes(n)) tests.push('-path', `*/.git/${n}`);
-    else tests.push('-name', n);
-  }
-  const expr = tests.reduce<string[]>((acc, t, k) => (k % 2 === 0 && k > 0 ? [...acc, '-o', t] : [...acc, t]), []);
-  const args = ['-P', '.', '-maxdepth', String(depth + 2), '-type', 'l', '(', ...expr, ')', '-print'];
+  const args = ['-P', '.', '-maxdepth', String(depth + 2), '-type', 'l', '-print'];
   return new Promise((resolvePromise, reject) => {
     execFile(bin, args, { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout) => {
-      const files = stdout.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, ''));
+      const files = stdout.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, '')).filter(isProtectedLink);
       if (!err) return resolvePromise({ files, timedOut: false });
       const e = err as Omit<NodeJS.ErrnoException, 'code'> & { killed?: boolean; code?: number | string };
       if (e.killed) return resolvePromise({ files, timedOut: true });

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  encodeRules, GIT_INTERNALS, hooksPathDir, parseReport, protectedLinkNames, protectedPlan, protectedSearchArgs, refusalLines,
+  encodeRules, GIT_INTERNALS, hooksPathDir, isProtectedLink, parseReport, protectedLinkNames, protectedPlan, protectedSearchArgs, refusalLines,
   type ProtectedInput, type RootScan,
 } from '../../src/profiles/protected.js';
 
@@ -120,6 +120,13 @@ describe('protected-path plan', () => {
     expect(args).toEqual(expect.arrayContaining(['--files', '--hidden', '--no-ignore', '--max-depth', '5', '*.code-workspace']));
     expect(protectedSearchArgs(3, true)).toContain('/modules/**/HEAD');
     expect(protectedLinkNames()).toEqual(expect.arrayContaining(['.bashrc', '.git', 'hooks', '*.code-workspace']));
+  });
+
+  it('tells which listed symlinks stand for a protected path (find lists them all)', () => {
+    for (const rel of ['.bashrc', 'a/b/.zshrc', 'x/.git', '.git', 'p/.vscode', '.srt', 'w.code-workspace', 'd/.code-workspace',
+      '.git/hooks', 'sub/.git/config', 'r/.git/commondir']) expect(isProtectedLink(rel), rel).toBe(true);
+    for (const rel of ['hooks', 'a/hooks', 'config', 'src/config', 'commondir', '.git/HEAD', 'node_modules/.bin/tsc', 'a/.bashrc.bak',
+      '.gitx', 'x.code-workspace.txt']) expect(isProtectedLink(rel), rel).toBe(false);
   });
 });
 
