@@ -22,11 +22,15 @@
 // (no symlink followed; a bind taken from a read-only mount is read-only, nosuid and nodev as it
 // is), makes the tmpfs read-only and covers the stages with an empty read-only tmpfs (a mount
 // bwrap made cannot be unmounted there). The check that follows covers these mounts like bwrap's.
+// For the same reason the helper binds srt's denied file (the F record) over every denied file
+// itself (`d` binds): in a snapshot before its tmpfs is made read-only (on a mount point made to
+// fit), elsewhere over the file there, each re-mounted read-only.
 //
 // Plan file (--verify FILE), NUL-terminated fields, a record letter first:
 //   B dest dev ino flags   a bind: flags has `r` (read-only) and/or `o` (optional: the source
 //                          may have vanished, then nothing may be at dest) and/or `s` (the
-//                          helper binds it from the stage of the snapshot holding it)
+//                          helper binds it from the stage of the snapshot holding it) or `d`
+//                          (the helper binds the F record's file there, read-only)
 //   T dest                 a read-only tmpfs
 //   L dest target          a symlink
 //   D dest dev ino         bwrap's read-only copy of a descriptor (a sentinel copy): a regular
@@ -34,6 +38,7 @@
 //   S dir stage dev ino    a snapshot of dir the helper completes: stage (in the area of the K
 //                          record) holds the host's dir (dev, ino) bound read-only
 //   K area                 where the stages are: covered with an empty read-only tmpfs once used
+//   F path dev ino         srt's denied file (an empty file nobody may read), for the `d` binds
 //   C dev ino              the working directory
 
 #include "helper.h"
@@ -52,12 +57,13 @@ struct planned {
   char kind;
   const char *dest, *target;
   unsigned long long dev, ino;
-  int ro, optional, snap;
+  int ro, optional, snap, deny;
 };
 static struct planned *plan;
 static int nplan;
 static int have_cwd;
 static unsigned long long cwd_dev, cwd_ino;
+static struct planned denied; // the F record (kind 0 when there is none)
 
 static unsigned long long number(const char *s, const char *path) {
   char *end;
@@ -99,6 +105,13 @@ void verify_load(const char *path) {
     }
     r.dest = next_field(&p, end, path);
     if (r.dest[0] != '/') die("seccomp helper: %s: %s: not absolute", path, r.dest);
+    if (r.kind == 'F') {
+      if (denied.kind) die("seccomp helper: %s: more than one denied file", path);
+      r.dev = number(next_field(&p, end, path), path);
+      r.ino = number(next_field(&p, end, path), path);
+      denied = r;
+      continue;
+    }
     if (r.kind == 'D') {
       r.dev = number(next_field(&p, end, path), path);
       r.ino = number(next_field(&p, end, path), path);
@@ -109,8 +122,12 @@ void verify_load(const char *path) {
       r.ro = strchr(flags, 'r') != NULL;
       r.optional = strchr(flags, 'o') != NULL;
       r.snap = strchr(flags, 's') != NULL;
-      // The helper binds only read-only, optional entries of a snapshot (bwrap's -try binds).
-      if (r.snap && (!r.ro || !r.optional)) die("seccomp helper: %s: %s: bad flags", path, r.dest);
+      r.deny = strchr(flags, 'd') != NULL;
+      // The helper binds only read-only, optional entries of a snapshot (bwrap's -try binds), and
+      // the denied file, read-only, where it must be.
+      if (r.snap && (!r.ro || !r.optional || r.deny)) die("seccomp helper: %s: %s: bad flags", path, r.dest);
+      if (r.deny && (!r.ro || r.optional || !denied.kind || r.dev != denied.dev || r.ino != denied.ino))
+        die("seccomp helper: %s: %s: bad flags", path, r.dest);
     } else if (r.kind == 'L') {
       r.target = next_field(&p, end, path);
     } else if (r.kind == 'S') {
@@ -331,6 +348,52 @@ static unsigned long kept_flags(int fd) {
          (sv.f_flag & ST_NODIRATIME ? MS_NODIRATIME : 0) | (sv.f_flag & ST_RELATIME ? MS_RELATIME : 0);
 }
 
+// srt's denied file, opened once with no symlink followed (-1 when the plan has none).
+static int denied_fd = -1;
+
+static void open_denied(void) {
+  if (!denied.kind) return;
+  int parent;
+  denied_fd = walk_nofollow(denied.dest, &parent);
+  if (denied_fd < 0) die("seccomp helper: srt's denied file %s: %s", denied.dest, strerror(-denied_fd));
+  if (parent >= 0) close(parent);
+  struct stat st;
+  if (fstat(denied_fd, &st) != 0) die_errno("fstat");
+  if (!S_ISREG(st.st_mode) || st.st_dev != denied.dev || st.st_ino != denied.ino)
+    die("seccomp helper: %s is not srt's denied file: a path changed while the sandbox was being set up; nothing ran, try again", denied.dest);
+}
+
+// The denied file bound at `name` in `dir` (what is there now: made first when `make`), then
+// re-mounted read-only: the bind keeps the flags of the run directory's mount.
+static void bind_denied(int dir, const char *name, const char *dest, int make) {
+  if (make && mknodat(dir, name, S_IFREG | 0600, 0) != 0)
+    die("seccomp helper: denied file %s: cannot make its mount point: %s", dest, strerror(errno));
+  int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (at < 0) die("the sandbox's denied file %s is gone: a path changed while the sandbox was being set up; nothing ran, try again", dest);
+  struct stat st;
+  if (fstat(at, &st) != 0) die_errno("fstat");
+  if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
+    die("the sandbox's denied file %s is no longer a file: a path changed while the sandbox was being set up; nothing ran, try again", dest);
+  char from[40], to[40];
+  snprintf(from, sizeof from, "/proc/self/fd/%d", denied_fd);
+  snprintf(to, sizeof to, "/proc/self/fd/%d", at);
+  if (mount(from, to, NULL, MS_BIND, NULL) != 0) die("seccomp helper: cannot bind over the denied file %s: %s", dest, strerror(errno));
+  close(at);
+  // Re-opened, the name leads to the new mount's root.
+  at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (at < 0) die("seccomp helper: denied file %s: %s", dest, strerror(errno));
+  snprintf(to, sizeof to, "/proc/self/fd/%d", at);
+  if (mount(NULL, to, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(at), NULL) != 0)
+    die("seccomp helper: cannot make the bind over the denied file %s read-only: %s", dest, strerror(errno));
+  close(at);
+}
+
+static int in_snapshot(const char *dest) {
+  for (int k = 0; k < nplan; k++)
+    if (plan[k].kind == 'S' && in_dir(dest, plan[k].dest)) return 1;
+  return 0;
+}
+
 static void fill_snapshot(const struct planned *s) {
   const struct planned stage = {.kind = 'B', .dest = s->target, .dev = s->dev, .ino = s->ino, .ro = 1};
   int from = -1;
@@ -343,8 +406,9 @@ static void fill_snapshot(const struct planned *s) {
   if (dir < 0) die("seccomp helper: snapshot %s: %s", s->dest, strerror(-dir));
   if (parent >= 0) close(parent);
   for (int i = 0; i < nplan; i++) {
-    size_t at = plan[i].kind == 'B' && plan[i].snap ? in_dir(plan[i].dest, s->dest) : 0;
-    if (at) bind_entry(from, dir, plan[i].dest + at, plan[i].dest);
+    size_t at = plan[i].kind == 'B' && (plan[i].snap || plan[i].deny) ? in_dir(plan[i].dest, s->dest) : 0;
+    if (at && plan[i].snap) bind_entry(from, dir, plan[i].dest + at, plan[i].dest);
+    else if (at) bind_denied(dir, plan[i].dest + at, plan[i].dest, 1);
   }
   close(from);
   char path[40];
@@ -356,17 +420,32 @@ static void fill_snapshot(const struct planned *s) {
 
 void verify_fill_snapshots(void) {
   const char *area = NULL;
+  open_denied();
   for (int i = 0; i < nplan; i++) {
     if (plan[i].kind == 'S') fill_snapshot(&plan[i]);
     if (plan[i].kind == 'K') area = plan[i].dest;
   }
+  // Denied files outside the snapshots: over the file that is there.
+  for (int i = 0; i < nplan; i++) {
+    if (plan[i].kind != 'B' || !plan[i].deny || in_snapshot(plan[i].dest)) continue;
+    int parent;
+    int fd = walk_nofollow(plan[i].dest, &parent);
+    if (fd < 0 || parent < 0)
+      die("the sandbox's denied file %s: %s: a path changed while the sandbox was being set up; nothing ran, try again",
+          plan[i].dest, fd < 0 ? strerror(-fd) : "is /");
+    close(fd);
+    bind_denied(parent, strrchr(plan[i].dest, '/') + 1, plan[i].dest, 0);
+    close(parent);
+  }
+  if (denied_fd >= 0) close(denied_fd);
   if (area && mount("tmpfs", area, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
     die("seccomp helper: cannot cover the snapshots' stages at %s: %s", area, strerror(errno));
 }
 
-// Completed only in init (verify_fill_snapshots): a snapshot's tmpfs, its entries, the stages' cover.
+// Completed only in init (verify_fill_snapshots): a snapshot's tmpfs, its entries, the stages'
+// cover, the denied files' binds.
 static int completed_late(const struct planned *r) {
-  if (r->kind == 'K' || (r->kind == 'B' && r->snap)) return 1;
+  if (r->kind == 'K' || (r->kind == 'B' && (r->snap || r->deny))) return 1;
   for (int i = 0; r->kind == 'T' && i < nplan; i++)
     if (plan[i].kind == 'S' && strcmp(plan[i].dest, r->dest) == 0) return 1;
   return 0;

@@ -585,6 +585,10 @@ export class Sandbox implements PlatformBackend {
       launcher.length ? '# bubblewrap command (started by the seccomp helper, which first binds the exposed host ports)' : '# bubblewrap command',
       [...launcher, ...groups].map((g) => g.map(shellQuote).join(' ')).join(' \\\n  '),
     ];
+    const helperDenies = plan.mounts.filter((m) => m.kind === 'bind' && m.deny).map((m) => m.dest);
+    if (helperDenies.length) {
+      lines.push('', "# denied files: the seccomp helper binds srt's empty unreadable file over each, after bubblewrap", ...helperDenies.map(shellQuote));
+    }
     const seccomp = this.facts.seccomp;
     lines.push('', '# network');
     if (!seccomp) lines.push('none: the sandbox has no network interface but loopback');

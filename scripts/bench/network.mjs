@@ -2,18 +2,19 @@
 // The network path as a user gets it: the client runs INSIDE `srt` (bwrap, seccomp helper,
 // relays, proxy), each figure against the same client directly on the host in the same run:
 //  - keep-alive req/s through the HTTP proxy (absolute-form), CONNECTIONS concurrent
-//  - bulk MB/s of one stream through a CONNECT tunnel
+//  - bulk MB/s of one stream through a CONNECT tunnel, and through SOCKS5
 //  - bulk MB/s of one stream through a forwarded port (allowedDomains `127.0.0.1:PORT`: the client
 //    connects to 127.0.0.1:PORT inside, plain TCP)
-//  - peak RSS of srt's process tree (srt, bwrap, helper, relays; the client excluded), sampled
-//    while the req/s load runs
+//  - peak RSS of srt's own process and of its process tree (srt, bwrap, helper, relays; the
+//    client excluded), sampled while the req/s load runs
 // Usage: node scripts/bench/network.mjs [--vs OTHER_SRT] [--requests N] [--connections N] [--bulk-mb N] [--rounds N]
 // With --vs, the same figures for another srt-compatible CLI (e.g. a build of an older commit),
 // interleaved round by round so machine load hits both alike.
 import http from 'node:http';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
-import { readFileSync, readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, report, scratch, SRT } from './lib.mjs';
 
@@ -22,22 +23,56 @@ const SELF = fileURLToPath(import.meta.url);
 if (process.env.SRT_BENCH_CLIENT) await client(JSON.parse(process.env.SRT_BENCH_CLIENT));
 else await main();
 
+/** The proxy the sandbox gives the command (its HTTP_PROXY), with the credentials some CLIs put in it. */
+function proxyFromEnv() {
+  const raw = process.env.HTTP_PROXY || process.env.http_proxy || process.env.HTTPS_PROXY;
+  if (!raw) return { proxyHost: '127.0.0.1', proxyPort: 3128, auth: undefined };
+  const u = new URL(raw);
+  const auth = u.username ? `Basic ${Buffer.from(`${decodeURIComponent(u.username)}:${decodeURIComponent(u.password)}`).toString('base64')}` : undefined;
+  return { proxyHost: u.hostname.replace(/^\[|\]$/g, ''), proxyPort: Number(u.port || 80), auth };
+}
+
 /** The load generator; prints one JSON line `{ value, errors }`. */
-async function client({ mode, host, port, proxyPort, requests, connections, bulkBytes }) {
+async function client({ mode, host, port, socksPort, requests, connections, bulkBytes }) {
+  const { proxyHost, proxyPort, auth } = proxyFromEnv();
+  const proxyHeaders = auth ? { 'Proxy-Authorization': auth } : {};
   const done = (value, errors) => {
     process.stdout.write(`${JSON.stringify({ value, errors })}\n`);
     process.exit(0);
   };
-  if (mode === 'bulk-direct' || mode === 'bulk-connect' || mode === 'bulk-forward') {
+  if (mode === 'bulk-direct' || mode === 'bulk-connect' || mode === 'bulk-forward' || mode === 'bulk-socks') {
     let bytes = 0;
     const t0 = process.hrtime.bigint();
     const socket = await new Promise((resolve, reject) => {
+      if (mode === 'bulk-socks') {
+        // SOCKS5, no authentication, CONNECT to an IPv4 address (RFC 1928).
+        const s = net.connect(socksPort, '127.0.0.1', () => s.write(Buffer.from([5, 1, 0])));
+        s.on('error', reject);
+        let got = Buffer.alloc(0);
+        const onData = (b) => {
+          got = Buffer.concat([got, b]);
+          if (got.length >= 2 && got[0] === 5 && got.length < 12 && !s.sentRequest) {
+            if (got[1] !== 0) return reject(new Error('SOCKS method refused'));
+            s.sentRequest = true;
+            got = got.subarray(2);
+            s.write(Buffer.from([5, 1, 0, 1, ...host.split('.').map(Number), port >> 8, port & 255]));
+          }
+          if (s.sentRequest && got.length >= 10) {
+            if (got[1] !== 0) return reject(new Error(`SOCKS reply ${got[1]}`));
+            s.off('data', onData);
+            bytes += got.length - 10; // stream bytes that came with the reply
+            resolve(s);
+          }
+        };
+        s.on('data', onData);
+        return;
+      }
       if (mode !== 'bulk-connect') {
         const s = net.connect(port, host, () => resolve(s));
         s.on('error', reject);
         return;
       }
-      const req = http.request({ host: '127.0.0.1', port: proxyPort, method: 'CONNECT', path: `${host}:${port}`, agent: false });
+      const req = http.request({ host: proxyHost, port: proxyPort, method: 'CONNECT', path: `${host}:${port}`, agent: false, headers: proxyHeaders });
       req.on('connect', (res, s, head) => {
         if (res.statusCode !== 200) return reject(new Error(`CONNECT ${res.statusCode}`));
         bytes += head.length;
@@ -57,7 +92,7 @@ async function client({ mode, host, port, proxyPort, requests, connections, bulk
   }
   // `connections` keep-alive sockets; a warm-up round (JIT, connections), then `requests` timed.
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
-  const opts = mode === 'proxy' ? { host: '127.0.0.1', port: proxyPort, path: `http://${host}:${port}/`, agent } : { host, port, path: '/', agent };
+  const opts = mode === 'proxy' ? { host: proxyHost, port: proxyPort, path: `http://${host}:${port}/`, agent, headers: proxyHeaders } : { host, port, path: '/', agent };
   let next = 0;
   let errors = 0;
   let total = Math.ceil(requests / 5);
@@ -129,18 +164,20 @@ function isClient(pid) {
   }
 }
 
-/** Sum of VmRSS over srt's tree without the client (and what it started), every 20 ms; the peak. */
+/** Every 20 ms: VmRSS of srt itself and the sum over its tree without the client (and what it started); the peaks. */
 function sampleTree(root) {
   let peak = 0;
+  let own = 0;
   const timer = setInterval(() => {
     const pids = tree(root);
     const excluded = new Set(pids.filter(isClient).flatMap(tree));
     const kb = pids.filter((p) => !excluded.has(p)).reduce((sum, p) => sum + rssKb(p), 0);
     peak = Math.max(peak, kb);
+    own = Math.max(own, rssKb(root));
   }, 20);
   return () => {
     clearInterval(timer);
-    return peak / 1024;
+    return { tree: peak / 1024, own: own / 1024 };
   };
 }
 
@@ -171,14 +208,20 @@ async function main() {
   await new Promise((r) => bulk.listen(0, '127.0.0.1', r));
   const originPort = origin.address().port;
   const bulkPort = bulk.address().port;
-  const base = { host: '127.0.0.1', proxyPort: 3128, requests, connections, bulkBytes };
+  const base = { host: '127.0.0.1', socksPort: 1080, requests, connections, bulkBytes };
+  // Both origins allowed, in the reference's settings format (srt reads it too).
+  const settings = join(s.dir, 'settings.json');
+  writeFileSync(settings, JSON.stringify({
+    network: { allowedDomains: ['127.0.0.1', `127.0.0.1:${originPort}`, `127.0.0.1:${bulkPort}`], deniedDomains: [] },
+    filesystem: { denyRead: [], allowWrite: ['.'], denyWrite: [] },
+  }));
 
   /** One client run: directly, or inside `srt` (the given CLI) allowing both origin ports. */
   const run = (mode, port, srt) =>
     new Promise((resolve, reject) => {
       const env = { PATH: process.env.PATH, HOME: s.dir, LANG: 'C.UTF-8', SRT_BENCH_CLIENT: JSON.stringify({ ...base, mode, port }) };
       const argv = srt
-        ? [srt, '--allow-domain', `127.0.0.1:${originPort}`, '--allow-domain', `127.0.0.1:${bulkPort}`, '--', process.execPath, SELF]
+        ? [srt, '--settings', settings, '--', process.execPath, SELF]
         : [SELF];
       const child = spawn(process.execPath, argv, { cwd: s.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
@@ -194,7 +237,7 @@ async function main() {
         const rss = stopSampling?.();
         const line = out.trim().split('\n').at(-1);
         if (code !== 0 || !line) return resolve({ value: NaN, errors: 1, why: err.trim().split('\n').at(-1) });
-        resolve({ ...JSON.parse(line), rss });
+        resolve({ ...JSON.parse(line), rss: rss?.tree, ownRss: rss?.own });
       });
     });
 
@@ -208,6 +251,7 @@ async function main() {
       for (const [name, cli] of clis) {
         add(`${name} proxy`, await run('proxy', originPort, cli));
         add(`${name} bulk-connect`, await run('bulk-connect', bulkPort, cli));
+        add(`${name} bulk-socks`, await run('bulk-socks', bulkPort, cli));
         add(`${name} bulk-forward`, await run('bulk-forward', bulkPort, cli));
       }
     }
@@ -233,8 +277,11 @@ async function main() {
       [`${label}: proxied / direct (target >= 0.5)`, (med(`${name} proxy`) / med('direct')).toFixed(2)],
       [`${label}: CONNECT bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-connect`))}${errs(`${name} bulk-connect`)}`],
       [`${label}: CONNECT bulk / direct (target >= 0.4)`, (med(`${name} bulk-connect`) / med('bulk-direct')).toFixed(2)],
+      [`${label}: SOCKS5 bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-socks`))}${errs(`${name} bulk-socks`)}`],
+      [`${label}: SOCKS5 bulk / direct`, (med(`${name} bulk-socks`) / med('bulk-direct')).toFixed(2)],
       [`${label}: forwarded-port bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-forward`))}${errs(`${name} bulk-forward`)}`],
       [`${label}: forwarded-port bulk / direct (target >= 0.5)`, (med(`${name} bulk-forward`) / med('bulk-direct')).toFixed(2)],
+      [`${label}: srt's own peak RSS under load (MB, target <= 60)`, med(`${name} proxy`, 'ownRss').toFixed(1)],
       [`${label}: process tree peak RSS under load, client excluded (MB, target <= 90)`, med(`${name} proxy`, 'rss').toFixed(1)],
     );
   }

@@ -87,9 +87,11 @@ export interface SeccompLaunch {
  * bind itself, from the stage of the snapshot holding it. A `stage` (at `dest`) is bwrap's
  * read-only bind of the host's `dir`, which the helper checks and takes the snapshot's entries
  * from; `cover`: the empty read-only tmpfs the helper mounts over the stages once used.
+ * `deny` (with `byHelper`): the helper binds `source`, srt's denied file, at `dest` itself, after
+ * bwrap (bwrap's cost per bind grows with the mounts already made: 1,000 denied files took 2 s).
  */
 export type PlannedMount =
-  | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean; byHelper?: boolean }
+  | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean; byHelper?: boolean; deny?: boolean }
   /** A read-only copy bwrap made from a descriptor (a sentinel copy): never the host file `hides`. */
   | { kind: 'data'; dest: string; hides: string }
   | { kind: 'tmpfs'; dest: string }
@@ -98,6 +100,13 @@ export type PlannedMount =
   | { kind: 'cover'; dest: string };
 
 const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
+
+/** An absolute path, then each directory above it up to "/": every path `isWithin` it is within. */
+function selfAndAncestors(p: string): string[] {
+  const out = [p];
+  for (let a = p; a !== '/' && a !== '.'; ) out.push((a = dirname(a)));
+  return out;
+}
 
 /** An entry of a directory srt snapshots: its name and kind (`file`: anything but a directory or symlink). */
 export interface SnapshotEntry {
@@ -444,15 +453,20 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // Hidden when some deny covering p is not re-opened by an allow covering p that is at least as
   // specific and of at least the deny's trust. With equal trust: the most specific rule wins, an
   // allow on the same path as a deny wins.
+  // Rules are looked up along p's own chain (p, its parent, …, "/"), not scanned: with 1,000
+  // denied files, scanning every rule for every path took 0.15 s.
   const readable = (p: string): boolean => {
-    for (const [d, dTrust] of denyRead) {
-      if (!isWithin(p, d)) continue;
-      const depth = depthOf(d);
-      const reopened = [...allowRead].some(([a, aTrust]) => aTrust >= dTrust && isWithin(p, a) && depthOf(a) >= depth);
+    const chain = selfAndAncestors(p);
+    for (let i = 0; i < chain.length; i++) {
+      const dTrust = denyRead.get(chain[i]!);
+      if (dTrust === undefined) continue;
+      let reopened = false;
+      for (let j = 0; j <= i && !reopened; j++) reopened = (allowRead.get(chain[j]!) ?? -1) >= dTrust;
       if (!reopened) return false;
     }
     return true;
   };
+  const writeDenied = (p: string) => selfAndAncestors(p).some((a) => denyWrite.has(a));
   const cwdReal = landing(policy.cwd).real;
   // Started in a repository's subdirectory: its .git is outside what the command may write, so
   // commits (and every git command that writes) fail inside. Say it once, with the remedy.
@@ -465,7 +479,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const accessOf = (p: string): Access => {
     const read = readable(p);
     // srt's own TMPDIR lives under ~/.srt (protected), and is writable all the same.
-    const write = read && (isWithin(p, facts.tmpDir) || (writableByRoots(p) && ![...denyWrite].some((d) => isWithin(p, d))));
+    const write = read && (isWithin(p, facts.tmpDir) || (writableByRoots(p) && !writeDenied(p)));
     return { read, write };
   };
 
@@ -670,6 +684,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       fsArgs.push('--tmpfs', p);
       planMount({ kind: 'tmpfs', dest: p });
       remountRo.push(p);
+    } else if (byHelper) {
+      planMount({ kind: 'bind', dest: p, source: facts.deniedFile, ro: true, byHelper: true, deny: true });
     } else {
       bind(facts.deniedFile, p, true);
     }
@@ -759,6 +775,14 @@ export function encodeMounts(mounts: PlannedMount[], idOf: (source: string) => F
   { data: Buffer } | { error: string } {
   const fields: string[] = [];
   const changed = (path: string) => ({ error: `${path} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` });
+  // The one file the helper binds at every `deny` destination, once, before them.
+  const denied = mounts.find((m) => m.kind === 'bind' && m.deny);
+  if (denied?.kind === 'bind') {
+    if (mounts.some((m) => m.kind === 'bind' && m.deny && m.source !== denied.source)) return { error: 'more than one denied file' };
+    const id = idOf(denied.source);
+    if (!id) return changed(denied.source);
+    fields.push('F', denied.source, id.dev, id.ino);
+  }
   for (const m of mounts) {
     if (m.kind === 'tmpfs') fields.push('T', m.dest);
     else if (m.kind === 'cover') fields.push('K', m.dest);
@@ -775,7 +799,8 @@ export function encodeMounts(mounts: PlannedMount[], idOf: (source: string) => F
       // A vanished optional source: nothing may be there (no file has inode 0).
       const id = idOf(m.source) ?? (m.optional ? { dev: '0', ino: '0' } : null);
       if (!id) return changed(m.source);
-      fields.push('B', m.dest, id.dev, id.ino, `${m.ro ? 'r' : 'w'}${m.optional ? 'o' : ''}${m.byHelper ? 's' : ''}`);
+      const by = m.byHelper ? (m.deny ? 'd' : 's') : '';
+      fields.push('B', m.dest, id.dev, id.ino, `${m.ro ? 'r' : 'w'}${m.optional ? 'o' : ''}${by}`);
     }
   }
   if (cwd) fields.push('C', cwd.dev, cwd.ino);

@@ -526,7 +526,15 @@ describe('denies that hold while the command runs (a host program replacing a de
       { kind: 'bind', dest: '/h/.aws/config', source: '/h/.aws/config', ro: true, optional: true, byHelper: true },
       { kind: 'bind', dest: '/h/.config', source: '/h/.config', ro: true, optional: true },
     ]));
-    expect(plan.mounts.filter((m) => m.dest === '/h/.aws/credentials')).toEqual([{ kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true }]);
+    // The denied file too is the helper's bind (bwrap's cost grows with every mount it makes).
+    expect(plan.mounts.filter((m) => m.dest === '/h/.aws/credentials')).toEqual([{ kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true, byHelper: true, deny: true }]);
+    expect(args).not.toContain('/h/.aws/credentials');
+    const denyIds = new Map([['/r/denied', { dev: '2', ino: '9' }]]);
+    const denyEnc = encodeMounts(plan.mounts.filter((m) => m.dest === '/h/.aws/credentials'), (p) => denyIds.get(p) ?? null, undefined);
+    expect('data' in denyEnc && denyEnc.data.toString().split('\0')).toEqual(['F', '/r/denied', '2', '9', 'B', '/h/.aws/credentials', '2', '9', 'rd', '']);
+    expect(encodeMounts([{ kind: 'bind', dest: '/a', source: '/r/denied', ro: true, byHelper: true, deny: true },
+      { kind: 'bind', dest: '/b', source: '/r/other', ro: true, byHelper: true, deny: true }], () => ({ dev: '1', ino: '1' }), undefined))
+      .toEqual({ error: 'more than one denied file' });
     const ids = new Map([['/h', { dev: '1', ino: '5' }], ['/h/.bashrc', { dev: '1', ino: '6' }]]);
     const enc = encodeMounts(plan.mounts.filter((m) => m.dest === '/r/stage/0' || m.dest === '/r/stage' || m.dest === '/h/.bashrc'), (p) => ids.get(p) ?? null, undefined);
     expect('data' in enc && enc.data.toString().split('\0')).toEqual(['B', '/h/.bashrc', '1', '6', 'ros', 'S', '/h', '/r/stage/0', '1', '5', 'K', '/r/stage', '']);
