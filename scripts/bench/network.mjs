@@ -260,7 +260,8 @@ async function main() {
     bulk.close();
     s.cleanup();
   }
-  const med = (key, field = 'value') => median(results[key].map((r) => r[field]));
+  // Failed runs do not count; a figure no run produced (that CLI has no such path) is NaN, its errors beside it.
+  const med = (key, field = 'value') => median(results[key].map((r) => r[field]).filter((v) => !Number.isNaN(v)));
   const errs = (key) => {
     const e = results[key].reduce((n, r) => n + (r.errors || 0), 0);
     const why = results[key].find((r) => r.why)?.why;
