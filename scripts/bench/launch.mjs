@@ -9,7 +9,7 @@
 // figure for another srt-compatible CLI (e.g. a build of an older commit), run the same way.
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { median, timeCommand, scratch, report, SRT } from './lib.mjs';
+import { BWRAP, median, timeCommand, scratch, report, SRT } from './lib.mjs';
 
 const arg = (name) => {
   const i = process.argv.indexOf(name);
@@ -29,13 +29,11 @@ const user = { ...minimal, NODE_EXTRA_CA_CERTS: CA_FILE };
 const tls = settings('tls', { network: { allowedDomains: ['example.com'], tlsTerminate: {} } });
 const masked = settings('masked', { network: { allowedDomains: ['example.com'] }, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }] } });
 const allowed = settings('allowed', { network: { allowedDomains: ['example.com'] } });
-const bwrap = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-  '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', '/bin/true'];
 const t = (argv, env = minimal) => ({ argv, env });
 const cases = {
   node: t([process.execPath, '-e', '0']),
   nodeUser: t([process.execPath, '-e', '0'], user),
-  bwrap: t(bwrap),
+  bwrap: t([...BWRAP, '--', '/bin/true']),
   srt: t([SRT, '--', '/bin/true']),
   srtUser: t([SRT, '--', '/bin/true'], user),
   srtNoCache: t([SRT, '--', '/bin/true'], { ...minimal, SRT_NO_CODE_CACHE: '1' }),

@@ -9,6 +9,28 @@ import { fileURLToPath } from 'node:url';
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SRT = join(REPO, 'bin', 'srt');
 
+/** A bare bubblewrap sandbox (srt's namespaces, the host's root read-only): argv up to `--`. */
+export const BWRAP = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
+  '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
+
+/**
+ * The same sandbox running srt's seccomp helper with srt's filter (written into `dir`) before
+ * `cmd`: `withHelper(helperArgs, cmd)`; `relays` are the helper arguments of srt's two relays.
+ * Needs a build (dist/ and seccomp/build/srt-seccomp).
+ */
+export async function helperSandbox(dir) {
+  const { buildSeccompFilter } = await import(join(REPO, 'dist', 'profiles', 'seccomp.js'));
+  const { findSeccompHelper, hostSeccompArch } = await import(join(REPO, 'dist', 'platform', 'seccomp-helper.js'));
+  const helper = findSeccompHelper();
+  if ('error' in helper) throw new Error(helper.error);
+  const filter = join(dir, 'filter.bpf');
+  writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch(), allowUnixSockets: false, allowNamespaces: false }));
+  const withHelper = (args, cmd) => [...BWRAP, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_SYS_RESOURCE',
+    '--', helper.path, ...args, '--filter', filter, '--', ...cmd];
+  const relays = ['--relay', `127.0.0.1:3128:${join(dir, 'http.sock')}`, '--relay', `127.0.0.1:1080:${join(dir, 'socks.sock')}`];
+  return { withHelper, relays };
+}
+
 export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;

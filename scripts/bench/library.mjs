@@ -4,31 +4,18 @@
 // sandbox itself costs: bwrap + the seccomp helper with its two relays running /bin/true, and
 // bare bwrap. Interleaved round by round. Needs a build (dist/).
 import { spawn } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { median, report, REPO, scratch, timeCommand } from './lib.mjs';
+import { BWRAP, helperSandbox, median, report, REPO, scratch, timeCommand } from './lib.mjs';
 
 const { loadPolicy, Sandbox } = await import(join(REPO, 'dist', 'index.js'));
-const { buildSeccompFilter } = await import(join(REPO, 'dist', 'profiles', 'seccomp.js'));
-const { findSeccompHelper, hostSeccompArch } = await import(join(REPO, 'dist', 'platform', 'seccomp-helper.js'));
 
 const RUNS = 10;
 const ROUNDS = 3;
-const helper = findSeccompHelper();
-if ('error' in helper) {
-  console.error(helper.error);
-  process.exit(1);
-}
 const s = scratch();
 const env = { PATH: process.env.PATH, HOME: s.dir, LANG: 'C.UTF-8' };
 try {
-  const filter = join(s.dir, 'filter.bpf');
-  writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch(), allowUnixSockets: false, allowNamespaces: false }));
-  const bwrap = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-    '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
-  const withHelper = [...bwrap, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_SYS_RESOURCE',
-    '--', helper.path, '--relay', `127.0.0.1:3128:${join(s.dir, 'http.sock')}`, '--relay', `127.0.0.1:1080:${join(s.dir, 'socks.sock')}`,
-    '--filter', filter, '--', '/bin/true'];
+  const { withHelper: sandboxed, relays } = await helperSandbox(s.dir);
+  const withHelper = sandboxed(relays, ['/bin/true']);
   // An asynchronous spawn, as the library's own (spawnSync would block the loop srt's proxy needs).
   const spawnOnce = (argv) => new Promise((resolve, reject) => {
     const t0 = process.hrtime.bigint();
@@ -59,7 +46,7 @@ try {
     for (let i = 0; i < RUNS; i++) {
       lib.push(await command());
       helped.push(await spawnOnce(withHelper));
-      bare.push(await spawnOnce([...bwrap, '--', '/bin/true']));
+      bare.push(await spawnOnce([...BWRAP, '--', '/bin/true']));
     }
     t.lib.push(median(lib));
     t.helper.push(median(helped));
