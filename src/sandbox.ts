@@ -15,7 +15,7 @@ import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credential
 import { describeCredentialPlan } from './credentials/describe.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
 import { diagnoseBubblewrap, DependencyError, findBubblewrap, findOnPath } from './platform/deps.js';
-import { listSnapshot, realIdentifier, replaceableNames, resolveLanding } from './platform/landing.js';
+import { landingResolver, listSnapshot, realIdentifier, replaceableNames, resolveLanding } from './platform/landing.js';
 import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
@@ -378,7 +378,13 @@ export class Sandbox implements PlatformBackend {
       repoHooks: scanned.repoHooks, workTrees: scanned.workTrees, srtFiles: ownFiles(),
       ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
     });
-    for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) landing(p);
+    // Resolved together: a policy can name thousands (they share their directories).
+    const resolver = landingResolver();
+    try {
+      for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) if (!landings.has(p)) landings.set(p, resolver.resolve(p));
+    } finally {
+      resolver.close();
+    }
     if (opts.pinCwd) pinnedCwd(policy.cwd, landing(policy.cwd));
     const symlinks = new Map<string, string>();
     for (const r of policy.filesystem.allowRead) {

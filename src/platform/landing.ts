@@ -22,7 +22,14 @@ const idOf = (st: BigIntStats): FileId => ({ dev: String(st.dev), ino: String(st
 interface Dir {
   path: string;
   fd: number; // -1 off Linux
+  /** Held by a resolver for later walks (landingResolver): not closed by this one. */
+  shared?: boolean;
 }
+
+/** Directories a resolver keeps open, by real path (each reached by looking up real names only). */
+type DirCache = Map<string, number>;
+/** Past this many held directories a resolver holds no more (descriptors are finite). */
+const MAX_HELD = 4096;
 
 function lookup(dir: Dir, name: string): { st: BigIntStats; fd: number } {
   if (!PINNED) return { st: lstatSync(join(dir.path, name), { bigint: true }), fd: -1 };
@@ -35,6 +42,11 @@ function lookup(dir: Dir, name: string): { st: BigIntStats; fd: number } {
   }
 }
 
+/** The last name of a walk needs no descriptor of its own: one lstat in the held directory. */
+function lookupLast(dir: Dir, name: string): { st: BigIntStats; fd: number } {
+  return { st: lstatSync(PINNED ? `/proc/self/fd/${dir.fd}/${name}` : join(dir.path, name), { bigint: true }), fd: -1 };
+}
+
 function linkTarget(dir: Dir, name: string): string {
   return readlinkSync(PINNED ? `/proc/self/fd/${dir.fd}/${name}` : join(dir.path, name));
 }
@@ -44,21 +56,64 @@ function rootDir(): Dir {
 }
 
 export function resolveLanding(path: string): Landing {
-  let pending = resolve(path).split('/').filter(Boolean);
-  const stack: Dir[] = [rootDir()];
+  return walk(path, undefined);
+}
+
+/**
+ * resolveLanding for many paths (a policy's literal paths: 1,000 denied files cost 7,000 lookups
+ * one by one): the directories on the way are held open and shared, so each is looked up once and
+ * every name below it in that very directory, as one walk would. `close` releases them.
+ */
+export function landingResolver(): { resolve: (path: string) => Landing; close: () => void } {
+  if (!PINNED) return { resolve: resolveLanding, close: () => {} };
+  const cache: DirCache = new Map();
+  let closed = false;
+  return {
+    resolve: (path) => walk(path, closed ? undefined : cache),
+    close: () => {
+      closed = true;
+      for (const fd of cache.values()) closeSync(fd);
+      cache.clear();
+    },
+  };
+}
+
+/** The walk starts at the deepest held directory on `path`'s way, with those above it. */
+function heldPrefix(components: string[], cache: DirCache | undefined): Dir[] {
+  if (!cache) return [rootDir()];
+  let root = cache.get('/');
+  if (root === undefined) {
+    root = rootDir().fd;
+    cache.set('/', root);
+  }
+  const stack: Dir[] = [{ path: '/', fd: root, shared: true }];
+  for (const name of components) {
+    const next = join(stack[stack.length - 1]!.path, name);
+    const fd = cache.get(next);
+    if (fd === undefined) break;
+    stack.push({ path: next, fd, shared: true });
+  }
+  return stack;
+}
+
+function walk(path: string, cache: DirCache | undefined): Landing {
+  const components = resolve(path).split('/').filter(Boolean);
+  const stack: Dir[] = heldPrefix(components, cache);
+  let pending = components.slice(stack.length - 1);
   /** The final component's stat, once reached (the top of the stack is it). */
   let last: BigIntStats | undefined;
   let links = 0;
   const via: NonNullable<Landing['via']> = [];
   const top = () => stack[stack.length - 1]!;
   const done = (l: Landing): Landing => (via.length ? { ...l, via } : l);
-  const release = () => { for (const d of stack) if (d.fd >= 0) closeSync(d.fd); stack.length = 0; };
+  const drop = (d: Dir) => { if (d.fd >= 0 && !d.shared) closeSync(d.fd); };
+  const release = () => { for (const d of stack) drop(d); stack.length = 0; };
   try {
     while (pending.length > 0) {
       const name = pending.shift()!;
       if (name === '.') continue;
       if (name === '..') {
-        if (stack.length > 1) { const d = stack.pop()!; if (d.fd >= 0) closeSync(d.fd); }
+        if (stack.length > 1) drop(stack.pop()!);
         last = undefined;
         continue;
       }
@@ -66,7 +121,7 @@ export function resolveLanding(path: string): Landing {
       const next = join(cur.path, name);
       let found;
       try {
-        found = lookup(cur, name);
+        found = pending.length === 0 ? lookupLast(cur, name) : lookup(cur, name);
       } catch (e) {
         const code = (e as NodeJS.ErrnoException).code;
         if (code === 'ENOENT') return done({ real: join(next, ...pending), kind: 'missing', firstMissing: next });
@@ -104,7 +159,9 @@ export function resolveLanding(path: string): Landing {
         if (found.fd >= 0) closeSync(found.fd);
         return done({ real: join(next, ...pending), kind: 'impossible', why: 'not-dir', blockedBy: next });
       }
-      stack.push({ path: next, fd: found.fd });
+      const held = cache && found.fd >= 0 && st.isDirectory() && cache.size < MAX_HELD && !cache.has(next);
+      if (held) cache.set(next, found.fd);
+      stack.push({ path: next, fd: found.fd, ...(held ? { shared: true } : {}) });
       last = st;
     }
     const cur = top();
