@@ -103,6 +103,7 @@ export function literalTokens(path: string): GlobToken[] {
 
 /** Does this path (or path segment) contain glob syntax? A lone `[` is a literal character. */
 export function isGlob(text: string): boolean {
+  if (!/[*?[]/.test(text)) return false; // the only characters parseGlob treats as syntax
   try {
     return parseGlob(text).some((t) => t.kind !== 'text');
   } catch {

@@ -454,8 +454,15 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // specific and of at least the deny's trust. With equal trust: the most specific rule wins, an
   // allow on the same path as a deny wins.
   // Rules are looked up along p's own chain (p, its parent, …, "/"), not scanned: with 1,000
-  // denied files, scanning every rule for every path took 0.15 s.
+  // denied files, scanning every rule for every path took 0.15 s. The rules are complete here,
+  // so each path's answer is kept.
+  const readableOf = new Map<string, boolean>();
   const readable = (p: string): boolean => {
+    let r = readableOf.get(p);
+    if (r === undefined) readableOf.set(p, (r = readableNow(p)));
+    return r;
+  };
+  const readableNow = (p: string): boolean => {
     const chain = selfAndAncestors(p);
     for (let i = 0; i < chain.length; i++) {
       const dTrust = denyRead.get(chain[i]!);
