@@ -477,7 +477,10 @@ export class Sandbox implements PlatformBackend {
       const first = buildBwrapPlan(policy, facts, ['true']);
       const snapshots = new Map<string, SnapshotEntry[] | 'too-large'>();
       for (const d of first.snapshots) {
-        const listed = listSnapshot(d);
+        let listed: ReturnType<typeof listSnapshot>;
+        try { listed = listSnapshot(d); } catch {
+          throw new SandboxError(`${d} changed or disappeared while srt was setting up the sandbox; nothing ran, try again`);
+        }
         if (listed !== 'too-large' && listed.skipped.length) {
           warnings.push(`${d}: ${listed.skipped.length} name(s) that are not valid UTF-8 are not seen inside (srt cannot name them to bubblewrap)`);
         }

@@ -561,6 +561,9 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const p of [...nodes, ...maskedCopies]) {
     for (let a = dirname(p); a !== '/'; a = dirname(a)) if (snapshotDirs.has(dirname(a))) holdsMounts.add(a);
   }
+  /** The first missing component of each denied path that did not exist: listed in a snapshot,
+   *  a program outside made it after srt looked, and binding it back would show the denied content. */
+  const appeared = new Set([...missingReadDenies.values()].map((m) => m.firstMissing));
   const gated: BwrapPlan['gated'] = [];
   for (const [d, trust] of gatedDenies) {
     const reopeners = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
@@ -665,7 +668,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     else remountRo.push(dir);
     for (const e of listed) {
       const at = join(dir, e.name);
-      if (nodes.has(at) || maskedCopies.has(at)) continue;
+      if (nodes.has(at) || maskedCopies.has(at) || appeared.has(at)) continue;
       if (e.kind === 'symlink') {
         fsArgs.push('--symlink', e.target!, at);
         planMount({ kind: 'symlink', dest: at, target: e.target! });

@@ -582,4 +582,24 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(plan.gated.map((g) => g.path)).toEqual(['/w/.env']);
     expect(plan.snapshots).toEqual(['/h', '/h/.config']);
   });
+
+  // srt lists a snapshot's entries after it planned: a denied path missing then but made by a
+  // program outside meanwhile (a credential refresh) would be bound back with its real content.
+  it('a denied path that appeared after srt looked is not bound back into the snapshot (with and without the helper)', () => {
+    const seccomp = { ...sup.seccomp, mountsPath: '/r/mounts', stageDir: '/r/stage' };
+    for (const s of [sup.seccomp, seccomp]) {
+      const plan = buildBwrapPlan(policy({ denyRead: [rule('/h/.config/gh/hosts.yml'), rule('/h/.env')] }), facts({
+        '/h/.config/gh/hosts.yml': missing('/h/.config/gh/hosts.yml', '/h/.config/gh'), '/h/.env': missing('/h/.env'),
+      }, {
+        seccomp: s, replaceable: new Set(['/h/.config/gh', '/h/.config', '/h/.env']),
+        snapshots: new Map([['/h/.config', [{ name: 'gh', kind: 'dir' as const }, { name: 'other', kind: 'file' as const }]],
+          ['/h', [{ name: '.config', kind: 'dir' as const }, { name: '.env', kind: 'file' as const }]]]),
+      }), ['true']);
+      expect(plan.snapshots).toEqual(['/h', '/h/.config']);
+      expect(plan.mounts.filter((m) => m.dest === '/h/.config/gh' || m.dest === '/h/.env')).toEqual([]);
+      expect(plan.args).not.toContain('/h/.config/gh');
+      expect(plan.args).not.toContain('/h/.env');
+      expect(plan.mounts.some((m) => m.dest === '/h/.config/other')).toBe(true);
+    }
+  });
 });
