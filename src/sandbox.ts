@@ -410,11 +410,13 @@ export class Sandbox implements PlatformBackend {
     // Under ~/.srt, which every sandbox sees read-only: no sandboxed command (of this run or a
     // concurrent one with /tmp writable) can swap the filter, the proxy sockets or TMPDIR's
     // parent. The name starts with the owner pid so leftovers of killed runs can be told apart.
-    const runRoot = join(policy.home, '.srt', 'run');
+    let runRoot = join(policy.home, '.srt', 'run');
     let runDir: string;
     try {
       mkdirSync(runRoot, { recursive: true, mode: 0o700 });
-      // Real: every path srt plans must reach its file without a symlink (the helper checks).
+      // Real: every path srt plans must reach its file without a symlink (the helper checks), the
+      // hidden run root too (a HOME that is a symlink, or below one).
+      runRoot = realpathSync(runRoot);
       runDir = realpathSync(mkdtempSync(join(runRoot, `${process.pid}-`)));
     } catch (e) {
       throw new SandboxError(`cannot create the run directory under ${runRoot}: ${(e as Error).message}`);

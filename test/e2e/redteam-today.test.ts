@@ -2,7 +2,7 @@
 // bin/srt hiding NODE_EXTRA_CA_CERTS, and the denied files the seccomp helper binds. Each test
 // tries the escape and checks the host afterwards.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { entryName } from '../../src/code-cache.js';
@@ -79,6 +79,27 @@ true`;
       }
     });
   }
+});
+
+describe('a HOME that is a symlink', () => {
+  // srt hid its run root (~/.srt/run) at HOME's spelling while its run directory was real: bwrap
+  // could not mount there and every run failed. ~/.srt stays protected under both spellings, also
+  // below the protected-path search depth of a writable directory holding the real home.
+  it('srt runs, and neither spelling of ~/.srt/cache/code is writable from inside', async () => {
+    const { base, cwd } = scratch();
+    const real = join(base, 'a', 'b', 'c', 'd', 'realhome');
+    mkdirSync(real, { recursive: true });
+    const home = join(base, 'homelink');
+    symlinkSync(real, home);
+    const first = await srt(['--', 'true'], { home, cwd });
+    expect(first.exitCode, first.stderr).toBe(0);
+    for (const env of [{}, { SRT_TEST_NO_SUPERVISOR: '1' }]) {
+      const r = await srt(['--', 'sh', '-c', `touch ${real}/.srt/cache/code/x ${home}/.srt/cache/code/y; echo done`], { home, cwd: base, env });
+      expect(r.stdout.trim(), r.stderr).toBe('done');
+      expect(existsSync(join(real, '.srt', 'cache', 'code', 'x'))).toBe(false);
+      expect(existsSync(join(real, '.srt', 'cache', 'code', 'y'))).toBe(false);
+    }
+  });
 });
 
 describe('a broken code cache costs nothing but time', () => {
