@@ -418,8 +418,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // --- reads: real path → the trust of the strongest rule naming it
   /** Read-denied paths that do not exist now, with the first missing component (one may appear). */
   const missingReadDenies = new Map<string, { firstMissing: string; trust: number }>();
+  const linkedDenies = new Set<string>();
   const denyReadLanding = (l: Landing, trust: number, what: string) => {
-    if (existing(l)) rank(denyRead, l.real, trust);
+    if (existing(l)) {
+      rank(denyRead, l.real, trust);
+      // The mount hides one name: the file's other names show its content.
+      if (l.kind === 'file' && (l.nlink ?? 1) > 1 && !linkedDenies.has(l.real)) {
+        linkedDenies.add(l.real);
+        warnings.push(`${what}: ${l.real} has ${l.nlink} hard links: the command can read it under its other names unless they are denied too (find / -xdev -samefile ${l.real})`);
+      }
+    }
     else if (l.kind === 'missing' && l.firstMissing) {
       const m = missingReadDenies.get(l.real);
       missingReadDenies.set(l.real, { firstMissing: l.firstMissing, trust: Math.max(trust, m?.trust ?? -1) });

@@ -2,7 +2,7 @@
 // bin/srt hiding NODE_EXTRA_CA_CERTS, and the denied files the seccomp helper binds. Each test
 // tries the escape and checks the host afterwards.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { entryName } from '../../src/code-cache.js';
@@ -188,5 +188,18 @@ while time.time() < end and n < 20000000 and not os.path.exists(${JSON.stringify
     const left = existsSync(secret) ? secret : join(dir, 'secret.away');
     expect(readFileSync(left, 'utf8')).toBe('REAL-SECRET\n');
     if (left === secret) renameSync(secret, join(dir, 'secret.away'));
+  });
+
+  it('a denied file with another hard link is reported, and its denied name stays unreadable', async () => {
+    const { base, home, cwd } = scratch();
+    const key = join(cwd, 'key');
+    writeFileSync(key, 'LINKED-SECRET\n');
+    linkSync(key, join(base, 'other-name'));
+    writeFileSync(join(home, '.srt-settings.json'), JSON.stringify({ filesystem: { denyRead: [key] } }));
+    const r = await srt(['--', 'sh', '-c', `cat ${key} 2>&1; true`], { home, cwd });
+    expect(r.stdout).toContain('Permission denied');
+    expect(r.stdout).not.toContain('LINKED-SECRET');
+    expect(r.stderr).toContain(`${key} has 2 hard links: the command can read it under its other names`);
+    expect(readFileSync(key, 'utf8')).toBe('LINKED-SECRET\n');
   });
 });

@@ -583,6 +583,15 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(plan.snapshots).toEqual(['/h', '/h/.config']);
   });
 
+  it('a denied file with other hard links is reported once (its other names show its content)', () => {
+    const linked = { ...file('/w/key'), nlink: 2 };
+    const plan = buildBwrapPlan(policy({ denyRead: [rule('/w/key'), rule('/w/./key')] }), facts({ '/w/key': linked, '/w/./key': linked }), ['true']);
+    expect(plan.warnings.filter((w) => w.includes('hard links'))).toEqual([
+      'filesystem.denyRead: /w/key: /w/key has 2 hard links: the command can read it under its other names unless they are denied too (find / -xdev -samefile /w/key)']);
+    const single = buildBwrapPlan(policy({ denyRead: [rule('/w/key')] }), facts({ '/w/key': file('/w/key') }), ['true']);
+    expect(single.warnings.join('\n')).not.toContain('hard links');
+  });
+
   // srt lists a snapshot's entries after it planned: a denied path missing then but made by a
   // program outside meanwhile (a credential refresh) would be bound back with its real content.
   it('a denied path that appeared after srt looked is not bound back into the snapshot (with and without the helper)', () => {
