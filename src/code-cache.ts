@@ -57,11 +57,12 @@ function trustedDirs(dirs: readonly string[], uid: number): boolean {
   });
 }
 
-/** The entry's bytes, if it is a regular file only this user can change (read without following a link). */
+/** The entry's bytes, if it is a regular file only this user can change (read without following a
+ *  link; opened non-blocking, since opening a FIFO there would wait for a writer forever). */
 function readEntry(path: string, uid: number): Buffer | undefined {
   let fd: number | undefined;
   try {
-    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW);
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     const st = fstatSync(fd);
     if (!st.isFile() || !ownedAlone(st, uid)) return undefined;
     return readFileSync(fd);

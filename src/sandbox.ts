@@ -416,11 +416,13 @@ export class Sandbox implements PlatformBackend {
     // Under ~/.srt, which every sandbox sees read-only: no sandboxed command (of this run or a
     // concurrent one with /tmp writable) can swap the filter, the proxy sockets or TMPDIR's
     // parent. The name starts with the owner pid so leftovers of killed runs can be told apart.
-    const runRoot = join(policy.home, '.srt', 'run');
+    let runRoot = join(policy.home, '.srt', 'run');
     let runDir: string;
     try {
       mkdirSync(runRoot, { recursive: true, mode: 0o700 });
-      // Real: every path srt plans must reach its file without a symlink (the helper checks).
+      // Real: every path srt plans must reach its file without a symlink (the helper checks), the
+      // hidden run root too (a HOME that is a symlink, or below one).
+      runRoot = realpathSync(runRoot);
       runDir = realpathSync(mkdtempSync(join(runRoot, `${process.pid}-`)));
     } catch (e) {
       throw new SandboxError(`cannot create the run directory under ${runRoot}: ${(e as Error).message}`);
@@ -483,7 +485,10 @@ export class Sandbox implements PlatformBackend {
       const first = buildBwrapPlan(policy, facts, ['true']);
       const snapshots = new Map<string, SnapshotEntry[] | 'too-large'>();
       for (const d of first.snapshots) {
-        const listed = listSnapshot(d);
+        let listed: ReturnType<typeof listSnapshot>;
+        try { listed = listSnapshot(d); } catch {
+          throw new SandboxError(`${d} changed or disappeared while srt was setting up the sandbox; nothing ran, try again`);
+        }
         if (listed !== 'too-large' && listed.skipped.length) {
           warnings.push(`${d}: ${listed.skipped.length} name(s) that are not valid UTF-8 are not seen inside (srt cannot name them to bubblewrap)`);
         }

@@ -418,8 +418,16 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // --- reads: real path → the trust of the strongest rule naming it
   /** Read-denied paths that do not exist now, with the first missing component (one may appear). */
   const missingReadDenies = new Map<string, { firstMissing: string; trust: number }>();
+  const linkedDenies = new Set<string>();
   const denyReadLanding = (l: Landing, trust: number, what: string) => {
-    if (existing(l)) rank(denyRead, l.real, trust);
+    if (existing(l)) {
+      rank(denyRead, l.real, trust);
+      // The mount hides one name: the file's other names show its content.
+      if (l.kind === 'file' && (l.nlink ?? 1) > 1 && !linkedDenies.has(l.real)) {
+        linkedDenies.add(l.real);
+        warnings.push(`${what}: ${l.real} has ${l.nlink} hard links: the command can read it under its other names unless they are denied too (find / -xdev -samefile ${l.real})`);
+      }
+    }
     else if (l.kind === 'missing' && l.firstMissing) {
       const m = missingReadDenies.get(l.real);
       missingReadDenies.set(l.real, { firstMissing: l.firstMissing, trust: Math.max(trust, m?.trust ?? -1) });
@@ -568,6 +576,9 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const p of [...nodes, ...maskedCopies]) {
     for (let a = dirname(p); a !== '/'; a = dirname(a)) if (snapshotDirs.has(dirname(a))) holdsMounts.add(a);
   }
+  /** The first missing component of each denied path that did not exist: listed in a snapshot,
+   *  a program outside made it after srt looked, and binding it back would show the denied content. */
+  const appeared = new Set([...missingReadDenies.values()].map((m) => m.firstMissing));
   const gated: BwrapPlan['gated'] = [];
   for (const [d, trust] of gatedDenies) {
     const reopeners = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
@@ -672,7 +683,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     else remountRo.push(dir);
     for (const e of listed) {
       const at = join(dir, e.name);
-      if (nodes.has(at) || maskedCopies.has(at)) continue;
+      if (nodes.has(at) || maskedCopies.has(at) || appeared.has(at)) continue;
       if (e.kind === 'symlink') {
         fsArgs.push('--symlink', e.target!, at);
         planMount({ kind: 'symlink', dest: at, target: e.target! });

@@ -582,4 +582,33 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(plan.gated.map((g) => g.path)).toEqual(['/w/.env']);
     expect(plan.snapshots).toEqual(['/h', '/h/.config']);
   });
+
+  it('a denied file with other hard links is reported once (its other names show its content)', () => {
+    const linked = { ...file('/w/key'), nlink: 2 };
+    const plan = buildBwrapPlan(policy({ denyRead: [rule('/w/key'), rule('/w/./key')] }), facts({ '/w/key': linked, '/w/./key': linked }), ['true']);
+    expect(plan.warnings.filter((w) => w.includes('hard links'))).toEqual([
+      'filesystem.denyRead: /w/key: /w/key has 2 hard links: the command can read it under its other names unless they are denied too (find / -xdev -samefile /w/key)']);
+    const single = buildBwrapPlan(policy({ denyRead: [rule('/w/key')] }), facts({ '/w/key': file('/w/key') }), ['true']);
+    expect(single.warnings.join('\n')).not.toContain('hard links');
+  });
+
+  // srt lists a snapshot's entries after it planned: a denied path missing then but made by a
+  // program outside meanwhile (a credential refresh) would be bound back with its real content.
+  it('a denied path that appeared after srt looked is not bound back into the snapshot (with and without the helper)', () => {
+    const seccomp = { ...sup.seccomp, mountsPath: '/r/mounts', stageDir: '/r/stage' };
+    for (const s of [sup.seccomp, seccomp]) {
+      const plan = buildBwrapPlan(policy({ denyRead: [rule('/h/.config/gh/hosts.yml'), rule('/h/.env')] }), facts({
+        '/h/.config/gh/hosts.yml': missing('/h/.config/gh/hosts.yml', '/h/.config/gh'), '/h/.env': missing('/h/.env'),
+      }, {
+        seccomp: s, replaceable: new Set(['/h/.config/gh', '/h/.config', '/h/.env']),
+        snapshots: new Map([['/h/.config', [{ name: 'gh', kind: 'dir' as const }, { name: 'other', kind: 'file' as const }]],
+          ['/h', [{ name: '.config', kind: 'dir' as const }, { name: '.env', kind: 'file' as const }]]]),
+      }), ['true']);
+      expect(plan.snapshots).toEqual(['/h', '/h/.config']);
+      expect(plan.mounts.filter((m) => m.dest === '/h/.config/gh' || m.dest === '/h/.env')).toEqual([]);
+      expect(plan.args).not.toContain('/h/.config/gh');
+      expect(plan.args).not.toContain('/h/.env');
+      expect(plan.mounts.some((m) => m.dest === '/h/.config/other')).toBe(true);
+    }
+  });
 });
