@@ -789,10 +789,17 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
  * real path); a missing identity is an error unless the bind is optional (bwrap skips a vanished
  * `-try` source: then nothing may be at its place).
  */
-export function encodeMounts(mounts: PlannedMount[], idOf: (source: string) => FileId | null, cwd: FileId | undefined):
+export function encodeMounts(mounts: PlannedMount[], identify: (source: string) => FileId | null, cwd: FileId | undefined):
   { data: Buffer } | { error: string } {
   const fields: string[] = [];
   const changed = (path: string) => ({ error: `${path} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` });
+  // One identity per source: every denied file's bind has the same one.
+  const known = new Map<string, FileId | null>();
+  const idOf = (source: string) => {
+    let id = known.get(source);
+    if (id === undefined) known.set(source, (id = identify(source)));
+    return id;
+  };
   // The one file the helper binds at every `deny` destination, once, before them.
   const denied = mounts.find((m) => m.kind === 'bind' && m.deny);
   if (denied?.kind === 'bind') {
