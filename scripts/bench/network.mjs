@@ -2,7 +2,8 @@
 // The network path as a user gets it: the client runs INSIDE `srt` (bwrap, seccomp helper,
 // relays, proxy), each figure against the same client directly on the host in the same run:
 //  - keep-alive req/s through the HTTP proxy (absolute-form), CONNECTIONS concurrent
-//  - bulk MB/s of one stream through a CONNECT tunnel, and through SOCKS5
+//  - bulk MB/s of one stream through a CONNECT tunnel, through SOCKS5, and of one plain-HTTP GET
+//    through the HTTP proxy (absolute-form; srt's request/response pipeline sees every byte)
 //  - bulk MB/s of one stream through a forwarded port (allowedDomains `127.0.0.1:PORT`: the client
 //    connects to 127.0.0.1:PORT inside, plain TCP)
 //  - peak RSS of srt's own process and of its process tree (srt, bwrap, helper, relays; the
@@ -40,6 +41,22 @@ async function client({ mode, host, port, socksPort, requests, connections, bulk
     process.stdout.write(`${JSON.stringify({ value, errors })}\n`);
     process.exit(0);
   };
+  if (mode === 'bulk-http' || mode === 'bulk-http-direct') {
+    // One GET of the origin's big body: through the HTTP proxy (absolute-form), or straight.
+    const t0 = process.hrtime.bigint();
+    let bytes = 0;
+    await new Promise((resolve, reject) => {
+      const o = mode === 'bulk-http' ? { host: proxyHost, port: proxyPort, path: `http://${host}:${port}/bulk`, headers: proxyHeaders } : { host, port, path: '/bulk' };
+      const req = http.get({ ...o, agent: false }, (res) => {
+        res.on('data', (b) => (bytes += b.length));
+        res.on('end', resolve);
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+    });
+    const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    return done(bytes / 1e6 / s, bytes === bulkBytes ? 0 : 1);
+  }
   if (mode === 'bulk-direct' || mode === 'bulk-connect' || mode === 'bulk-forward' || mode === 'bulk-socks') {
     let bytes = 0;
     const t0 = process.hrtime.bigint();
@@ -189,9 +206,23 @@ async function main() {
   const vs = arg('--vs', undefined);
   const bulkBytes = bulkMb * 1e6;
   const s = scratch();
-  const origin = http.createServer({ keepAliveTimeout: 30_000 }, (_req, res) => res.end('ok'));
-  await new Promise((r) => origin.listen(0, '127.0.0.1', r));
   const chunk = Buffer.alloc(64 * 1024, 'x');
+  const origin = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
+    if (req.url !== '/bulk') return res.end('ok');
+    // bulkBytes of body with a Content-Length, written with backpressure.
+    res.writeHead(200, { 'Content-Length': bulkBytes });
+    let left = bulkBytes;
+    const pump = () => {
+      while (left > 0) {
+        const n = Math.min(left, chunk.length);
+        left -= n;
+        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  });
+  await new Promise((r) => origin.listen(0, '127.0.0.1', r));
   const bulk = net.createServer((socket) => {
     socket.on('error', () => socket.destroy());
     let left = bulkBytes;
@@ -248,10 +279,12 @@ async function main() {
     for (let round = 0; round < rounds; round++) {
       add('direct', await run('direct', originPort));
       add('bulk-direct', await run('bulk-direct', bulkPort));
+      add('bulk-http-direct', await run('bulk-http-direct', originPort));
       for (const [name, cli] of clis) {
         add(`${name} proxy`, await run('proxy', originPort, cli));
         add(`${name} bulk-connect`, await run('bulk-connect', bulkPort, cli));
         add(`${name} bulk-socks`, await run('bulk-socks', bulkPort, cli));
+        add(`${name} bulk-http`, await run('bulk-http', originPort, cli));
         add(`${name} bulk-forward`, await run('bulk-forward', bulkPort, cli));
       }
     }
@@ -270,6 +303,7 @@ async function main() {
   const rows = [
     [`direct on the host (req/s, ${requests} req, ${connections} keep-alive conns)`, `${Math.round(med('direct'))}${errs('direct')}`],
     [`bulk direct on the host (MB/s, ${bulkMb} MB)`, `${Math.round(med('bulk-direct'))}${errs('bulk-direct')}`],
+    [`plain-HTTP bulk direct on the host (MB/s, one GET of ${bulkMb} MB)`, `${Math.round(med('bulk-http-direct'))}${errs('bulk-http-direct')}`],
   ];
   for (const [name, cli] of clis) {
     const label = name === 'srt' ? 'srt' : `vs ${cli}`;
@@ -278,6 +312,8 @@ async function main() {
       [`${label}: proxied / direct (target >= 0.5)`, (med(`${name} proxy`) / med('direct')).toFixed(2)],
       [`${label}: CONNECT bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-connect`))}${errs(`${name} bulk-connect`)}`],
       [`${label}: CONNECT bulk / direct (target >= 0.4)`, (med(`${name} bulk-connect`) / med('bulk-direct')).toFixed(2)],
+      [`${label}: plain-HTTP bulk through the proxy inside (MB/s)`, `${Math.round(med(`${name} bulk-http`))}${errs(`${name} bulk-http`)}`],
+      [`${label}: plain-HTTP bulk / direct (target >= 0.3)`, (med(`${name} bulk-http`) / med('bulk-http-direct')).toFixed(2)],
       [`${label}: SOCKS5 bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-socks`))}${errs(`${name} bulk-socks`)}`],
       [`${label}: SOCKS5 bulk / direct`, (med(`${name} bulk-socks`) / med('bulk-direct')).toFixed(2)],
       [`${label}: forwarded-port bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-forward`))}${errs(`${name} bulk-forward`)}`],
