@@ -45,6 +45,21 @@ export function cacheDirs(home: string): string[] {
   return [srt, join(srt, 'cache'), join(srt, 'cache', 'code')];
 }
 
+/** What `srt doctor` says about the cache in `home`: why it is not used, if it is not. */
+export function codeCacheState(home: string): { used: true; entries: number } | { used: false; why: string; path?: string } {
+  if (process.env[NO_CODE_CACHE_ENV] !== undefined) return { used: false, why: `${NO_CODE_CACHE_ENV} is set` };
+  if (typeof process.geteuid !== 'function') return { used: false, why: 'this platform has no user ids' };
+  const uid = process.geteuid();
+  for (const d of cacheDirs(home)) {
+    const st = lstatSync(d, { throwIfNoEntry: false });
+    if (!st) return { used: true, entries: 0 }; // made by the next run
+    if (!st.isDirectory()) return { used: false, why: 'not a directory', path: d };
+    if (st.uid !== uid) return { used: false, why: 'not yours', path: d };
+    if (st.mode & 0o022) return { used: false, why: 'others may write it', path: d };
+  }
+  return { used: true, entries: readdirSync(cacheDirs(home)[2]!).filter((n) => !n.endsWith('.tmp')).length };
+}
+
 /** A directory or file only this user can change: owned by them, writable by no one else. */
 function ownedAlone(st: { uid: number; mode: number }, uid: number): boolean {
   return st.uid === uid && (st.mode & 0o022) === 0;

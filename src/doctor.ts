@@ -5,7 +5,8 @@
 import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { release } from 'node:os';
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
+import { codeCacheState } from './code-cache.js';
 import { isWithin } from './glob.js';
 import type { Policy } from './policy.js';
 import { literalOf } from './profiles/bwrap.js';
@@ -236,6 +237,18 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
   return { checks, policy: p };
 }
 
+/** srt's bytecode cache (src/code-cache.ts): unused, every start compiles srt from source. */
+function codeCacheCheck(home: string): Check {
+  const title = 'code cache';
+  const c = codeCacheState(home);
+  if (c.used) return { id: 'code-cache', title, status: 'ok', detail: `${c.entries} chunk(s) of srt's bytecode kept in ${join(home, '.srt', 'cache', 'code')}` };
+  return {
+    id: 'code-cache', title, status: 'warn',
+    detail: `not used (${c.path ? `${c.path}: ` : ''}${c.why}): every srt start compiles srt from source (~20 ms)`,
+    fix: c.path ? `rm -r ${join(home, '.srt', 'cache')} (srt makes it anew, private to you)` : 'unset SRT_NO_CODE_CACHE',
+  };
+}
+
 function staleCheck(home: string, fix: boolean): Check {
   const before = findStale(home);
   const items = [...before.placeholders.map((p) => p.path), ...before.runDirs, ...before.watched];
@@ -282,7 +295,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
     const at = checks.findIndex((c) => c.id === 'srt.location');
     checks.splice(at === -1 ? checks.length : at, 0, ...(await credentialChecks(settings.policy)));
   }
-  checks.push(staleCheck(opts.load.home, opts.fix === true));
+  checks.push(staleCheck(opts.load.home, opts.fix === true), codeCacheCheck(opts.load.home));
   if (opts.tools) {
     const cannot = checks.find((c) => c.status === 'error');
     if (cannot || !settings.policy) {

@@ -127,6 +127,21 @@ describe('the code cache (~/.srt/cache/code)', () => {
     }
   });
 
+  it('srt doctor says whether the cache is used, and why not', async () => {
+    const { home, cwd } = scratch();
+    const check = async (env: Record<string, string> = {}) => {
+      const r = await srt(['doctor', '--json'], { home, cwd, env });
+      return (JSON.parse(r.stdout) as { checks: { id: string; status: string; detail: string }[] }).checks.find((c) => c.id === 'code-cache')!;
+    };
+    expect(await check()).toMatchObject({ status: 'ok' });
+    expect((await run(home, cwd)).exitCode).toBe(0);
+    expect((await check()).detail).toMatch(/^[1-9]\d* chunk\(s\) of srt's bytecode kept in /);
+    chmodSync(join(home, '.srt', 'cache'), 0o775);
+    expect(await check()).toMatchObject({ status: 'warn', detail: expect.stringContaining(`${join(home, '.srt', 'cache')}: others may write it`) });
+    chmodSync(join(home, '.srt', 'cache'), 0o700);
+    expect(await check({ SRT_NO_CODE_CACHE: '1' })).toMatchObject({ status: 'warn', detail: expect.stringContaining('SRT_NO_CODE_CACHE is set') });
+  });
+
   it('a cache directory srt cannot create costs nothing but time', async () => {
     const { home, cwd } = scratch();
     mkdirSync(join(home, '.srt'));
