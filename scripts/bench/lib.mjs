@@ -31,6 +31,23 @@ export async function helperSandbox(dir) {
   return { withHelper, relays };
 }
 
+const BULK_CHUNK = Buffer.alloc(64 * 1024, 'x');
+
+/** Write `total` bytes of filler to a writable (a socket, an HTTP response or stream) in 64 KiB
+ *  chunks, waiting for 'drain' when it asks to, then end it. */
+export function writeBulk(out, total) {
+  let left = total;
+  const pump = () => {
+    while (left > 0) {
+      const n = Math.min(left, BULK_CHUNK.length);
+      left -= n;
+      if (!out.write(n === BULK_CHUNK.length ? BULK_CHUNK : BULK_CHUNK.subarray(0, n))) return void out.once('drain', pump);
+    }
+    out.end();
+  };
+  pump();
+}
+
 export function median(xs) {
   const s = [...xs].sort((a, b) => a - b);
   const m = s.length >> 1;

@@ -17,7 +17,7 @@ import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, report, scratch, SRT } from './lib.mjs';
+import { median, report, scratch, SRT, writeBulk } from './lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -206,35 +206,15 @@ async function main() {
   const vs = arg('--vs', undefined);
   const bulkBytes = bulkMb * 1e6;
   const s = scratch();
-  const chunk = Buffer.alloc(64 * 1024, 'x');
   const origin = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
     if (req.url !== '/bulk') return res.end('ok');
-    // bulkBytes of body with a Content-Length, written with backpressure.
     res.writeHead(200, { 'Content-Length': bulkBytes });
-    let left = bulkBytes;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!res.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once('drain', pump);
-      }
-      res.end();
-    };
-    pump();
+    writeBulk(res, bulkBytes);
   });
   await new Promise((r) => origin.listen(0, '127.0.0.1', r));
   const bulk = net.createServer((socket) => {
     socket.on('error', () => socket.destroy());
-    let left = bulkBytes;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void socket.once('drain', pump);
-      }
-      socket.end();
-    };
-    pump();
+    writeBulk(socket, bulkBytes);
   });
   await new Promise((r) => bulk.listen(0, '127.0.0.1', r));
   const originPort = origin.address().port;

@@ -10,7 +10,7 @@ import net from 'node:net';
 import { fork, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { report, scratch, SRT } from './lib.mjs';
+import { report, scratch, SRT, writeBulk } from './lib.mjs';
 
 const REQUESTS = Number(process.argv[2] ?? 20000);
 const CONNECTIONS = Number(process.argv[3] ?? 50);
@@ -113,19 +113,9 @@ async function main() {
   const s = scratch();
   const origin = http.createServer((_req, res) => res.end('ok'));
   await new Promise((r) => origin.listen(0, '127.0.0.1', r));
-  const chunk = Buffer.alloc(64 * 1024, 'x');
   const bulk = net.createServer((socket) => {
     socket.on('error', () => socket.destroy());
-    let left = BULK_MB * 1e6;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!socket.write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void socket.once('drain', pump);
-      }
-      socket.end();
-    };
-    pump();
+    writeBulk(socket, BULK_MB * 1e6);
   });
   await new Promise((r) => bulk.listen(0, '127.0.0.1', r));
   const target = `127.0.0.1:${origin.address().port}`;

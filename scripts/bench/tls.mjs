@@ -19,7 +19,7 @@ import https from 'node:https';
 import tls from 'node:tls';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, report, scratch, SRT, testPki, timeCommand } from './lib.mjs';
+import { median, report, scratch, SRT, testPki, timeCommand, writeBulk } from './lib.mjs';
 
 const BULK_MB = Number(process.argv[2] ?? 200);
 const NEW_HOSTS = 100;
@@ -147,22 +147,9 @@ function vmHwmMb(pid) {
 }
 
 function origins(pki) {
-  const chunk = Buffer.alloc(64 * 1024, 'x');
-  const bulk = (res, total, write, end) => {
-    let left = total;
-    const pump = () => {
-      while (left > 0) {
-        const n = Math.min(left, chunk.length);
-        left -= n;
-        if (!write(n === chunk.length ? chunk : chunk.subarray(0, n))) return void res.once('drain', pump);
-      }
-      end();
-    };
-    pump();
-  };
   const h1 = (req, res) => {
     const url = new URL(req.url, 'https://x');
-    if (url.pathname === '/bulk') return bulk(res, Number(url.searchParams.get('mb')) * 1e6, (c) => res.write(c), () => res.end());
+    if (url.pathname === '/bulk') return writeBulk(res, Number(url.searchParams.get('mb')) * 1e6);
     if (url.pathname === '/sse') {
       res.writeHead(200, { 'content-type': 'text/event-stream' });
       let n = 0;
@@ -190,7 +177,7 @@ function origins(pki) {
     s.on('stream', (stream, headers) => {
       const url = new URL(headers[':path'], 'https://x');
       stream.respond({ ':status': 200 });
-      bulk(stream, Number(url.searchParams.get('mb') ?? 0) * 1e6, (c) => stream.write(c), () => stream.end());
+      writeBulk(stream, Number(url.searchParams.get('mb') ?? 0) * 1e6);
     });
     return s;
   };
