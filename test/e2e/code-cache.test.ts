@@ -2,35 +2,20 @@
 // is code that runs outside the sandbox: these tests plant a forged entry (bytecode of other code
 // with the same length, which V8 cannot tell apart) and check it runs only from where nobody but
 // the user could have put it, and that a broken entry costs nothing but time.
-import { spawnSync } from 'node:child_process';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { entryName } from '../../src/code-cache.js';
+import { CHUNK, forgedBytecode, NODE } from './code-cache-fixtures.js';
 import { REPO, scratchDirs, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-code-cache-');
 afterAll(() => tmp.cleanup());
 const scratch = scratchDirs(() => tmp.path);
 
-const CHUNK = join(REPO, 'dist', 'bundle', 'env.cjs'); // small, and loaded by every `srt -- true`
-const NODE = { version: process.version, arch: process.arch, execArgv: [], nodeOptions: '' };
 const cacheDir = (home: string) => join(home, '.srt', 'cache', 'code');
 const entries = (home: string) => (existsSync(cacheDir(home)) ? readdirSync(cacheDir(home)).sort() : []);
 const run = (home: string, cwd: string, env: Record<string, string> = {}) => srt(['--', 'true'], { home, cwd, env });
-
-/** Bytecode, made by a clean node, of a program as long as CHUNK that only touches `mark`. */
-function forgedBytecode(mark: string): Buffer {
-  const real = readFileSync(CHUNK, 'utf8');
-  const stmt = `require("fs").writeFileSync(${JSON.stringify(mark)}, "");`;
-  const forged = `${stmt}/*${' '.repeat(real.length - stmt.length - 4)}*/`;
-  expect(forged.length).toBe(real.length);
-  const make = `const { Script } = require('node:vm'); const { Module } = require('node:module');
-process.stdout.write(new Script(Module.wrap(process.argv[1]), { filename: ${JSON.stringify(CHUNK)} }).createCachedData().toString('base64'));`;
-  const r = spawnSync(process.execPath, ['-e', make, forged], { encoding: 'utf8', env: { PATH: process.env.PATH } });
-  expect(r.status, r.stderr).toBe(0);
-  return Buffer.from(r.stdout, 'base64');
-}
 
 describe('the code cache (~/.srt/cache/code)', () => {
   it('keeps the bytecode of the chunks a run used, private to the user, and reuses it unchanged', async () => {

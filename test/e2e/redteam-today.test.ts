@@ -5,28 +5,13 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { entryName } from '../../src/code-cache.js';
-import { REPO, SRT_BIN, scratchDirs, srt, tempDir } from './helpers.js';
+import { chunkEntry, forgedBytecode } from './code-cache-fixtures.js';
+import { SRT_BIN, scratchDirs, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-redteam-today-');
 afterAll(() => tmp.cleanup());
 const scratch = scratchDirs(() => tmp.path);
 
-const CHUNK = join(REPO, 'dist', 'bundle', 'env.cjs'); // loaded by every `srt -- true`
-const NODE = { version: process.version, arch: process.arch, execArgv: [], nodeOptions: '' };
-const entryOf = (home: string) => join(home, '.srt', 'cache', 'code', entryName(readFileSync(CHUNK, 'utf8'), NODE));
-
-/** Bytecode of a program as long as CHUNK that creates `mark` (V8 checks bytecode against its source by length only). */
-function forgedBytecode(mark: string): Buffer {
-  const real = readFileSync(CHUNK, 'utf8');
-  const stmt = `require("fs").writeFileSync(${JSON.stringify(mark)}, "");`;
-  const forged = `${stmt}/*${' '.repeat(real.length - stmt.length - 4)}*/`;
-  const make = `const { Script } = require('node:vm'); const { Module } = require('node:module');
-process.stdout.write(new Script(Module.wrap(process.argv[1]), { filename: ${JSON.stringify(CHUNK)} }).createCachedData().toString('base64'));`;
-  const r = spawnSync(process.execPath, ['-e', make, forged], { encoding: 'utf8', env: { PATH: process.env.PATH } });
-  expect(r.status, r.stderr).toBe(0);
-  return Buffer.from(r.stdout, 'base64');
-}
 
 describe('the code cache cannot be planted from inside the sandbox', () => {
   // Every way a command could put bytecode where the next srt outside reads it: write the entry,
@@ -50,7 +35,7 @@ true`;
     const mark = join(base, 'FORGED_RAN');
     writeFileSync(join(cwd, 'forged'), forgedBytecode(mark), { mode: 0o600 });
     expect((await srt(['--', 'true'], { home, cwd })).exitCode).toBe(0);
-    const r = spawnSync('sh', ['-c', plant(entryOf(home), join(cwd, 'forged'))], { cwd, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, TMPDIR: base } });
+    const r = spawnSync('sh', ['-c', plant(chunkEntry(home), join(cwd, 'forged'))], { cwd, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, TMPDIR: base } });
     expect(r.status, r.stderr).toBe(0);
     await srt(['--', 'true'], { home, cwd });
     expect(existsSync(mark)).toBe(true);
@@ -66,7 +51,7 @@ true`;
         writeFileSync(forged, forgedBytecode(mark), { mode: 0o600 });
         writeFileSync(join(home, '.srt-settings.json'), JSON.stringify({ filesystem: { allowWrite: c.allowWrite } }));
         if (!c.fresh) expect((await srt(['--', 'true'], { home, cwd, env })).exitCode).toBe(0);
-        const entry = entryOf(home);
+        const entry = chunkEntry(home);
         const before = c.fresh ? undefined : readFileSync(entry);
         const inside = await srt(['--', 'sh', '-c', plant(entry, forged)], { home, cwd: c.inHome ? home : cwd, env });
         expect(inside.exitCode, `${c.name}: ${inside.stderr}`).toBe(0);
@@ -106,7 +91,7 @@ describe('a broken code cache costs nothing but time', () => {
   it('a FIFO where an entry goes does not hang srt (it is not opened for a writer to come)', async () => {
     const { home, cwd } = scratch();
     expect((await srt(['--', 'true'], { home, cwd })).exitCode).toBe(0);
-    const entry = entryOf(home);
+    const entry = chunkEntry(home);
     rmSync(entry);
     expect(spawnSync('mkfifo', ['-m', '600', entry]).status).toBe(0);
     const r = await srt(['--', 'true'], { home, cwd, timeout: 15_000 });
@@ -122,9 +107,9 @@ describe('a broken code cache costs nothing but time', () => {
     const names = spawnSync('ls', [code], { encoding: 'utf8' }).stdout.trim().split('\n');
     expect(names.filter((n) => n.endsWith('.tmp'))).toEqual([]);
     // Reused as they are: the next run compiles nothing (writes nothing).
-    const mtime = statSync(entryOf(home)).mtimeMs;
+    const mtime = statSync(chunkEntry(home)).mtimeMs;
     expect((await srt(['--', 'true'], { home, cwd })).exitCode).toBe(0);
-    expect(statSync(entryOf(home)).mtimeMs).toBe(mtime);
+    expect(statSync(chunkEntry(home)).mtimeMs).toBe(mtime);
   });
 });
 

@@ -1,0 +1,28 @@
+// Shared by the code-cache tests: the chunk they forge bytecode for, and the forging itself.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { entryName } from '../../src/code-cache.js';
+import { REPO } from './helpers.js';
+
+/** Small, and loaded by every `srt -- true`. */
+export const CHUNK = join(REPO, 'dist', 'bundle', 'env.cjs');
+/** The node srt runs with in these tests: this one, no flags. */
+export const NODE = { version: process.version, arch: process.arch, execArgv: [], nodeOptions: '' };
+/** Where srt keeps CHUNK's bytecode for `home`. */
+export const chunkEntry = (home: string) => join(home, '.srt', 'cache', 'code', entryName(readFileSync(CHUNK, 'utf8'), NODE));
+
+/** Bytecode, made by a clean node, of a program as long as CHUNK that only creates `mark`
+ *  (V8 checks bytecode against its source by length only). */
+export function forgedBytecode(mark: string): Buffer {
+  const real = readFileSync(CHUNK, 'utf8');
+  const stmt = `require("fs").writeFileSync(${JSON.stringify(mark)}, "");`;
+  const forged = `${stmt}/*${' '.repeat(real.length - stmt.length - 4)}*/`;
+  expect(forged.length).toBe(real.length);
+  const make = `const { Script } = require('node:vm'); const { Module } = require('node:module');
+process.stdout.write(new Script(Module.wrap(process.argv[1]), { filename: ${JSON.stringify(CHUNK)} }).createCachedData().toString('base64'));`;
+  const r = spawnSync(process.execPath, ['-e', make, forged], { encoding: 'utf8', env: { PATH: process.env.PATH } });
+  expect(r.status, r.stderr).toBe(0);
+  return Buffer.from(r.stdout, 'base64');
+}
