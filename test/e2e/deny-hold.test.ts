@@ -385,6 +385,21 @@ describe('what pinning leaves usable', () => {
     expect(dry.stdout).toContain(`\n${denied[999]}\n`);
   });
 
+  // With filesystem.disabled the host's root is mounted read-write: the helper's bind of srt's
+  // denied file over a credential file must still be read-only (it re-mounts each one so).
+  it('filesystem.disabled: a credentials.files deny is still an empty file that can be neither read nor written', async () => {
+    const dir = scratch();
+    const secret = join(dir.home, 'token');
+    writeFileSync(secret, 'REAL-TOKEN\n');
+    const settings = join(dir.home, '..', 'disabled.json');
+    writeFileSync(settings, JSON.stringify({ filesystem: { disabled: true }, credentials: { files: [{ path: secret, mode: 'deny' }] } }));
+    const r = await srt(['--settings', settings, '--', 'sh', '-c',
+      `cat ${secret} 2>/dev/null && echo read; (echo x > ${secret}) 2>/dev/null && echo wrote; (echo x >> ${secret}) 2>/dev/null && echo appended; stat -c %s ${secret}`], dir);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('0');
+    expect(readFileSync(secret, 'utf8')).toBe('REAL-TOKEN\n');
+  });
+
   it('without the supervisor a denied path in a writable directory cannot be held: srt says so at start', async () => {
     const dir = scratch();
     writeFileSync(join(dir.cwd, '.env'), 'TOKEN=x\n');
