@@ -1,6 +1,7 @@
-// V8 code cache for srt's CLI bundle. Node 20 compiles every ES module from source at each start
-// and has no compile cache of its own, which cost a third of `srt -- true`. The CLI is therefore
-// a CommonJS bundle (dist/bundle/*.cjs) whose chunks bin/srt loads through this hook: each chunk
+// V8 code cache for srt's CLI bundle. Node 20 compiles every module from source at each start and
+// has no compile cache of its own (loading srt's chunks as ES modules, compiled from source, cost
+// a third of `srt -- true`). The CLI is therefore a CommonJS bundle (dist/bundle/*.cjs), which
+// vm.Script can compile with cached data, and bin/srt loads its chunks through this hook: each chunk
 // is compiled with the bytecode V8 produced for it in an earlier run, and a chunk compiled
 // without one has its bytecode (including the functions that run used) written at exit.
 //
@@ -49,15 +50,13 @@ export function cacheDirs(home: string): string[] {
 export function codeCacheState(home: string): { used: true; entries: number } | { used: false; why: string; path?: string } {
   if (process.env[NO_CODE_CACHE_ENV] !== undefined) return { used: false, why: `${NO_CODE_CACHE_ENV} is set` };
   if (typeof process.geteuid !== 'function') return { used: false, why: 'this platform has no user ids' };
-  const uid = process.geteuid();
-  for (const d of cacheDirs(home)) {
-    const st = lstatSync(d, { throwIfNoEntry: false });
-    if (!st) return { used: true, entries: 0 }; // made by the next run
-    if (!st.isDirectory()) return { used: false, why: 'not a directory', path: d };
-    if (st.uid !== uid) return { used: false, why: 'not yours', path: d };
-    if (st.mode & 0o022) return { used: false, why: 'others may write it', path: d };
+  const dirs = cacheDirs(home);
+  for (const d of dirs) {
+    const why = untrustedDir(d, process.geteuid());
+    if (why === 'missing') return { used: true, entries: 0 }; // made by the next run
+    if (why) return { used: false, why, path: d };
   }
-  return { used: true, entries: readdirSync(cacheDirs(home)[2]!).filter((n) => !n.endsWith('.tmp')).length };
+  return { used: true, entries: readdirSync(dirs[dirs.length - 1]!).filter((n) => !n.endsWith('.tmp')).length };
 }
 
 /** A directory or file only this user can change: owned by them, writable by no one else. */
@@ -65,11 +64,17 @@ function ownedAlone(st: { uid: number; mode: number }, uid: number): boolean {
   return st.uid === uid && (st.mode & 0o022) === 0;
 }
 
+/** Why `dir` cannot hold trusted entries, or undefined when it can (not followed if a symlink). */
+function untrustedDir(dir: string, uid: number): 'missing' | 'not a directory' | 'not yours' | 'others may write it' | undefined {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  if (!st) return 'missing';
+  if (!st.isDirectory()) return 'not a directory';
+  if (ownedAlone(st, uid)) return undefined;
+  return st.uid !== uid ? 'not yours' : 'others may write it';
+}
+
 function trustedDirs(dirs: readonly string[], uid: number): boolean {
-  return dirs.every((d) => {
-    const st = lstatSync(d, { throwIfNoEntry: false });
-    return !!st && st.isDirectory() && ownedAlone(st, uid);
-  });
+  return dirs.every((d) => untrustedDir(d, uid) === undefined);
 }
 
 /** The entry's bytes, if it is a regular file only this user can change (read without following a
