@@ -218,7 +218,7 @@ async function prepareTls(policy: Policy): Promise<Termination | undefined> {
   if (!tls) return undefined;
   const { prepareTermination } = await import('./proxy/trust.js');
   try {
-    return prepareTermination(tls, { cacheDir: join(policy.home, '.srt', 'cache') });
+    return prepareTermination(tls, { home: policy.home });
   } catch (e) {
     throw new SandboxError((e as Error).message);
   }

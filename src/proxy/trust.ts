@@ -5,11 +5,12 @@
 // key that happens to sit in one of these files never reaches the sandbox.
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { createSecureContext, rootCertificates, type SecureContext } from 'node:tls';
 import asn1 from 'node-forge/lib/asn1.js';
 import type { asn1 as Asn1Types } from 'node-forge';
+import { prepareCacheDir, readCacheFile, writeCacheFile } from '../platform/private-cache.js';
 import { CaError, CertificateAuthority } from './ca.js';
 import type { TlsTerminate } from '../policy.js';
 import type { UpstreamTrust } from './terminate.js';
@@ -129,25 +130,21 @@ export function javaTrustStore(certs: readonly string[]): Buffer {
 
 /**
  * The same with srt's CA first and the rest (system roots, extra CAs: the same from run to run)
- * encoded once and kept under `cacheDir` (~/.srt/cache, which no sandbox can write), keyed by
- * their content, so a run pays only for its own CA.
+ * encoded once and kept in ~/.srt/cache of `home` (platform/private-cache.ts: only this user's,
+ * never the sandbox's), keyed by their content, so a run pays only for its own CA.
  */
-function javaTrustStoreCached(ca: string, rest: readonly string[], cacheDir: string | undefined): Buffer {
-  if (!cacheDir) return pfx([certBags([ca], 'srt-ca'), certBags(rest, 'srt-trust')]);
+function javaTrustStoreCached(ca: string, rest: readonly string[], home: string | undefined): Buffer {
+  if (!home) return pfx([certBags([ca], 'srt-ca'), certBags(rest, 'srt-trust')]);
+  const dir = join(home, '.srt', 'cache');
   const name = `java-trust-${createHash('sha256').update(rest.join('')).digest('hex').slice(0, 32)}.der`;
-  const path = join(cacheDir, name);
-  let encoded: Buffer;
-  try {
-    encoded = readFileSync(path);
-  } catch {
+  let encoded = readCacheFile(home, join(dir, name));
+  if (!encoded) {
     encoded = certBags(rest, 'srt-trust');
-    try {
-      mkdirSync(cacheDir, { recursive: true, mode: 0o700 });
-      for (const old of readdirSync(cacheDir)) if (old.startsWith('java-trust-') && old !== name) rmSync(join(cacheDir, old), { force: true });
-      writeFileSync(`${path}.${process.pid}`, encoded, { mode: 0o600 });
-      renameSync(`${path}.${process.pid}`, path);
-    } catch {
-      /* no cache: the next run encodes them again */
+    if (prepareCacheDir(home, dir)) {
+      try {
+        for (const old of readdirSync(dir)) if (old.startsWith('java-trust-') && old !== name) rmSync(join(dir, old), { force: true });
+      } catch { /* unlistable: the old ones stay */ }
+      writeCacheFile(home, join(dir, name), encoded);
     }
   }
   return pfx([certBags([ca], 'srt-ca'), encoded]);
@@ -165,8 +162,8 @@ export interface Termination {
   javaTrustStore(): Buffer;
 }
 
-/** `cacheDir`: where the encoded Java trust store roots may be kept between runs (~/.srt/cache). */
-export function prepareTermination(t: TlsTerminate, opts: { now?: Date; cacheDir?: string } = {}): Termination {
+/** `home`: whose ~/.srt/cache may keep the encoded Java trust store roots between runs. */
+export function prepareTermination(t: TlsTerminate, opts: { now?: Date; home?: string } = {}): Termination {
   const now = opts.now ?? new Date();
   const ca = t.caCertPath && t.caKeyPath ? CertificateAuthority.load(t.caCertPath, t.caKeyPath, now) : CertificateAuthority.ephemeral(now);
   const roots = systemRoots();
@@ -178,6 +175,6 @@ export function prepareTermination(t: TlsTerminate, opts: { now?: Date; cacheDir
     upstream: new UpstreamTrustStore(upstreamCerts),
     rootsSource: roots.source,
     bundle: () => all().join(''),
-    javaTrustStore: () => javaTrustStoreCached(ca.certPem, upstreamCerts, opts.cacheDir),
+    javaTrustStore: () => javaTrustStoreCached(ca.certPem, upstreamCerts, opts.home),
   };
 }

@@ -1,13 +1,15 @@
 // Settings files srt has validated before, remembered by content. Loading zod and checking a
 // document costs about as much as starting node itself, and a settings file rarely changes
-// between runs. An entry is an empty file in ~/.srt/cache/valid/ (~/.srt is never writable from
-// a sandbox) named by a hash of the schema module's code and the file's bytes: a changed file,
-// or an srt whose schema changed, validates again. Failing to record one only costs the time.
+// between runs. An entry is an empty file in ~/.srt/cache/valid/ (read as every cache is:
+// platform/private-cache.ts) named by a hash of the schema module's code and the file's bytes: a
+// changed file, or an srt whose schema changed, validates again. Failing to record one only
+// costs the time.
 
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { readCacheFile, prepareCacheDir, writeCacheFile } from '../platform/private-cache.js';
 import { SCHEMA_MODULE_URL } from './schema.js';
 
 /** Past this many entries the directory is emptied rather than grown (each edit adds one). */
@@ -28,17 +30,14 @@ export interface ValidCache {
 export function validCache(home: string): ValidCache {
   const dir = join(home, '.srt', 'cache', 'valid');
   return {
-    has: (sha) => existsSync(join(dir, entryName(sha))),
+    has: (sha) => readCacheFile(home, join(dir, entryName(sha))) !== undefined,
     add: (shas) => {
-      if (shas.length === 0) return;
+      if (shas.length === 0 || !prepareCacheDir(home, dir)) return;
       try {
-        mkdirSync(dir, { recursive: true, mode: 0o700 });
-        if (readdirSync(dir).length + shas.length > MAX_ENTRIES) {
-          rmSync(dir, { recursive: true, force: true });
-          mkdirSync(dir, { recursive: true, mode: 0o700 });
-        }
-        for (const sha of shas) writeFileSync(join(dir, entryName(sha)), '', { mode: 0o600 });
-      } catch { /* read-only (inside a sandbox) or full: validated again next time */ }
+        const names = readdirSync(dir);
+        if (names.length + shas.length > MAX_ENTRIES) for (const name of names) rmSync(join(dir, name), { force: true });
+      } catch { /* unlistable: added as it is */ }
+      for (const sha of shas) writeCacheFile(home, join(dir, entryName(sha)), '');
     },
   };
 }

@@ -2,7 +2,7 @@
 // scope lives at the fixed /etc/srt, which a test cannot write: those runs happen inside
 // `bwrap --dev-bind / /` with a replacement /etc made of symlinks to the real entries plus a
 // temp srt/ directory (helpers.srtManaged).
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { srt, srtManaged, tempDir, writeTree } from './helpers.js';
@@ -245,6 +245,25 @@ describe('settings validated once per content (~/.srt/cache/valid)', () => {
       const bad = await run();
       expect(bad.exitCode).toBe(125);
       expect(bad.stderr).toMatch(/filesystem\.denyRead: expected a list/);
+    }
+  });
+
+  it('a record in a directory others may write (or another user\'s) does not count: the file is validated again', async () => {
+    const f = fixture('valid-cache-trust');
+    const file = join(f.root, 'extra.json');
+    writeFileSync(file, JSON.stringify({ filesystem: { denyRead: ['~/secret'] } }));
+    const run = () => srt(['--settings', file, '--', 'true'], { home: f.home, cwd: f.repo, env: { NODE_DEBUG: 'module' } });
+    expect((await run()).exitCode).toBe(0);
+    const valid = join(f.home, '.srt', 'cache', 'valid');
+    chmodSync(valid, 0o777);
+    const open = await run();
+    expect(open.exitCode).toBe(0);
+    expect(zodLoaded(open.stderr)).toBe(true);
+    chmodSync(valid, 0o700);
+    expect(zodLoaded((await run()).stderr)).toBe(false);
+    if (process.getuid?.() === 0) {
+      for (const e of readdirSync(valid)) chownSync(join(valid, e), 65534, 65534);
+      expect(zodLoaded((await run()).stderr)).toBe(true);
     }
   });
 

@@ -3,7 +3,7 @@
 // Java trust store.
 import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -167,13 +167,22 @@ describe('trust files', () => {
   });
 
   it('the Java trust store\'s roots are encoded once per content and reused; each run adds its own CA', () => {
-    const cacheDir = join(dir, 'cache');
+    const home = join(dir, 'home');
+    mkdirSync(home);
+    const cacheDir = join(home, '.srt', 'cache');
     const t = { excludeDomains: [], extraCaCertPaths: [], maxTunnels: 1, handshakeTimeoutMs: 1, source: { scope: 'user' as const } };
-    const a = prepareTermination(t, { cacheDir });
+    const a = prepareTermination(t, { home });
     const first = a.javaTrustStore();
     const cached = readdirSync(cacheDir);
     expect(cached).toHaveLength(1);
-    const b = prepareTermination(t, { cacheDir });
+    // An entry others may write is not read back (it is encoded again and replaced).
+    const entry = join(cacheDir, cached[0]!);
+    writeFileSync(entry, 'not DER');
+    chmodSync(entry, 0o666);
+    const listedAgain = certificateBlocks(openssl('pkcs12', '-in', file(prepareTermination(t, { home }).javaTrustStore(), 'again.p12'), '-nokeys', '-passin', 'pass:', '-nomacver'));
+    expect(listedAgain).toHaveLength(systemRoots().certs.length + 1);
+    expect(statSync(entry).mode & 0o777).toBe(0o600);
+    const b = prepareTermination(t, { home });
     const second = b.javaTrustStore();
     expect(readdirSync(cacheDir)).toEqual(cached);
     for (const [store, ca] of [[first, a.ca], [second, b.ca]] as const) {
@@ -182,7 +191,7 @@ describe('trust files', () => {
       expect(listed).toHaveLength(systemRoots().certs.length + 1);
     }
     // Another set of roots replaces the cached encoding.
-    prepareTermination({ ...t, extraCaCertPaths: [file(CertificateAuthority.ephemeral().certPem)] }, { cacheDir }).javaTrustStore();
+    prepareTermination({ ...t, extraCaCertPaths: [file(CertificateAuthority.ephemeral().certPem)] }, { home }).javaTrustStore();
     expect(readdirSync(cacheDir)).toHaveLength(1);
     expect(readdirSync(cacheDir)).not.toEqual(cached);
   });
@@ -195,7 +204,7 @@ describe('trust files', () => {
       expect(out).toContain('Your keystore contains 2 entries');
       expect(out.match(/srt-trust-\d+, .*, trustedCertEntry/g)).toHaveLength(2);
       // The form a run writes: srt's CA and the cached roots in two SafeContents.
-      const t = prepareTermination({ excludeDomains: [], extraCaCertPaths: [], maxTunnels: 1, handshakeTimeoutMs: 1, source: { scope: 'user' } }, { cacheDir: join(dir, 'cache-java') });
+      const t = prepareTermination({ excludeDomains: [], extraCaCertPaths: [], maxTunnels: 1, handshakeTimeoutMs: 1, source: { scope: 'user' } }, { home: join(dir, 'home-java') });
       const run = list(t.javaTrustStore());
       expect(run).toContain(`Your keystore contains ${systemRoots().certs.length + 1} entries`);
       expect(run).toMatch(/srt-ca-0, .*, trustedCertEntry/);

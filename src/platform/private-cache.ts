@@ -1,0 +1,84 @@
+// Files srt keeps between runs under ~/.srt/cache, which a later run reads back outside any
+// sandbox: V8 bytecode (src/code-cache.ts), settings files known valid (settings/valid-cache.ts),
+// the encoded roots of the Java trust store (proxy/trust.ts). ~/.srt is never writable from a
+// sandbox; beyond that, an entry counts only when it and every directory from ~/.srt down to it
+// belong to this user and nobody else may write them (`sudo -E srt` with another user's HOME
+// reads nothing that user put there), read without following a symlink. Failing to read or to
+// write an entry is never an error: the work is done again.
+
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, isAbsolute, join, relative, sep } from 'node:path';
+
+export type Untrusted = 'missing' | 'not a directory' | 'not yours' | 'others may write it';
+
+const euid = (): number | undefined => (typeof process.geteuid === 'function' ? process.geteuid() : undefined);
+
+/** A directory or file only `uid` can change: owned by it, writable by no one else. */
+function ownedAlone(st: { uid: number; mode: number }, uid: number): boolean {
+  return st.uid === uid && (st.mode & 0o022) === 0;
+}
+
+/** Why `dir` cannot hold trusted entries, or undefined when it can (a symlink is not followed). */
+export function untrustedDir(dir: string, uid: number): Untrusted | undefined {
+  const st = lstatSync(dir, { throwIfNoEntry: false });
+  if (!st) return 'missing';
+  if (!st.isDirectory()) return 'not a directory';
+  if (ownedAlone(st, uid)) return undefined;
+  return st.uid !== uid ? 'not yours' : 'others may write it';
+}
+
+/** ~/.srt and each directory below it down to `dir` (which must lie below ~/.srt). */
+export function cacheDirChain(home: string, dir: string): string[] {
+  const root = join(home, '.srt');
+  const rel = relative(root, dir);
+  if (rel.startsWith('..') || isAbsolute(rel)) throw new Error(`${dir} is not below ${root}`);
+  const chain = [root];
+  for (const part of rel.split(sep).filter(Boolean)) chain.push(join(chain[chain.length - 1]!, part));
+  return chain;
+}
+
+/** Is every directory from ~/.srt down to `dir` trusted? */
+export function trustedCacheDir(home: string, dir: string): boolean {
+  const uid = euid();
+  return uid !== undefined && cacheDirChain(home, dir).every((d) => untrustedDir(d, uid) === undefined);
+}
+
+/** An entry's bytes, if it and its directories are trusted; opened non-blocking (a FIFO there
+ *  would wait for a writer forever) and without following a symlink. */
+export function readCacheFile(home: string, path: string): Buffer | undefined {
+  const uid = euid();
+  if (uid === undefined || !trustedCacheDir(home, dirname(path))) return undefined;
+  let fd: number | undefined;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    return st.isFile() && ownedAlone(st, uid) ? readFileSync(fd) : undefined;
+  } catch {
+    return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** Make the directories from ~/.srt down to `dir` (private), and say whether they can be trusted. */
+export function prepareCacheDir(home: string, dir: string): boolean {
+  for (const d of cacheDirChain(home, dir)) {
+    try { mkdirSync(d, { mode: 0o700 }); } catch { /* exists (checked below) or cannot be made */ }
+  }
+  return trustedCacheDir(home, dir);
+}
+
+/** Write an entry whole (a temporary name, then renamed over it) into a trusted directory;
+ *  false when it could not be. */
+export function writeCacheFile(home: string, path: string, data: Uint8Array | string): boolean {
+  if (!prepareCacheDir(home, dirname(path))) return false;
+  const tmp = `${path}.${process.pid}.tmp`;
+  try {
+    writeFileSync(tmp, data, { mode: 0o600, flag: 'wx' });
+    renameSync(tmp, path);
+    return true;
+  } catch {
+    rmSync(tmp, { force: true });
+    return false;
+  }
+}
