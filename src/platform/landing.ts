@@ -8,7 +8,7 @@
 // when it looked. Elsewhere (macOS) the walk is by path, one lstat per component.
 
 import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, statSync, type BigIntStats } from 'node:fs';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { FileId, Landing, SnapshotEntry } from '../profiles/bwrap.js';
 
 const MAX_LINKS = 40;
@@ -180,51 +180,23 @@ function walk(path: string, cache: DirCache | undefined): Landing {
  * component is a symlink now, or cannot be searched.
  */
 export function identifyReal(path: string): FileId | null {
-  const l = resolveLanding(path);
+  return realId(resolveLanding(path), path);
+}
+
+/** The identity a landing gives `path` when it reached it through no symlink at all. */
+function realId(l: Landing, path: string): FileId | null {
   return (l.kind === 'file' || l.kind === 'dir') && !l.via?.length && l.real === resolve(path) ? l.id ?? null : null;
 }
 
 /**
- * identifyReal for many paths at once (the mount plan: a snapshot's entries share a directory):
- * each directory on the way is looked up once, held open and every name below it looked up in
- * that very directory, so an answer is what was there when srt looked, never a mix of two trees.
- * `close` releases the directories.
+ * identifyReal for many paths at once (the mount plan: a snapshot's entries share a directory),
+ * through one landingResolver: each directory on the way is looked up once, held open and every
+ * name below it looked up in that very directory, so an answer is what was there when srt
+ * looked, never a mix of two trees. `close` releases the directories.
  */
 export function realIdentifier(): { identify: (path: string) => FileId | null; close: () => void } {
-  if (!PINNED) return { identify: identifyReal, close: () => {} };
-  const dirs = new Map<string, number | null>();
-  const dirFd = (path: string): number | null => {
-    let fd = dirs.get(path);
-    if (fd !== undefined) return fd;
-    fd = null;
-    try {
-      if (path === '/') fd = rootDir().fd;
-      else {
-        const parent = dirFd(dirname(path));
-        if (parent !== null) {
-          const found = lookup({ path: dirname(path), fd: parent }, basename(path));
-          if (found.st.isDirectory()) fd = found.fd;
-          else closeSync(found.fd);
-        }
-      }
-    } catch { /* missing, unsearchable: no identity below it */ }
-    dirs.set(path, fd);
-    return fd;
-  };
-  const identify = (path: string): FileId | null => {
-    const p = resolve(path);
-    const parent = p === '/' ? null : dirFd(dirname(p));
-    try {
-      if (p === '/') return idOf(statSync('/', { bigint: true }));
-      if (parent === null) return null;
-      const st = lstatSync(`/proc/self/fd/${parent}/${basename(p)}`, { bigint: true });
-      return st.isSymbolicLink() ? null : idOf(st);
-    } catch {
-      return null;
-    }
-  };
-  const close = () => { for (const fd of dirs.values()) if (fd !== null) closeSync(fd); dirs.clear(); };
-  return { identify, close };
+  const resolver = landingResolver();
+  return { identify: (path) => realId(resolver.resolve(path), path), close: resolver.close };
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });

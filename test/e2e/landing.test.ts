@@ -4,7 +4,7 @@
 import { mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { landingResolver, resolveLanding } from '../../src/platform/landing.js';
+import { identifyReal, landingResolver, realIdentifier, resolveLanding } from '../../src/platform/landing.js';
 import { tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-landing-');
@@ -37,6 +37,11 @@ describe('landingResolver', () => {
     r.close();
     expect(fds()).toBe(before);
     expect(together).toEqual(paths.map((p) => resolveLanding(p)));
+    expect(fds()).toBe(before);
+    // realIdentifier (the mount plan's identities) is built on it: the same as identifyReal.
+    const ids = realIdentifier();
+    expect(paths.map((p) => ids.identify(p))).toEqual(paths.map((p) => identifyReal(p)));
+    ids.close();
     expect(fds()).toBe(before);
     // Closed, it still answers (holding nothing).
     expect(r.resolve(join(t, 'a/rel/f'))).toEqual(resolveLanding(join(t, 'a/rel/f')));
