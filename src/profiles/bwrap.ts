@@ -340,6 +340,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   // --- write denies: denyWrite + protected targets (missing ones become placeholders)
   const denyWrite = new Set<string>();
+  /** Is p, or a directory above it, write-denied? (Looked up along p's chain, not scanned.) */
+  const writeDenied = (p: string) => selfAndAncestors(p).some((a) => denyWrite.has(a));
   const placeholders = new Map<string, ProtectedTarget>();
   const writableByRoots = (p: string) => [...writeRoots.keys()].some((w) => isWithin(p, w));
   const missingDenies: [Landing, 'file' | 'dir'][] = [];
@@ -387,7 +389,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     // else an empty file/dir of the path's own kind. Only needed where the parent is writable.
     const at = l.firstMissing;
     const parent = dirname(at);
-    if (!writableByRoots(parent) || facts.readOnlyDirs?.has(parent) || [...denyWrite].some((d) => isWithin(parent, d))) return;
+    if (!writableByRoots(parent) || facts.readOnlyDirs?.has(parent) || writeDenied(parent)) return;
     const phKind = at === l.real ? kind : 'dir';
     if (!placeholders.has(at)) placeholders.set(at, { path: at, kind: phKind });
     denyWrite.add(at);
@@ -481,7 +483,6 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     }
     return true;
   };
-  const writeDenied = (p: string) => selfAndAncestors(p).some((a) => denyWrite.has(a));
   const cwdReal = landing(policy.cwd).real;
   // Started in a repository's subdirectory: its .git is outside what the command may write, so
   // commits (and every git command that writes) fail inside. Say it once, with the remedy.
