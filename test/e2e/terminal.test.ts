@@ -188,8 +188,11 @@ const isStopped = (p: Proc) => p.state === 'T' || p.state === 't';
 async function frozen(srtPid: number): Promise<void> {
   await until(() => {
     const ps = commandProcesses(srtPid);
-    // A zombie (a child that ended just before its stopped parent could reap it) runs no more.
-    return ps.some(isStopped) && ps.every((p) => isStopped(p) || p.state === 'Z');
+    // A zombie (a child that ended just before its stopped parent could reap it) runs no more;
+    // nor does a shell that vforked a child the freeze stopped before its exec: the parent waits
+    // in the kernel (state D) until that child execs or ends, which it cannot while stopped.
+    const waitsOnStoppedChild = (p: Proc) => p.state === 'D' && ps.some((c) => c.ppid === p.pid && isStopped(c));
+    return ps.some(isStopped) && ps.every((p) => isStopped(p) || p.state === 'Z' || waitsOnStoppedChild(p));
   }, () => `the sandbox frozen: ${JSON.stringify(commandProcesses(srtPid).map((p) => `${p.pid} ${p.state} ${p.argv.join(' ')}`))}`);
 }
 
