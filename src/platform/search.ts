@@ -103,6 +103,36 @@ function inRepository(dir: string): boolean {
   }
 }
 
+/**
+ * Would the sandboxed command reach `rel` below `root`? A root caller's search enters every
+ * directory, but inside bubblewrap's user namespace no capability applies to a file whose owner
+ * is not mapped there (anyone but the caller): another user's mode-700 directory under /tmp stays
+ * shut to the command, and bubblewrap cannot bind anything inside it. A directory is passed by
+ * its owner (who may chmod it), else only through its group or other search bit. The group bit
+ * counts for everyone: it is also the mask of an ACL that may name the caller, which srt cannot
+ * read, and skipping what the command can reach would leave it writable.
+ */
+function sandboxReachable(root: string): (rel: string) => boolean {
+  const uid = process.getuid?.();
+  if (uid === undefined) return () => true;
+  const passable = new Map<string, boolean>();
+  const pass = (dir: string): boolean => {
+    let ok = passable.get(dir);
+    if (ok === undefined) {
+      let st;
+      try { st = lstatSync(dir); } catch { st = undefined; }
+      ok = !st || st.uid === uid || (st.mode & 0o011) !== 0;
+      passable.set(dir, ok);
+    }
+    return ok;
+  };
+  return (rel) => {
+    const parts = rel.split('/').slice(0, -1);
+    for (let i = 1; i <= parts.length; i++) if (!pass(join(root, ...parts.slice(0, i)))) return false;
+    return true;
+  };
+}
+
 export interface ProtectedScan {
   roots: RootScan[];
   repoHooks: RepoHooks[];
@@ -121,7 +151,9 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
     if (files.timedOut || links.timedOut) {
       throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
     }
-    const found = files.files.map((f) => f.replace(/^\.\//, ''));
+    const reachable = sandboxReachable(root);
+    const found = files.files.map((f) => f.replace(/^\.\//, '')).filter(reachable);
+    const linkList = links.files.filter(reachable);
     const gitFiles: GitFile[] = [];
     const candidates = new Set([join(root, '.git'), ...found.filter((f) => f === '.git' || f.endsWith('/.git')).map((f) => join(root, f))]);
     for (const file of candidates) {
@@ -131,7 +163,7 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
       const g = readGitFile(file);
       if (g) gitFiles.push(g);
     }
-    const scan: RootScan = { root, found, links: links.files, gitFiles, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
+    const scan: RootScan = { root, found, links: linkList, gitFiles, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
     return scan;
   }));
   // Every repository found: its git dir and work tree, for core.hooksPath.
