@@ -5,13 +5,17 @@
 // so nothing is ever resolved a second time (no DNS-rebinding window). IPv6 forms that carry an
 // IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged as
 // that IPv4 address. IP-literal allow entries are explicit and skip the built-in ranges, and so
-// does `localhost`, which is never resolved: it means the host's 127.0.0.1 and ::1.
+// does `localhost`, which is never resolved: it means the host's 127.0.0.1 and ::1. A name that
+// resolves to a loopback address passes where that address with this port is itself allowed
+// (`["myapp.test", "127.0.0.1:3000"]`): the user named the loopback service, so a test or a local
+// setup can reach it by name, while a rebinding name (allowed by `*` or a wildcard) still cannot.
 
 import { lookup } from 'node:dns/promises';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import type { Policy } from '../policy.js';
+import { decide, displayHostPort } from './decide.js';
 import { namedLoopback } from './domains.js';
 
 export type Resolver = (host: string) => Promise<string[]>;
@@ -228,6 +232,11 @@ export function addressBlockReason(
   });
   if (exempt) return null;
   const builtin = builtinBlockReason(judged);
+  if (builtin === 'loopback address') {
+    const literal = decide(opts.network, judged, port);
+    if (literal.allow && literal.explicit) return null;
+    return `${label} is a loopback address (allow ${displayHostPort(judged, port)} to reach it)`;
+  }
   if (builtin) return `${label} is a ${builtin}`;
   if (isOwnAddress(judged, (opts.localAddresses ?? localAddresses)())) return `${label} is an address of this host`;
   return null;
@@ -270,6 +279,11 @@ export async function guardDestination(
     const code = (e as NodeJS.ErrnoException).code ?? (e as Error).message;
     return { ok: false, reason: `cannot resolve ${host.host} (${code})` };
   }
+  return judgeResolved(host.host, resolved, port, opts);
+}
+
+/** The addresses `host` resolved to (once, by the caller) that may be dialed, in resolver order. */
+export function judgeResolved(host: string, resolved: readonly string[], port: number, opts: Omit<GuardOptions, 'resolver'>): GuardResult {
   const passed: string[] = [];
   const refused: string[] = [];
   for (const addr of resolved) {
@@ -278,6 +292,6 @@ export async function guardDestination(
     else if (!passed.includes(addr)) passed.push(addr);
   }
   if (passed.length > 0) return { ok: true, addresses: passed };
-  if (refused.length === 0) return { ok: false, reason: `cannot resolve ${host.host} (no addresses)` };
+  if (refused.length === 0) return { ok: false, reason: `cannot resolve ${host} (no addresses)` };
   return { ok: false, reason: `resolves only to blocked addresses: ${refused.slice(0, 3).join('; ')}` };
 }

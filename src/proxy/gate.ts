@@ -8,7 +8,7 @@ import type { Policy } from '../policy.js';
 import type { DomainRule } from './domains.js';
 import type { NormalizedHost } from './domains.js';
 import type { Refusal } from './pipeline.js';
-import { addressBlockReason, guardDestination, isLoopbackAddress, type Resolver } from './address-guard.js';
+import { addressBlockReason, guardDestination, isLoopbackAddress, judgeResolved, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
 import { namedLoopback } from './domains.js';
 import { bypassesUpstream, connectThrough, type UpstreamProxies } from './upstream.js';
@@ -113,12 +113,13 @@ export class Gate {
     const up = this.opts.upstream;
     // The host's loopback is never sent to a corporate proxy: there it would be the proxy's own.
     const loopback = namedLoopback(d.host.host) !== undefined || (d.host.ip !== undefined && isLoopbackAddress(d.host.host));
-    const upstream = up && !loopback && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
+    let upstream = up && !loopback && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
+    let resolved: string[] | undefined;
     if (upstream && d.host.ip === undefined) {
       // The corporate proxy resolves the name, so srt cannot pin the address it dials: refuse a
       // name if ANY address it resolves to here is forbidden (fail closed). A name that does not
       // resolve locally (split DNS) is left to that proxy.
-      let resolved: string[] = [];
+      resolved = [];
       try {
         resolved = await this.opts.resolver(d.host.host);
       } catch {
@@ -126,12 +127,17 @@ export class Gate {
       }
       const blocked = resolved.map((a) => addressBlockReason(a, port, guardOpts)).find((r) => r !== null);
       if (blocked) return this.refuse(d.host.host, port, `resolves to a blocked address: ${blocked}`, via);
-      this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) via upstream proxy ${upstream.host}`);
-      allowed([], `via upstream proxy ${upstream.host}`);
-      return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
+      if (!resolved.some(isLoopbackAddress)) {
+        this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) via upstream proxy ${upstream.host}`);
+        allowed([], `via upstream proxy ${upstream.host}`);
+        return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
+      }
+      // A name for an allowed service on the host's loopback: dialed here, at what it resolved
+      // to; that proxy's loopback is another machine's.
+      upstream = undefined;
     }
 
-    const g = await guardDestination(d.host, port, d.explicit, guardOpts);
+    const g = resolved ? judgeResolved(d.host.host, resolved, port, guardOpts) : await guardDestination(d.host, port, d.explicit, guardOpts);
     if (!g.ok) return this.refuse(d.host.host, port, g.reason, via);
     this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}`);
     allowed(g.addresses);

@@ -8,7 +8,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyValues, processesWith, srt, SRT_BIN, startBackground, stopStragglers, tempDir, track } from './helpers.js';
+import { keyValues, processesWith, srt, SRT_BIN, srtManaged, startBackground, stopStragglers, tempDir, track } from './helpers.js';
 import { closeServer, listenOn } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-local-');
@@ -260,6 +260,50 @@ print('bound=' + ';'.join(out))"`, { network: { allowedDomains: [`localhost:${PO
     const flag = await srt(['--allow-domain', 'localhost:3128', '--', 'true'], { home, cwd });
     expect([flag.exitCode, flag.stderr]).toEqual([125, expect.stringMatching(/^srt: --allow-domain: "localhost:3128": /)]);
     expect(existsSync(marker)).toBe(false);
+  });
+});
+
+describe('a name that resolves to the host\'s loopback (SPEC §6)', () => {
+  // api.fake.test is mapped to 127.0.0.1 by a private /etc/hosts (srtManaged runs srt in a mount
+  // namespace of its own); the proxy resolves it there like any name.
+  const hosts = '127.0.0.1 localhost\n::1 localhost ip6-localhost\n127.0.0.1 api.fake.test\n';
+  const named = async (allowedDomains: string[], script: string, env: Record<string, string> = {}) => {
+    const r = await srtManaged(null, ['--settings', settingsFile({ network: { allowedDomains } }), '-c', script], { home, cwd, scratch: tmp.path, hosts, env });
+    return { ...r, results: keyValues(r.stdout) };
+  };
+  const clients = (port: number, tag: string) => [
+    `echo curl=$(curl -s --max-time 10 -w ' %{http_code}' http://api.fake.test:${port}/${tag}-curl | tr -d '\\n')`,
+    `python3 -c "
+import urllib.request, urllib.error
+try: print('python=' + urllib.request.urlopen('http://api.fake.test:${port}/${tag}-py', timeout=10).read().decode())
+except urllib.error.HTTPError as e: print('python=%d' % e.code)"`,
+    `node -e "fetch('http://api.fake.test:${port}/${tag}-node').then(async r=>console.log('node='+(r.ok?await r.text():r.status)),e=>console.log('node='+e.message))"`,
+  ].join('\n');
+
+  it('is reached by curl, python and node when the loopback literal with its port is allowed too; never through a corporate proxy', async () => {
+    const before = seen.length;
+    const corp = upstreamSaw.length;
+    const proxyUrl = `http://127.0.0.1:${UPSTREAM}`;
+    const r = await named(['api.fake.test', `127.0.0.1:${PORT}`], clients(PORT, 'ok'), { HTTPS_PROXY: proxyUrl, HTTP_PROXY: proxyUrl });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.results).toEqual({
+      curl: 'service says hello to /ok-curl 200',
+      python: 'service says hello to /ok-py',
+      node: 'service says hello to /ok-node',
+    });
+    expect(seen.slice(before).sort()).toEqual(['service /ok-curl', 'service /ok-node', 'service /ok-py']);
+    expect(upstreamSaw.slice(corp)).toEqual([]);
+  });
+
+  it('stays refused without the literal, or with the literal on another port; nothing reaches the service', async () => {
+    const before = seen.length;
+    for (const allowed of [['api.fake.test'], ['api.fake.test', `127.0.0.1:${OTHER}`], ['*']]) {
+      const r = await named(allowed, clients(PORT, 'no'));
+      // (node's fetch tunnels with CONNECT even for http:, and reports a refused tunnel so.)
+      expect(r.results, JSON.stringify(allowed)).toEqual({ curl: expect.stringMatching(/^srt: blocked .* 403$/), python: '403', node: 'fetch failed' });
+      expect(r.stderr).toContain(`srt: blocked api.fake.test:${PORT} — resolves only to blocked addresses: 127.0.0.1 is a loopback address (allow 127.0.0.1:${PORT} to reach it)`);
+    }
+    expect(seen.slice(before)).toEqual([]);
   });
 });
 

@@ -48,7 +48,39 @@ describe('localhost names the host loopback', () => {
     expect(r.ok).toBe(false);
     // Not named (an allow `*`): resolved like any name, and its loopback answer refused.
     const resolved = await guardDestination({ host: 'localhost' }, 80, false, { ...opts, resolver: async () => ['127.0.0.1'] });
-    expect(resolved).toEqual({ ok: false, reason: 'resolves only to blocked addresses: 127.0.0.1 is a loopback address' });
+    expect(resolved).toEqual({ ok: false, reason: 'resolves only to blocked addresses: 127.0.0.1 is a loopback address (allow 127.0.0.1:80 to reach it)' });
+  });
+});
+
+describe('a name that resolves to loopback (SPEC §6: ["myapp.test", "127.0.0.1:3000"])', () => {
+  const judge = (allow: string[], answer: string[], port = 3000, more: Parameters<typeof network>[0] = {}) =>
+    guardDestination({ host: 'myapp.test' }, port, false, { network: network({ allow, ...more }), resolver: async () => answer, localAddresses: () => ['127.0.0.1', '::1'] });
+
+  it('is allowed where the loopback literal it resolves to is allowed with that port', async () => {
+    expect(await judge(['myapp.test', '127.0.0.1:3000'], ['127.0.0.1'])).toEqual({ ok: true, addresses: ['127.0.0.1'] });
+    expect(await judge(['myapp.test', '127.0.0.1'], ['127.0.0.1'])).toEqual({ ok: true, addresses: ['127.0.0.1'] });
+    // `localhost` stands for 127.0.0.1 and ::1; the IPv4-mapped spelling is judged as its IPv4.
+    expect(await judge(['myapp.test', 'localhost:3000'], ['::1', '::ffff:127.0.0.1'])).toEqual({ ok: true, addresses: ['::1', '::ffff:127.0.0.1'] });
+    // Only the addresses whose literal is allowed: the rest of the answer is refused as before.
+    expect(await judge(['myapp.test', '127.0.0.1:3000'], ['127.0.0.2', '127.0.0.1', '169.254.169.254'])).toEqual({ ok: true, addresses: ['127.0.0.1'] });
+  });
+
+  it('stays refused without that literal: another port, another loopback address, a wildcard or `*`', async () => {
+    const hint = 'resolves only to blocked addresses: 127.0.0.1 is a loopback address (allow 127.0.0.1:3000 to reach it)';
+    expect(await judge(['myapp.test'], ['127.0.0.1'])).toEqual({ ok: false, reason: hint });
+    expect(await judge(['myapp.test', '127.0.0.1:3001'], ['127.0.0.1'])).toEqual({ ok: false, reason: hint });
+    expect((await judge(['myapp.test', '127.0.0.1:3000'], ['127.0.0.5'])).ok).toBe(false);
+    expect((await judge(['myapp.test', '*:3000', '*.example'], ['127.0.0.1'])).ok).toBe(false);
+    // The name itself must still be allowed: the decision comes first (gate.ts), not asked here.
+    expect(decide(network({ allow: ['127.0.0.1:3000'] }), 'myapp.test', 3000).allow).toBe(false);
+  });
+
+  it('keeps every deny: deniedDomains on the literal, deniedResolvedAddresses, allowManagedDomainsOnly', async () => {
+    expect((await judge(['myapp.test', '127.0.0.1'], ['127.0.0.1'], 3000, { deny: ['127.0.0.1:3000'] })).ok).toBe(false);
+    expect((await judge(['myapp.test', '127.0.0.1:3000'], ['127.0.0.1'], 3000, { deniedResolvedAddresses: ['127.0.0.0/8'] })).ok).toBe(false);
+    // Under allowManagedDomainsOnly a user's literal does not count, a managed one does.
+    expect((await judge(['127.0.0.1:3000'], ['127.0.0.1'], 3000, { managedAllow: ['myapp.test'], managedOnly: true })).ok).toBe(false);
+    expect((await judge([], ['127.0.0.1'], 3000, { managedAllow: ['myapp.test', '127.0.0.1:3000'], managedOnly: true })).ok).toBe(true);
   });
 });
 

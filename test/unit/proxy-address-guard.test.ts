@@ -124,7 +124,7 @@ describe('guardDestination', () => {
     const resolver = async () => ['127.0.0.1', '::ffff:169.254.169.254'];
     const r = await guardDestination({ host: 'rebind.example' }, 443, false, { ...base, resolver });
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.reason).toMatch(/resolves only to blocked addresses: 127\.0\.0\.1 is a loopback address; ::ffff:169\.254\.169\.254 \(169\.254\.169\.254\) is a cloud metadata address/);
+    if (!r.ok) expect(r.reason).toMatch(/resolves only to blocked addresses: 127\.0\.0\.1 is a loopback address \(allow 127\.0\.0\.1:443 to reach it\); ::ffff:169\.254\.169\.254 \(169\.254\.169\.254\) is a cloud metadata address/);
   });
 
   it('refuses names that do not resolve', async () => {
