@@ -398,8 +398,11 @@ export class Sandbox implements PlatformBackend {
     // git; an empty settings file is an error for every other srt run) is watched instead.
     const watchedFallback = (t: ProtectedTarget) => !supervise && missing(t) &&
       (t.ifExists || (USER_SETTINGS_FILES as readonly string[]).some((f) => t.path === join(policy.home, f)));
-    const targets = plan.targets.filter((t) => !watchedFallback(t));
-    const watched = plan.targets.filter(watchedFallback).map((t) => t.path);
+    // The supervisor judges a new repository by provenance (reviewed at the end), not by name;
+    // what must only stay uncreatable is left alone where it exists.
+    const applies = (t: ProtectedTarget) => !(t.fallbackOnly && supervise) && !(t.ifMissing && !missing(t));
+    const targets = plan.targets.filter((t) => applies(t) && !watchedFallback(t));
+    const watched = plan.targets.filter((t) => applies(t) && watchedFallback(t)).map((t) => t.path);
     const hardLinked = hardLinksBelow(targets.map((t) => landings.get(t.path)).filter((l) => l?.kind === 'dir').map((l) => l!.real));
     // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
     const readOnlyDirs = new Set<string>();

@@ -12,24 +12,45 @@ import type { ProtectedRegion } from './access.js';
 export const PROTECTED_FILE_NAMES = [
   '.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.zshrc', '.zshenv', '.zprofile', '.zlogin',
   '.profile', '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', '.pre-commit-config.yaml',
-  // Beyond SPEC §3: Debian's and Ubuntu's default ~/.bashrc runs it.
-  '.bash_aliases',
+  // Other agents' project configuration: it names commands and servers they start.
+  'opencode.json',
+  // Beyond SPEC §3: Debian's and Ubuntu's default ~/.bashrc runs it; opencode reads either spelling.
+  '.bash_aliases', 'opencode.jsonc',
 ] as const;
 /** Names protected by their ending (`*.code-workspace`). */
 export const PROTECTED_SUFFIXES = ['.code-workspace'] as const;
-export const PROTECTED_DIR_NAMES = ['.vscode', '.idea', '.claude', '.cursor', '.devcontainer', '.zed', '.srt'] as const;
+export const PROTECTED_DIR_NAMES = [
+  '.vscode', '.idea', '.claude', '.cursor', '.devcontainer', '.zed', '.srt',
+  // Other agents' and tools' project configuration (hooks, MCP servers, commands they run).
+  '.gemini', '.codex', '.amazonq', '.roo', '.kiro', '.continue', '.windsurf',
+  // Beyond SPEC §3: opencode loads plugins (code) from here.
+  '.opencode',
+] as const;
+/**
+ * The entries of a git dir that run code or redirect git to code: hooks, the config
+ * (core.hooksPath, core.fsmonitor, filters, …), `commondir` (points git at another directory's
+ * config and hooks), `worktrees/` (each linked worktree's `commondir` and `gitdir` do the same).
+ * `commondir` is kept only where it exists: an empty placeholder would break every git command.
+ */
+export const GIT_DIR_ENTRIES: readonly { name: string; kind: 'file' | 'dir'; ifExists?: true }[] = [
+  { name: 'config', kind: 'file' },
+  { name: 'config.worktree', kind: 'file' },
+  { name: 'commondir', kind: 'file', ifExists: true },
+  { name: 'hooks', kind: 'dir' },
+  { name: 'worktrees', kind: 'dir' },
+];
 /**
  * Inside a repository's git dir that existed before the run (relative, `**` = one or more
- * components): hooks, the config (core.hooksPath, core.fsmonitor, filters, …), `commondir` (points
- * git at another directory's config and hooks), `worktrees/` (each linked worktree's `commondir`
- * and `gitdir` do the same) and the same inside every submodule's git dir.
+ * components): GIT_DIR_ENTRIES, and the same inside every submodule's git dir.
  */
-export const GIT_INTERNALS = [
-  'config', 'config.worktree', 'commondir', 'hooks', 'worktrees',
-  'modules/**/config', 'modules/**/config.worktree', 'modules/**/commondir', 'modules/**/hooks', 'modules/**/worktrees',
-] as const;
+export const GIT_INTERNALS: readonly string[] = [
+  ...GIT_DIR_ENTRIES.map((e) => e.name),
+  ...GIT_DIR_ENTRIES.map((e) => `modules/**/${e.name}`),
+];
 /** Below the home directory, when a writable root holds it. */
 export const HOME_PROTECTED = ['.config/git', '.ssh', '.local/bin', '.config/systemd/user', '.config/autostart', '.claude', '.cursor'] as const;
+/** Files below the home directory, when a writable root holds it (Claude Code's user config: MCP servers, hooks). */
+export const HOME_PROTECTED_FILES = ['.claude.json'] as const;
 /** srt's own user settings in the reference tool's location (SPEC §2.1), in every spelling. */
 export const USER_SETTINGS_FILES = ['.srt-settings.json', '.srt-settings.yaml', '.srt-settings.yml'] as const;
 /** Names whose creation means a new repository (a `.git`, a bare repository's `HEAD`). */
@@ -44,6 +65,15 @@ export interface ProtectedTarget {
    * run if the command created it (the supervisor simply refuses to create it).
    */
   ifExists?: true;
+  /** Protected only where it is missing: it must stay uncreatable, an existing one is left as is. */
+  ifMissing?: true;
+  /** Only without the supervisor (placeholders), which keeps the stricter rules of names alone. */
+  fallbackOnly?: true;
+  /**
+   * Protected because of where something lands rather than by its name (SPEC §3): what leads
+   * here (`the target of ~/.bashrc`, `include.path of ~/.gitconfig`, `a bare repository`).
+   */
+  landed?: string;
 }
 
 /** A `.git` *file* (linked worktree or submodule checkout) and the git dirs it points to. */
@@ -166,18 +196,12 @@ function within(p: string, base: string): boolean {
   return p === base || base === '/' || p.startsWith(base + '/');
 }
 
-/** Git internals that run code or redirect git to code (GIT_INTERNALS without the submodules). */
-function gitDirTargets(gitDir: string, worktrees: 'whole' | 'entries' = 'whole'): ProtectedTarget[] {
-  const targets: ProtectedTarget[] = [
-    { path: join(gitDir, 'hooks'), kind: 'dir' },
-    { path: join(gitDir, 'config'), kind: 'file' },
-    { path: join(gitDir, 'config.worktree'), kind: 'file' },
-    { path: join(gitDir, 'commondir'), kind: 'file', ifExists: true },
-  ];
+/** The GIT_DIR_ENTRIES of one git dir (the submodules' are found as git dirs of their own). */
+export function gitDirTargets(gitDir: string, worktrees: 'whole' | 'entries' = 'whole'): ProtectedTarget[] {
   // A linked worktree writes its index and HEAD under `worktrees/<name>`, so there only each
   // entry's redirecting files are protected (see worktreeGitDirTargets); elsewhere the whole dir.
-  if (worktrees === 'whole') targets.push({ path: join(gitDir, 'worktrees'), kind: 'dir' });
-  return targets;
+  return GIT_DIR_ENTRIES.filter((e) => worktrees === 'whole' || e.name !== 'worktrees')
+    .map((e) => ({ path: join(gitDir, e.name), kind: e.kind, ...(e.ifExists ? { ifExists: true as const } : {}) }));
 }
 
 /** The redirecting files of a linked worktree's own git dir (`<main>/.git/worktrees/<name>`). */
@@ -221,13 +245,17 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
     if (scan.found.includes('.git/HEAD')) {
       for (const t of gitDirTargets(join(root, '.git'))) add(t);
     } else if (!scan.inRepo && !rootGitFile && !scan.isGitDir) {
-      // Not in a repository: no new repository (`.git`) nor bare repository (HEAD, objects/,
-      // refs/) at the top. An empty `.git` there is another run's placeholder and must not be
-      // filled with placeholders of our own (that would keep it from ever being removed).
-      add({ path: join(root, '.git'), kind: 'dir' });
-      add({ path: join(root, 'HEAD'), kind: 'file' });
-      add({ path: join(root, 'objects'), kind: 'dir' });
-      add({ path: join(root, 'refs'), kind: 'dir' });
+      // Not in a repository: no bare repository at the top (HEAD, objects/, refs/ and config
+      // stay uncreatable; while one of them is missing the top is no git dir). A `.git` made
+      // there is a new repository, reviewed when the run ends; without the supervisor, which
+      // cannot tell a new repository's internals from an old one's, `.git` stays uncreatable.
+      // An empty `.git` there is another run's placeholder and must not be filled with
+      // placeholders of our own (that would keep it from ever being removed).
+      add({ path: join(root, '.git'), kind: 'dir', fallbackOnly: true });
+      add({ path: join(root, 'HEAD'), kind: 'file', ifMissing: true });
+      add({ path: join(root, 'objects'), kind: 'dir', ifMissing: true });
+      add({ path: join(root, 'refs'), kind: 'dir', ifMissing: true });
+      add({ path: join(root, 'config'), kind: 'file', ifMissing: true });
     }
     // Nested finds: these exist, so they are kept where they are.
     for (const rel of scan.found) {
@@ -307,7 +335,10 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
   for (const f of USER_SETTINGS_FILES) add({ path: join(home, f), kind: 'file' });
   add({ path: input.managedDir, kind: 'dir' });
   const homeWritable = input.roots.some((s) => within(home, s.root));
-  if (homeWritable) for (const p of HOME_PROTECTED) add({ path: join(home, p), kind: 'dir' });
+  if (homeWritable) {
+    for (const p of HOME_PROTECTED) add({ path: join(home, p), kind: 'dir' });
+    for (const p of HOME_PROTECTED_FILES) add({ path: join(home, p), kind: 'file' });
+  }
   // What the next srt runs outside any sandbox (its launcher, node, package, dependencies).
   for (const f of input.srtFiles ?? []) {
     if (input.roots.some((s) => within(f.path, s.root))) add({ path: f.path, kind: f.kind, ifExists: true });
@@ -443,7 +474,7 @@ export function protectedPatterns(input: PatternInput): ProtectedRegion[] {
     for (const name of names) add(r, `**/${name}`, `${name} at any depth below ${r}`);
     for (const g of gitInternalGlobs()) add(r, `**/.git/${g}`, `.git/${g} of every repository below ${r}`);
     if (isWithin(input.home, r)) {
-      for (const e of [...HOME_PROTECTED, ...(input.homeEntries ?? [])]) add(join(input.home, e), undefined, `~/${e} (the home directory is writable)`);
+      for (const e of [...HOME_PROTECTED, ...HOME_PROTECTED_FILES, ...(input.homeEntries ?? [])]) add(join(input.home, e), undefined, `~/${e} (the home directory is writable)`);
     }
   }
   if (linked) {

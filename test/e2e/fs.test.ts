@@ -5,7 +5,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, results, srt, tempDir, writeTree } from './helpers.js';
+import { attempt, NO_SUPERVISOR, results, srt, tempDir, writeTree } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(() => { for (const d of dirs) d.cleanup(); });
@@ -105,20 +105,26 @@ describe('protected paths', () => {
     expect(readdirSync(join(home, '.srt/state'))).toEqual([]);
   });
 
-  it('in a directory that is not a repository, no repository can be created', async () => {
-    const base = scratch();
-    const home = join(base, 'home');
-    const cwd = join(base, 'plain');
-    mkdirSync(home);
-    mkdirSync(cwd);
-    const script = [
-      attempt('gitInit', 'git init -q .'),
-      attempt('bare', 'git init -q --bare .'),
-      attempt('ordinary', 'echo ok > file.txt'),
-    ].join('\n');
-    const r = await srt(['--', 'sh', '-c', script], { home, cwd });
-    expect(results(String(r.stdout))).toEqual({ gitInit: 'no', bare: 'no', ordinary: 'yes' });
-    for (const n of ['.git', 'HEAD', 'objects', 'refs', 'config']) expect(existsSync(join(cwd, n)), n).toBe(false);
+  it('in a directory that is not a repository, no bare repository can be made at the top; without the supervisor no repository at all', async () => {
+    for (const env of [{}, NO_SUPERVISOR]) {
+      const base = scratch();
+      const home = join(base, 'home');
+      const cwd = join(base, 'plain');
+      mkdirSync(home);
+      mkdirSync(cwd);
+      const script = [
+        attempt('bare', 'git init -q --bare .'),
+        attempt('ordinary', 'echo ok > file.txt'),
+      ].join('\n');
+      const r = await srt(['--', 'sh', '-c', script], { home, cwd, env });
+      expect(results(String(r.stdout)), r.stderr).toEqual({ bare: 'no', ordinary: 'yes' });
+      for (const n of ['HEAD', 'objects', 'refs', 'config']) expect(existsSync(join(cwd, n)), n).toBe(false);
+      const init = await srt(['-c', 'git init -q .'], { home, cwd, env });
+      // A `.git` made there is a new repository (reviewed when the run ends); the placeholder
+      // fallback cannot tell a new repository's internals from an old one's and refuses it.
+      expect(init.exitCode, init.stderr).toBe(env === NO_SUPERVISOR ? 128 : 0);
+      expect(existsSync(join(cwd, '.git/HEAD'))).toBe(env !== NO_SUPERVISOR);
+    }
   });
 
   it('a linked worktree may write the main .git except its hooks and config', async () => {

@@ -358,6 +358,24 @@ describe('names SPEC §3 protects that were not protected, and the home director
     expect(readdirSync(cwd).sort()).toEqual(['.git', '.husky']);
   });
 
+  // Other agents' project configuration names commands and MCP servers they start: it was writable.
+  it("other agents' configuration (.gemini .codex .amazonq .roo .kiro .continue .windsurf opencode.json), and ~/.claude.json with a writable home", async () => {
+    const { home, cwd } = scratch();
+    writeTree(cwd, { '.gemini/settings.json': '{}', 'opencode.json': '{}' });
+    const files = ['.gemini/settings.json', '.codex/config.toml', '.amazonq/mcp.json', '.roo/mcp.json', '.kiro/settings/mcp.json',
+      '.continue/config.yaml', '.windsurf/workflows/w.md', 'opencode.json', 'sub/opencode.json', 'sub/.codex/config.toml'];
+    mkdirSync(join(cwd, 'sub'));
+    const script = files.map((f, i) => attempt(`f${i}`, `mkdir -p $(dirname ${f}) && echo '{"mcpServers":{}}' >> ${f}`)).join('\n');
+    const r = await srt(['--', 'sh', '-c', script], { home, cwd });
+    expect(results(r.stdout), r.stderr).toEqual(Object.fromEntries(files.map((_, i) => [`f${i}`, 'no'])));
+    expect(readFileSync(join(cwd, '.gemini/settings.json'), 'utf8')).toBe('{}');
+    expect(readdirSync(cwd).sort()).toEqual(['.gemini', 'opencode.json', 'sub']);
+    expect(readdirSync(join(cwd, 'sub'))).toEqual([]);
+    const inHome = await srt(['-c', attempt('claudeJson', `echo '{"mcpServers":{}}' > ~/.claude.json`)], { home, cwd: home });
+    expect(results(inHome.stdout), inHome.stderr).toEqual({ claudeJson: 'no' });
+    expect(existsSync(join(home, '.claude.json'))).toBe(false);
+  });
+
   it('started in $HOME: ~/.srt-settings.json, git/ssh/bin/systemd/autostart/agent files stay read-only, with a warning', async () => {
     const { home } = scratch();
     const script = [

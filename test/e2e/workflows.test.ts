@@ -100,12 +100,20 @@ describe('git', () => {
     expect((await srt(['--', 'true'], { home, cwd: repo })).stderr).not.toContain('outside the writable paths');
   });
 
-  it('git init where there is no repository is refused, saying why; a nested one works', async () => {
-    const plain = join(tmp.path, 'plain');
-    mkdirSync(plain);
-    const r = await srt(['-c', 'git init -q . 2>/dev/null; mkdir sub && git init -q sub && echo nested-ok'], { home, cwd: plain });
-    expect(r.stdout).toBe('nested-ok');
-    expect(r.stderr).toContain('srt: refused writing .git (protected: srt keeps a directory that is not a repository from becoming one; run git init outside srt)');
+  // `mkdir proj && cd proj && srt -- git init` was refused: a new project could not be started inside.
+  it('git init, add and commit in a new project directory work; the new repository is reviewed when the run ends', async () => {
+    const proj = join(tmp.path, 'proj');
+    mkdirSync(proj);
+    writeFileSync(join(proj, 'main.c'), 'int main(void) { return 0; }\n');
+    const pwned = join(tmp.path, 'init-PWNED');
+    const r = await srt(['-c', `git init -q && git add . && git -c user.email=e@x -c user.name=n commit -qm first && git config core.fsmonitor "touch ${pwned}; false" && mkdir sub && git init -q sub && echo ok`],
+      { home, cwd: proj });
+    expect(r.stdout, r.stderr).toBe('ok');
+    expect(r.stderr).toContain('srt: disabled core.fsmonitor in .git, a repository created inside the sandbox (git would run them); review, then restore with: mv .git/config.srt-disabled .git/config');
+    const log = await execa('git', ['log', '--format=%s', '--name-only'], { cwd: proj, env: { HOME: home, PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1' } });
+    expect(log.stdout.split('\n').filter(Boolean)).toEqual(['first', 'main.c']);
+    await execa('git', ['status'], { cwd: proj, env: { HOME: home, PATH: process.env.PATH, GIT_CONFIG_NOSYSTEM: '1' } });
+    expect(existsSync(pwned)).toBe(false);
   });
 });
 

@@ -16,6 +16,9 @@ describe('protected-path plan', () => {
     for (const f of ['.bashrc', '.bash_profile', '.bash_login', '.bash_logout', '.zshrc', '.zshenv', '.zprofile', '.zlogin', '.profile',
       '.gitconfig', '.gitmodules', '.ripgreprc', '.mcp.json', '.pre-commit-config.yaml']) expect(p).toContain(`file /w/${f}`);
     for (const d of ['.vscode', '.idea', '.claude', '.cursor', '.devcontainer', '.zed', '.srt']) expect(p).toContain(`dir /w/${d}`);
+    // Other agents' configuration.
+    for (const d of ['.gemini', '.codex', '.amazonq', '.roo', '.kiro', '.continue', '.windsurf']) expect(p).toContain(`dir /w/${d}`);
+    expect(p).toContain('file /w/opencode.json');
     expect(p).toEqual(expect.arrayContaining(['dir /h/.srt', 'file /h/.srt-settings.json', 'file /h/.srt-settings.yaml', 'dir /etc/srt']));
   });
 
@@ -25,8 +28,15 @@ describe('protected-path plan', () => {
       'file /h/projects/app/.git/config', 'file /h/projects/app/.bashrc', 'dir /h/projects/app/.claude']));
   });
 
-  it('outside a repository `.git`, HEAD, objects/ and refs/ are uncreatable at the top; never where a repository is', () => {
-    expect(paths()).toEqual(expect.arrayContaining(['dir /w/.git', 'file /w/HEAD', 'dir /w/objects', 'dir /w/refs']));
+  it('outside a repository HEAD, objects/, refs/ and config stay uncreatable at the top, `.git` only without the supervisor; never where a repository is', () => {
+    const top = protectedPlan(input()).targets.filter((t) => ['/w/.git', '/w/HEAD', '/w/objects', '/w/refs', '/w/config'].includes(t.path));
+    expect(top).toEqual([
+      { path: '/w/.git', kind: 'dir', fallbackOnly: true },
+      { path: '/w/HEAD', kind: 'file', ifMissing: true },
+      { path: '/w/objects', kind: 'dir', ifMissing: true },
+      { path: '/w/refs', kind: 'dir', ifMissing: true },
+      { path: '/w/config', kind: 'file', ifMissing: true },
+    ]);
     const repo = paths({ roots: [root({ found: ['.git/HEAD'] })] });
     expect(repo).toEqual(expect.arrayContaining(['dir /w/.git/hooks', 'file /w/.git/config', 'file /w/.git/commondir']));
     for (const p of ['dir /w/.git', 'file /w/HEAD', 'dir /w/objects', 'dir /w/refs']) expect(repo).not.toContain(p);
@@ -34,6 +44,14 @@ describe('protected-path plan', () => {
     const sub = paths({ roots: [root({ root: '/w/sub', inRepo: true })] });
     expect(sub).not.toContain('file /w/sub/HEAD');
     expect(sub).not.toContain('dir /w/sub/.git');
+  });
+
+  it("every repository's git dir: each entry GIT_INTERNALS names at its top, commondir only where it exists", () => {
+    const repo = protectedPlan(input({ roots: [root({ found: ['.git/HEAD'] })] })).targets.filter((t) => t.path.startsWith('/w/.git/'));
+    const top = GIT_INTERNALS.filter((g) => !g.includes('/'));
+    expect(repo.map((t) => t.path.slice('/w/.git/'.length)).sort()).toEqual([...top].sort());
+    expect(repo).toEqual(expect.arrayContaining([{ path: '/w/.git/config.worktree', kind: 'file' }, { path: '/w/.git/commondir', kind: 'file', ifExists: true },
+      { path: '/w/.git/hooks', kind: 'dir' }, { path: '/w/.git/worktrees', kind: 'dir' }]));
   });
 
   it('nested finds within the depth: files, directories through a file inside, repositories, submodules, *.code-workspace', () => {
@@ -83,6 +101,7 @@ describe('protected-path plan', () => {
     const p = plan.targets.map((t) => `${t.kind} ${t.path}`);
     for (const d of ['.config/git', '.ssh', '.local/bin', '.config/systemd/user', '.config/autostart', '.claude', '.cursor']) expect(p).toContain(`dir /h/${d}`);
     expect(p).toContain('file /h/.bashrc');
+    expect(p).toContain('file /h/.claude.json');
     expect(protectedPlan(input({ roots: [root({ root: '/' })] })).homeWritable).toBe(true);
   });
 
