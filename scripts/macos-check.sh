@@ -3,7 +3,7 @@
 #
 #   bash scripts/macos-check.sh
 #
-# It needs the built checkout (npm ci && npm run build; macOS has no seccomp helper to build) and
+# It needs the built checkout (npm ci && npm run build; macOS has no srt-init to build) and
 # uses a throwaway HOME and project, never your own files. Part 1 asks Seatbelt itself the
 # questions srt's profile depends on (rule precedence, the regex dialect, -D parameters). Part 2
 # runs srt's escape checks against the real sandbox: each tries the escape, expects it refused and

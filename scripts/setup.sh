@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what srt needs on Debian/Ubuntu (system packages when run as root), the locked npm
-# dependencies, and builds dist/ plus the seccomp helper.
+# dependencies, and builds dist/ plus srt-init.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -12,7 +12,7 @@ import type { Policy } from './policy.js';
 import { literalOf } from './profiles/bwrap.js';
 import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
-import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
+import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
 import { ownFiles } from './platform/self.js';
 import { findStale, reapStale } from './platform/state.js';
 import { PACKAGE_ROOT } from './paths.js';
@@ -76,7 +76,7 @@ async function sandboxExecCheck(): Promise<Check> {
     : { id: 'sandbox-exec', title: 'sandbox-exec', status: 'error', detail: `${sandboxExec} cannot apply a profile here (${r.out || 'no output'})`, fix: 'run srt outside any other sandbox (Seatbelt profiles do not nest)' };
 }
 
-/** What `srt-seccomp --landlock-abi` said: the ABI, 0 (not in the kernel) or -1 (not enabled). */
+/** What `srt-init --landlock-abi` said: the ABI, 0 (not in the kernel) or -1 (not enabled). */
 export function landlockCheck(out: string): Check {
   const abi = /^-?\d+$/.test(out) ? Number(out) : NaN;
   const title = 'Landlock';
@@ -85,7 +85,7 @@ export function landlockCheck(out: string): Check {
   if (abi === 1) return { id: 'landlock', title, status: 'warn', detail: `ABI 1 is too old for srt (it needs ABI 2): ${weak}`, fix: 'Linux 5.19 or later' };
   if (abi === 0) return { id: 'landlock', title, status: 'warn', detail: `not in this kernel: ${weak}`, fix: 'Linux 5.19 or later, built with CONFIG_SECURITY_LANDLOCK' };
   if (abi === -1) return { id: 'landlock', title, status: 'warn', detail: `built in but not enabled: ${weak}`, fix: 'add landlock to the lsm= kernel boot parameter (see /sys/kernel/security/lsm)' };
-  return { id: 'landlock', title, status: 'warn', detail: `the seccomp helper could not tell (${out || 'no output'})`, fix: 'rebuild it: npm run build' };
+  return { id: 'landlock', title, status: 'warn', detail: `srt-init could not tell (${out || 'no output'})`, fix: 'rebuild it: npm run build' };
 }
 
 async function dependencyChecks(): Promise<Check[]> {
@@ -122,14 +122,14 @@ async function dependencyChecks(): Promise<Check[]> {
     ? { id: 'ripgrep', title: 'ripgrep', status: 'ok', detail: `${rg} ${rgVersion ?? ''}`.trim() }
     : { id: 'ripgrep', title: 'ripgrep', status: 'error', detail: 'not found in the system directories', fix: 'apt-get install ripgrep (srt finds protected paths with it)' });
 
-  const helper = findSeccompHelper();
+  const helper = findInitHelper();
   if ('error' in helper) {
-    checks.push({ id: 'seccomp-helper', title: 'seccomp helper', status: 'error', detail: helper.error, fix: 'npm run build (needs gcc and the C library headers)' });
+    checks.push({ id: 'srt-init', title: 'srt-init (the sandbox helper)', status: 'error', detail: helper.error, fix: 'npm run build (needs gcc and the C library headers)' });
   } else {
     const v = await run(helper.path, ['--version']);
-    checks.push(v.ok && /^srt-seccomp \d+/.test(v.out)
-      ? { id: 'seccomp-helper', title: 'seccomp helper', status: 'ok', detail: `${helper.path} (${helper.arch}), runs` }
-      : { id: 'seccomp-helper', title: 'seccomp helper', status: 'error', detail: `${helper.path} does not run: ${v.out || 'no output'}`, fix: 'rebuild it: npm run build' });
+    checks.push(v.ok && /^srt-init \d+/.test(v.out)
+      ? { id: 'srt-init', title: 'srt-init (the sandbox helper)', status: 'ok', detail: `${helper.path} (${helper.arch}), runs` }
+      : { id: 'srt-init', title: 'srt-init (the sandbox helper)', status: 'error', detail: `${helper.path} does not run: ${v.out || 'no output'}`, fix: 'rebuild it: npm run build' });
     const noSupervisor = supervisorUnavailable();
     checks.push(noSupervisor === null
       ? { id: 'supervisor', title: 'protected-path supervisor', status: 'ok', detail: 'protected names are refused at any depth, with no placeholder on the host' }

@@ -12,7 +12,7 @@ function packageRoot(): string {
 
 export const PACKAGE_ROOT = packageRoot();
 export const PACKAGE_JSON = join(PACKAGE_ROOT, 'package.json');
-/** Built from seccomp/*.c by scripts/build-seccomp.sh. */
-export const SECCOMP_HELPER_PATH = join(PACKAGE_ROOT, 'seccomp', 'build', 'srt-seccomp');
+/** Built from init/*.c by scripts/build-init.sh. */
+export const INIT_HELPER_PATH = join(PACKAGE_ROOT, 'init', 'build', 'srt-init');
 /** Compiled from src/proxy/node-preload.cts by tsc. */
 export const NODE_PRELOAD_PATH = join(PACKAGE_ROOT, 'dist', 'proxy', 'node-preload.cjs');

@@ -20,7 +20,7 @@ import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
 import { expandGlob, readGitFile, scanProtected, SearchError } from './platform/search.js';
-import { findSeccompHelper, supervisorUnavailable } from './platform/seccomp-helper.js';
+import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
 import { removeTree } from './platform/remove.js';
 import { ownFiles } from './platform/self.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
@@ -312,11 +312,11 @@ export class Sandbox implements PlatformBackend {
       masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i, mode: m.mode })),
     };
 
-    const helper = findSeccompHelper();
+    const helper = findInitHelper();
     let seccompHelper: { path: string; arch: SeccompArch } | undefined;
     if ('path' in helper) seccompHelper = helper;
     else if (policy.network.allowAllUnixSockets || policy.allowNestedUserNamespaces) {
-      warnings.push(`the seccomp helper is unavailable (${helper.error}); running without the seccomp filter, and without the check ` +
+      warnings.push(`srt-init is unavailable (${helper.error}); running without the seccomp filter, and without the check ` +
         `that the sandbox's mounts are the planned ones (a path swapped meanwhile goes unnoticed), because ` +
         `${policy.network.allowAllUnixSockets ? 'network.allowAllUnixSockets' : 'allowNestedUserNamespaces'} is set`);
     } else {
@@ -467,8 +467,8 @@ export class Sandbox implements PlatformBackend {
         mkdirSync(seccomp.stageDir!, { mode: 0o700 });
         forwards = planned;
       } else {
-        warnings.push('without the seccomp helper the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
-        if (terminalStdio()) warnings.push('without the seccomp helper the command gets no terminal: srt relays your terminal through pipes (the helper makes the pty)');
+        warnings.push('without srt-init the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
+        if (terminalStdio()) warnings.push('without srt-init the command gets no terminal: srt relays your terminal through pipes (the helper makes the pty)');
       }
       const globMatches = new Map(globs.map(([path, g]) => [path, g.matches]));
       facts = {
@@ -596,12 +596,12 @@ export class Sandbox implements PlatformBackend {
     groups.push(plan.args.slice(sep));
     const launcher = this.facts.seccomp && plan.hostListen.length ? [[this.facts.seccomp.helperPath, ...plan.hostListen, '--']] : [];
     const lines = [
-      launcher.length ? '# bubblewrap command (started by the seccomp helper, which first binds the exposed host ports)' : '# bubblewrap command',
+      launcher.length ? '# bubblewrap command (started by srt-init, which first binds the exposed host ports)' : '# bubblewrap command',
       [...launcher, ...groups].map((g) => g.map(shellQuote).join(' ')).join(' \\\n  '),
     ];
     const helperDenies = plan.mounts.filter((m) => m.kind === 'bind' && m.deny).map((m) => m.dest);
     if (helperDenies.length) {
-      lines.push('', "# denied files: the seccomp helper binds srt's empty unreadable file over each, after bubblewrap", ...helperDenies.map(shellQuote));
+      lines.push('', "# denied files: srt-init binds srt's empty unreadable file over each, after bubblewrap", ...helperDenies.map(shellQuote));
     }
     const seccomp = this.facts.seccomp;
     lines.push('', '# network');

@@ -14,14 +14,14 @@ export const BWRAP = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid
   '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
 
 /**
- * The same sandbox running srt's seccomp helper with srt's filter (written into `dir`) before
+ * The same sandbox running srt-init with srt's filter (written into `dir`) before
  * `cmd`: `withHelper(helperArgs, cmd)`; `relays` are the helper arguments of srt's two relays.
- * Needs a build (dist/ and seccomp/build/srt-seccomp).
+ * Needs a build (dist/ and init/build/srt-init).
  */
 export async function helperSandbox(dir) {
   const { buildSeccompFilter } = await import(join(REPO, 'dist', 'profiles', 'seccomp.js'));
-  const { findSeccompHelper, hostSeccompArch } = await import(join(REPO, 'dist', 'platform', 'seccomp-helper.js'));
-  const helper = findSeccompHelper();
+  const { findInitHelper, hostSeccompArch } = await import(join(REPO, 'dist', 'platform', 'init-helper.js'));
+  const helper = findInitHelper();
   if ('error' in helper) throw new Error(helper.error);
   const filter = join(dir, 'filter.bpf');
   writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch(), allowUnixSockets: false, allowNamespaces: false }));

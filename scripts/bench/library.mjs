@@ -1,7 +1,7 @@
 // What an embedding program (an agent running many commands) pays per command through the
 // library API: the policy loaded once, then for each command Sandbox.create + run(/bin/true) +
 // dispose in the same, warm process (the first command is not counted), against what the
-// sandbox itself costs: bwrap + the seccomp helper with its two relays running /bin/true, and
+// sandbox itself costs: bwrap + srt-init with its two relays running /bin/true, and
 // bare bwrap. Interleaved round by round. Needs a build (dist/).
 import { spawn } from 'node:child_process';
 import { join } from 'node:path';

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The network path as a user gets it: the client runs INSIDE `srt` (bwrap, seccomp helper,
+// The network path as a user gets it: the client runs INSIDE `srt` (bwrap, srt-init,
 // relays, proxy), each figure against the same client directly on the host in the same run:
 //  - keep-alive req/s through the HTTP proxy (absolute-form), CONNECTIONS concurrent
 //  - bulk MB/s of one stream through a CONNECT tunnel, through SOCKS5, and of one plain-HTTP GET

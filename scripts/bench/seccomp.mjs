@@ -1,7 +1,7 @@
-// Launch cost of the seccomp helper: bwrap + srt-seccomp (nested PID/mount namespace, fresh
+// Launch cost of srt-init: bwrap + srt-init (nested PID/mount namespace, fresh
 // /proc, capability drop, filter) + /bin/true against the same bwrap running /bin/true directly,
 // and what the HTTP and SOCKS relays add (two listeners bound, one relay process forked).
-// Needs a build (dist/ and seccomp/build/srt-seccomp).
+// Needs a build (dist/ and init/build/srt-init).
 import { timeCommand, scratch, report, BWRAP, helperSandbox } from './lib.mjs';
 
 const s = scratch();
@@ -21,7 +21,7 @@ try {
   const mid = (xs) => [...xs].sort((a, b) => a - b)[1];
   report([
     ['bwrap /bin/true (median ms)', mid(bare).toFixed(1)],
-    ['bwrap + srt-seccomp + filter /bin/true (median ms)', mid(seccomp).toFixed(1)],
+    ['bwrap + srt-init + filter /bin/true (median ms)', mid(seccomp).toFixed(1)],
     ['added by the helper (ms, target < 10)', (mid(seccomp) - mid(bare)).toFixed(1)],
     ['ratio', (mid(seccomp) / mid(bare)).toFixed(2)],
     ['  + HTTP and SOCKS relays (median ms)', mid(relayed).toFixed(1)],

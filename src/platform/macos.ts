@@ -285,7 +285,7 @@ export class MacosSandbox implements PlatformBackend {
     return {
       TMPDIR: this.tmpDir,
       SRT_SANDBOX: '1',
-      // No seccomp helper on macOS: its netcat speaks HTTP CONNECT, for ssh and git:// alike.
+      // No srt-init on macOS: its netcat speaks HTTP CONNECT, for ssh and git:// alike.
       ...sandboxProxyEnv({
         httpPort: http, socksPort: socks, nodePreloadPath: NODE_PRELOAD_PATH, baseEnv: process.env,
         sshProxyCommand: `${NC} -X connect -x 127.0.0.1:${http} %h %p`,

@@ -27,7 +27,7 @@ export interface LaunchOptions {
   args: string[];
   env: NodeJS.ProcessEnv;
   cwd: string;
-  /** The sandbox's first process is the seccomp helper (else bwrap's own init). */
+  /** The sandbox's first process is srt-init (else bwrap's own init). */
   viaHelper: boolean;
   /** The command runs on its own pty, relayed to the user's terminal (the helper has `--pty`). */
   terminal?: Terminal;
@@ -46,7 +46,7 @@ function childrenOf(pid: number): number[] {
 }
 
 /**
- * Where a forwarded signal goes. The seccomp helper (the sandbox's first process) passes it on
+ * Where a forwarded signal goes. srt-init (the sandbox's first process) passes it on
  * to the command's whole process group, as a terminal's Ctrl-C would. Without the helper,
  * bwrap's init does not forward signals, so they go to its children directly.
  */
@@ -56,7 +56,7 @@ function signalTargets(sandboxPid: number, viaHelper: boolean): number[] {
 
 /**
  * stdio for a run without a pty: passed through unchanged, except that a terminal never goes in.
- * That happens only without the seccomp helper (which makes the pty): then a terminal on stdio is
+ * That happens only without srt-init (which makes the pty): then a terminal on stdio is
  * relayed through a pipe srt copies (relayPipes), and the command sees no terminal. Any
  * descriptor of the terminal, even a write-only one, would let the command read keystrokes (a
  * reopen through /proc/self/fd) and leave the terminal exclusive or in raw mode (ioctls).

@@ -1,6 +1,6 @@
 // srt's own files: what the next srt run executes outside any sandbox. The launcher (bin/srt and
 // the `srt` links leading to it), every node the launcher may pick (dist/node-path first), srt's
-// package (package.json, bin/, dist/, the seccomp helper, node_modules/) and the packages srt
+// package (package.json, bin/, dist/, srt-init, node_modules/) and the packages srt
 // loads at run time wherever npm put them (hoisted into a project's node_modules). When srt is
 // installed under a writable root (nvm under ~, `npm install srt` in the project), the command
 // could replace any of them and the next srt would run that code unsandboxed: each one inside a
@@ -84,7 +84,7 @@ export function ownFiles(): OwnFile[] {
 function findOwnFiles(): OwnFile[] {
   const files: OwnFile[] = [
     { path: PACKAGE_JSON, kind: 'file', what: 'srt' },
-    ...['bin', 'dist', join('seccomp', 'build'), 'node_modules'].map((d) => ({ path: join(PACKAGE_ROOT, d), kind: 'dir' as const, what: 'srt' })),
+    ...['bin', 'dist', join('init', 'build'), 'node_modules'].map((d) => ({ path: join(PACKAGE_ROOT, d), kind: 'dir' as const, what: 'srt' })),
   ];
   // The `srt` links a shell or npm runs: on PATH, npm's local `.bin`, a global prefix's bin/.
   const launcher = real(join(PACKAGE_ROOT, 'bin', 'srt'));

@@ -1,5 +1,5 @@
 // The user's terminal while the command runs on its own pseudo-terminal inside the sandbox
-// (SPEC §4 Terminal). The pty and its relay live in the seccomp helper (seccomp/pty.c); srt owns
+// (SPEC §4 Terminal). The pty and its relay live in srt-init (init/pty.c); srt owns
 // the user's side: output out, window size and job control, and when stdin is the terminal raw
 // mode and keystrokes in. Whenever any of srt's stdio is a terminal the command runs on a pty:
 // no descriptor of the user's terminal enters the sandbox, since even a write-only one can be

@@ -75,12 +75,12 @@ export interface SeccompLaunch {
   /** Where srt writes the mount plan the helper checks before anything runs (`--verify`). */
   mountsPath?: string;
   /** With `mountsPath`: an empty directory srt makes in the run directory, where bwrap binds each
-   *  snapshot's host directory for the helper to take its entries from (seccomp/verify.c). */
+   *  snapshot's host directory for the helper to take its entries from (init/verify.c). */
   stageDir?: string;
 }
 
 /**
- * A mount as planned, for the helper's check (seccomp/verify.c): what must be found at `dest`,
+ * A mount as planned, for the helper's check (init/verify.c): what must be found at `dest`,
  * walked without following any symlink, once bwrap is done. `source` is a real path whose
  * identity srt records when it writes the plan; `optional`: the source may vanish meanwhile
  * (an entry of a snapshot), then nothing may be at `dest`; `byHelper`: the helper makes this
@@ -610,7 +610,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     fsArgs.push(how, source, dest);
     planMount({ kind: 'bind', dest, source, ro });
   };
-  /** Paths bound read-write: the seccomp helper's Landlock rules allow writes beneath exactly these. */
+  /** Paths bound read-write: srt-init's Landlock rules allow writes beneath exactly these. */
   const writable: string[] = [];
   const parentAccess = (p: string): Access => {
     for (let a = dirname(p); ; a = dirname(a)) {
@@ -640,7 +640,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     fsArgs.push('--proc', '/proc');
   }
   // bwrap leaves /proc/sys writable for a root caller (uid 0 maps to host root); never allow it.
-  // With the seccomp helper the command sees the helper's own fresh /proc (which it covers
+  // With srt-init the command sees the helper's own fresh /proc (which it covers
   // itself), and covering bwrap's /proc would stop the helper from mounting one.
   if (!facts.seccomp) fsArgs.push('--ro-bind', '/proc/sys', '/proc/sys');
 
@@ -670,7 +670,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
    *  helper binds the entries (bwrap re-reads the whole mount table after each bind it makes:
    *  O(n²) for n entries): bwrap binds the host's `dir` once, read-only, at a stage in
    *  `stageDir`, and the helper binds each entry from there, makes the tmpfs read-only and covers
-   *  the stages (seccomp/verify.c). An entry with mounts of its own below it is bound by bwrap,
+   *  the stages (init/verify.c). An entry with mounts of its own below it is bound by bwrap,
    *  before them, as without the helper. */
   function snapshot(dir: string) {
     const listed = facts.snapshots?.get(dir);
@@ -742,7 +742,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   ];
   // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc), CAP_SETPCAP
   // (clearing the bounding set) and CAP_SYS_RESOURCE (the sandbox's share of the per-user limits,
-  // seccomp/limits.c) in bwrap's user namespace only, and drops them before exec.
+  // init/limits.c) in bwrap's user namespace only, and drops them before exec.
   // ... and CAP_NET_BIND_SERVICE to bind a forwarded port below 1024 inside (the relay drops it),
   // and CAP_DAC_READ_SEARCH so its check of the mounts walks the paths bwrap mounted on, which
   // may pass a directory with no search permission (a root caller's mode-000 directory).
@@ -783,7 +783,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 }
 
 /**
- * The mount plan file the helper checks (seccomp/verify.c): NUL-terminated fields, one record
+ * The mount plan file the helper checks (init/verify.c): NUL-terminated fields, one record
  * per mount (`B dest dev ino flags`, `T dest`, `L dest target`, `D dest dev ino` of the host
  * file a copy stands for, `S dir stage dev ino`, `K area`) and the working directory
  * (`C dev ino`). `idOf` gives a bind source's identity now (null: it is gone or no longer a

@@ -2,7 +2,7 @@
 // writable root. The principle: anything a host program runs or obeys later without asking
 // (shells, git, editors, AI agents, srt itself). This module is the pure plan: which searches
 // find them, which paths follow from what was found, and the rules the seccomp supervisor
-// (seccomp/supervisor.c) applies at any depth. The platform side (src/platform/search.ts) runs
+// (init/supervisor.c) applies at any depth. The platform side (src/platform/search.ts) runs
 // the searches and reads git's pointer files and configs.
 
 import { basename, dirname, isAbsolute, join, posix, resolve } from 'node:path';
@@ -127,7 +127,7 @@ export interface ProtectedInput {
   srtFiles?: { path: string; kind: 'file' | 'dir' }[];
 }
 
-/** The supervisor's name rules (see seccomp/supervisor.c); roots and paths come from the mounts plan. */
+/** The supervisor's name rules (see init/supervisor.c); roots and paths come from the mounts plan. */
 export interface SupervisorRules {
   names: string[];
   suffixes: string[];

@@ -27,7 +27,7 @@
 //   (O_CREAT or O_TMPFILE), mkdir/mkdirat and mknod/mknodat asking for those bits (the
 //   supervisor strips them too, should a call get that far). openat2 → ENOSYS (its flags and
 //   mode live in a struct seccomp cannot read; libc and programs fall back to openat).
-// - `supervise` (the protected-path supervisor, seccomp/supervisor.c): every call that can
+// - `supervise` (the protected-path supervisor, init/supervisor.c): every call that can
 //   create, replace, remove or re-point a name, or write a file by name, goes to the supervisor
 //   (SECCOMP_RET_USER_NOTIF), which performs it itself after checking the name: open/openat only
 //   when they can write (O_WRONLY, O_RDWR, O_CREAT, O_TRUNC; never with O_PATH), creat, mkdir(at),

@@ -1,5 +1,5 @@
 // The environment a sandboxed command needs to reach the network through srt's relays
-// (SPEC §4): inside the sandbox the seccomp helper's relay listens on 127.0.0.1:<httpPort> (HTTP
+// (SPEC §4): inside the sandbox srt-init's relay listens on 127.0.0.1:<httpPort> (HTTP
 // proxy) and 127.0.0.1:<socksPort> (SOCKS5) and passes connections to the proxy's Unix sockets
 // outside.
 
@@ -12,7 +12,7 @@ export interface SandboxProxyEnvOptions {
   socksPort: number;
   /** Absolute path of node-preload.cjs (NODE_PRELOAD_PATH); must be readable inside the sandbox. */
   nodePreloadPath: string;
-  /** The seccomp helper (readable inside): its `--connect` mode is ssh's ProxyCommand. */
+  /** srt-init (readable inside): its `--connect` mode is ssh's ProxyCommand. */
   helperPath?: string;
   /** ssh's ProxyCommand instead of the helper's (`%h %p` are ssh's; macOS has no helper: nc). */
   sshProxyCommand?: string;

@@ -5,7 +5,7 @@
 //   const proxy = await startProxy({ network: policy.network,
 //     listen: { http: { socketPath: `${dir}/http.sock` }, socks: { socketPath: `${dir}/socks.sock` } },
 //     log: debug ? (l) => console.error(`srt[debug]: ${l}`) : undefined });
-//   // bind `dir` into the sandbox; srt-seccomp --relay 127.0.0.1:3128:<http.sock>
+//   // bind `dir` into the sandbox; srt-init --relay 127.0.0.1:3128:<http.sock>
 //   //   --relay 127.0.0.1:1080:<socks.sock> (and one per forwarded port: listen.forwards)
 //   // env: sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath, helperPath })
 //   ... run ...; proxy.violations().map(formatViolation) → stderr; await proxy.close();

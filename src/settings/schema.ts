@@ -16,9 +16,9 @@ export const SCHEMA_MODULE_URL = import.meta.url;
 export const UNSUPPORTED_REFERENCE_KEYS: Record<string, string> = {
   ignoreViolations: 'srt reports every violation',
   ripgrep: 'srt runs its own tools (rg) only from the system directories, never from a configured path',
-  seccomp: 'srt uses its own seccomp helper',
+  seccomp: 'srt uses its own sandbox helper (srt-init)',
   bwrapPath: 'srt runs its own tools (bwrap) only from the system directories, never from a configured path',
-  socatPath: 'srt needs no socat: its relays are built into the seccomp helper',
+  socatPath: 'srt needs no socat: its relays are built into srt-init',
   javaAgentJarPath: 'srt does not inject a Java agent',
   windows: 'srt does not support Windows',
   git: 'srt does not inject git configuration',

@@ -349,7 +349,7 @@ describe('what pinning leaves usable', () => {
   });
 
   // bwrap re-read the mount table after each of its binds: 1,000 denied files took 2 s. The
-  // helper binds srt's denied file over each itself (seccomp/verify.c `d` binds).
+  // helper binds srt's denied file over each itself (init/verify.c `d` binds).
   it('1,000 denied files outside the writable paths, in the project and in a snapshot: each unreadable and unwritable, its neighbours as on the host', async () => {
     const dir = scratch();
     const outside = join(dir.home, '..', 'data');
@@ -381,7 +381,7 @@ describe('what pinning leaves usable', () => {
     for (const p of sample) expect(readFileSync(p, 'utf8')).toMatch(/^SECRET\d+\n$/);
     // --dry-run lists them (they are not in bwrap's arguments).
     const dry = await srt(['--settings', settings, '--dry-run', '--', 'true'], dir);
-    expect(dry.stdout).toContain("# denied files: the seccomp helper binds srt's empty unreadable file over each");
+    expect(dry.stdout).toContain("# denied files: srt-init binds srt's empty unreadable file over each");
     expect(dry.stdout).toContain(`\n${denied[999]}\n`);
   });
 

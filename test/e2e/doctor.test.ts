@@ -7,7 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SECCOMP_HELPER_PATH } from '../../src/paths.js';
+import { INIT_HELPER_PATH } from '../../src/paths.js';
 import { NO_SUPERVISOR, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-doctor-');
@@ -63,7 +63,7 @@ describe('srt doctor on this machine', () => {
     const w = world();
     const { exitCode, report, checks } = await doctor(w);
     expect(exitCode).toBe(0);
-    for (const id of ['platform', 'bubblewrap', 'ripgrep', 'seccomp-helper', 'landlock', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
+    for (const id of ['platform', 'bubblewrap', 'ripgrep', 'srt-init', 'landlock', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
       'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'srt.location', 'stale', 'code-cache']) {
       expect(checks[id], id).toBeDefined();
     }
@@ -81,7 +81,7 @@ describe('each dependency check flips to error when the dependency is hidden', (
   it.each([
     ['bubblewrap', ['/usr/bin/bwrap'], /not found/],
     ['ripgrep', ['/usr/bin/rg'], /not found/],
-    ['seccomp-helper', [SECCOMP_HELPER_PATH], /seccomp helper/],
+    ['srt-init', [INIT_HELPER_PATH], /srt-init/],
   ])('%s', async (id, paths, detail) => {
     const w = world();
     const { exitCode, checks } = await doctor(w, [], paths.flatMap(hide).slice(0, -1).concat('--'));

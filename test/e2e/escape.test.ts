@@ -12,7 +12,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { attempt, NO_SUPERVISOR, processesWith, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
-const HELPER = join(dirname(SRT_BIN), '..', 'seccomp', 'build', 'srt-seccomp');
+const HELPER = join(dirname(SRT_BIN), '..', 'init', 'build', 'srt-init');
 const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bwrap';
 
 const dirs: { cleanup: () => void }[] = [];
@@ -391,7 +391,7 @@ describe('escapes that are refused (regressions)', () => {
     expect(existsSync(state) ? readdirSync(state) : []).toEqual([]);
   });
 
-  it('a missing or foreign seccomp helper stops the run with 125 and nothing runs', async () => {
+  it('a missing or foreign srt-init stops the run with 125 and nothing runs', async () => {
     const { base, home, cwd } = scratch();
     const marker = join(cwd, 'marker');
     const fake = join(base, 'fake-helper');
@@ -404,7 +404,7 @@ describe('escapes that are refused (regressions)', () => {
     for (const cover of ['/dev/null', fake]) {
       const r = await hidden(cover);
       expect(r.exitCode, cover).toBe(125);
-      expect(String(r.stderr), cover).toMatch(/^srt: .*seccomp helper/m);
+      expect(String(r.stderr), cover).toMatch(/^srt: .*srt-init/m);
       expect(existsSync(marker), cover).toBe(false);
     }
     expect(readdirSync(cwd)).toEqual([]);

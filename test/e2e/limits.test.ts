@@ -1,4 +1,4 @@
-// Per-user kernel limits (seccomp/limits.c): the sandbox runs as the caller's uid, so it could
+// Per-user kernel limits (init/limits.c): the sandbox runs as the caller's uid, so it could
 // hold every inotify instance of that user (128 by default) and the user's editors, file watchers
 // and desktop outside would fail with EMFILE while it runs. The sandbox gets half of each limit
 // srt can bound; the tests take all they can inside and check what the host still gets.

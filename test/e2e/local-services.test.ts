@@ -379,7 +379,7 @@ describe('exposed ports (network.exposePorts)', () => {
     expect(json.settings.network.exposePorts.map((e: { value: string }) => e.value)).toEqual(['127.0.0.1:3000:3000', '127.0.0.1:8081:80']);
     const dry = await srt(['--dry-run', '--settings', settings, '--', 'true'], { home, cwd });
     expect(dry.exitCode, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(/srt-seccomp --host-listen 6:127\.0\.0\.1:3000 --host-listen 7:127\.0\.0\.1:8081 -- \\\n {2}\/\S*bwrap/);
+    expect(dry.stdout).toMatch(/srt-init --host-listen 6:127\.0\.0\.1:3000 --host-listen 7:127\.0\.0\.1:8081 -- \\\n {2}\/\S*bwrap/);
     expect(dry.stdout).toContain('sandbox 127.0.0.1:5432, [::1]:5432 → host localhost:5432, each connection decided by srt\'s proxy (network.allowedDomains "localhost:5432")');
     expect(dry.stdout).toContain('host 127.0.0.1:8081 → sandbox 127.0.0.1:80 (network.exposePorts');
     // Connecting to sandbox port 80 needs no capability; listening on a forwarded port below 1024 does.
@@ -431,11 +431,11 @@ describe('the relays themselves', () => {
       }
       const tree = descendants(bg.child.pid!).map(comm).filter((c) => c !== 'gone');
       expect(tree).not.toContain('socat');
-      expect(new Set(tree)).toEqual(new Set(['bwrap', 'srt-seccomp', 'sleep']));
+      expect(new Set(tree)).toEqual(new Set(['bwrap', 'srt-init', 'sleep']));
       // bwrap, the outer helper, the relay, init: the helper's processes; then the command.
-      expect(tree.filter((c) => c === 'srt-seccomp')).toHaveLength(3);
+      expect(tree.filter((c) => c === 'srt-init')).toHaveLength(3);
       const [ps, fds] = bg.firstLine.trim().split('\n');
-      expect(ps).toMatch(/^ ?1 srt-seccomp, ?\d+ sh, ?\d+ ps,$/);
+      expect(ps).toMatch(/^ ?1 srt-init, ?\d+ sh, ?\d+ ps,$/);
       expect(fds!.trim()).toBe('0 1 2 3'); // 3: ls's own directory
     } finally {
       bg.child.kill('SIGTERM');
@@ -448,7 +448,7 @@ describe('the relays themselves', () => {
     const settings = settingsFile({ network: { allowedDomains: [`localhost:${PORT}`], exposePorts: [port] } });
     const bg = await startBackground(['--settings', settings, '--', 'sh', '-c', 'echo x; echo ready; exec sleep 60'], home, cwd);
     const tree = descendants(bg.child.pid!);
-    expect(tree.map(comm)).toContain('srt-seccomp');
+    expect(tree.map(comm)).toContain('srt-init');
     const runDir = readdirSync(join(home, '.srt', 'run')).find((d) => d.startsWith(`${bg.child.pid}-`))!;
     expect(await fetchFromHost(port)).not.toBe('ECONNREFUSED'); // the relay holds the port (nothing inside listens)
     bg.child.kill('SIGKILL');

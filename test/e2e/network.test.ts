@@ -1,4 +1,4 @@
-// The network path end to end: real clients inside the real sandbox (bubblewrap, seccomp helper,
+// The network path end to end: real clients inside the real sandbox (bubblewrap, srt-init,
 // its relays) reach servers this test starts on the host's loopback only through srt's proxy.
 // Host servers listen on 127.0.0.2, which the sandbox's NO_PROXY (localhost,127.0.0.1,::1) does
 // not cover, so clients send it to the proxy; the sandbox's own loopback is a different one.

@@ -462,9 +462,9 @@ describe('no artefacts, and the launcher', () => {
 /** A copy of the built srt at `pkg` whose runtime dependencies live in `deps` (its own node_modules,
  *  or a project's where npm hoisted them), run by the node at `node` (a copy, as nvm installs one). */
 function installSrt(pkg: string, deps: string, node: string): void {
-  mkdirSync(join(pkg, 'seccomp'), { recursive: true });
+  mkdirSync(join(pkg, 'init'), { recursive: true });
   for (const d of ['bin', 'dist', 'package.json']) execFileSync('cp', ['-a', join(REPO, d), pkg]);
-  execFileSync('cp', ['-a', join(REPO, 'seccomp', 'build'), join(pkg, 'seccomp')]);
+  execFileSync('cp', ['-a', join(REPO, 'init', 'build'), join(pkg, 'init')]);
   mkdirSync(deps, { recursive: true });
   const names = Object.keys((JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> }).dependencies);
   for (const n of new Set(names.map((x) => x.split('/')[0]!))) execFileSync('cp', ['-a', join(REPO, 'node_modules', n), deps]);
@@ -490,7 +490,7 @@ function plantInSrt(pkg: string, deps: string, node: string, links: string[], ma
     // The next run's bytecode (src/code-cache.ts) lives under ~/.srt, read-only in every sandbox.
     evil('codeCache', 'mkdir -p "$HOME/.srt/cache/code" && echo x > "$HOME/.srt/cache/code/planted"'),
     evil('packageJson', `echo '{"type":"commonjs"}' > ${pkg}/package.json`),
-    evil('helper', `cp ./evil-node ${pkg}/seccomp/build/srt-seccomp`),
+    evil('helper', `cp ./evil-node ${pkg}/init/build/srt-init`),
     evil('yaml', `printf '%s' '${js}' >> ${deps}/yaml/dist/index.js`),
     evil('zod', `printf '%s' '${js}' >> ${deps}/zod/index.cjs`),
     evil('shadowYaml', `mkdir -p ${pkg}/node_modules/yaml && echo '{"name":"yaml","main":"x.js"}' > ${pkg}/node_modules/yaml/package.json`),
@@ -821,12 +821,12 @@ describe('the supervisor itself', () => {
     const children = (pid: number): number[] => {
       try { return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number); } catch { return []; }
     };
-    const helper = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('srt-seccomp');
+    const helper = (pid: number) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('srt-init');
     const [bwrap] = children(bg.child.pid!);
     const outer = children(bwrap!).find(helper);
     // init is the helper's child that runs the command (the network relay is one too, childless).
     const init = children(outer!).find((pid) => helper(pid) && children(pid).length > 0);
-    expect(readFileSync(`/proc/${init}/cmdline`, 'utf8')).toContain('srt-seccomp');
+    expect(readFileSync(`/proc/${init}/cmdline`, 'utf8')).toContain('srt-init');
     expect(readdirSync(`/proc/${init}/task`).length).toBe(2);
     process.kill(init!, 'SIGKILL');
     await bg.exit;

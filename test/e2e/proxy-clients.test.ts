@@ -11,7 +11,7 @@ import https from 'node:https';
 import { join } from 'node:path';
 import { startProxy, type ProxyHandle } from '../../src/proxy/server.js';
 import { sandboxProxyEnv } from '../../src/proxy/env.js';
-import { SECCOMP_HELPER_PATH } from '../../src/platform/seccomp-helper.js';
+import { INIT_HELPER_PATH } from '../../src/platform/init-helper.js';
 import { REPO, tempDir } from './helpers.js';
 import { closeServer, listenOn, network, rmrf, selfSigned } from './proxy-fixtures.js';
 
@@ -97,7 +97,7 @@ beforeAll(async () => {
     HOME: tmp.path,
     LANG: 'C.UTF-8',
     GIT_CONFIG_NOSYSTEM: '1',
-    ...sandboxProxyEnv({ httpPort: proxy.httpPort!, socksPort: proxy.socksPort!, nodePreloadPath: PRELOAD, helperPath: SECCOMP_HELPER_PATH }),
+    ...sandboxProxyEnv({ httpPort: proxy.httpPort!, socksPort: proxy.socksPort!, nodePreloadPath: PRELOAD, helperPath: INIT_HELPER_PATH }),
   };
 });
 

@@ -21,7 +21,7 @@ import { prepareTermination, type Termination } from '../../src/proxy/trust.js';
 import type { Policy } from '../../src/policy.js';
 import type { Stage } from '../../src/proxy/pipeline.js';
 import { REPO, tempDir } from './helpers.js';
-import { SECCOMP_HELPER_PATH } from '../../src/platform/seccomp-helper.js';
+import { INIT_HELPER_PATH } from '../../src/platform/init-helper.js';
 import { listenOn, network, openFds, testPki } from './proxy-fixtures.js';
 
 const PRELOAD = join(REPO, 'dist', 'proxy', 'node-preload.cjs');
@@ -195,7 +195,7 @@ beforeAll(async () => {
     PATH: process.env.PATH!,
     HOME: tmp.path,
     LANG: 'C.UTF-8',
-    ...sandboxProxyEnv({ httpPort: proxy.httpPort!, socksPort: proxy.socksPort!, nodePreloadPath: PRELOAD, helperPath: SECCOMP_HELPER_PATH }),
+    ...sandboxProxyEnv({ httpPort: proxy.httpPort!, socksPort: proxy.socksPort!, nodePreloadPath: PRELOAD, helperPath: INIT_HELPER_PATH }),
     SSL_CERT_FILE: bundlePath,
     CURL_CA_BUNDLE: bundlePath,
     NODE_EXTRA_CA_CERTS: bundlePath,

@@ -1,5 +1,5 @@
 // Red team of the day's mechanisms: the V8 code cache (bytecode srt runs outside any sandbox),
-// bin/srt hiding NODE_EXTRA_CA_CERTS, and the denied files the seccomp helper binds. Each test
+// bin/srt hiding NODE_EXTRA_CA_CERTS, and the denied files srt-init binds. Each test
 // tries the escape and checks the host afterwards.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';

@@ -53,7 +53,7 @@ describe('exit status and stdio', () => {
     const { home, cwd } = scratch();
     // A minimal install of this build under the denied home.
     const install = join(home, 'lib', 'srt');
-    for (const part of ['bin', 'dist', 'package.json', join('seccomp', 'build'), join('node_modules', 'undici')]) {
+    for (const part of ['bin', 'dist', 'package.json', join('init', 'build'), join('node_modules', 'undici')]) {
       cpSync(join(REPO, part), join(install, part), { recursive: true });
     }
     const r = await execa(process.execPath, [join(install, 'bin', 'srt'), '--deny-read', home, '-c', 'node -e "console.log(1 + 1)"; ls ~/lib/srt | tr "\\n" " "'], {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { srt, tempDir } from './helpers.js';
 
-const tmp = tempDir('srt-seccomp-srt-');
+const tmp = tempDir('srt-init-srt-');
 afterAll(() => tmp.cleanup());
 
 const UNIX_SOCKET = `python3 -c "
@@ -29,8 +29,8 @@ describe('seccomp through srt', () => {
     expect(r.stdout).toContain('unix=1'); // EPERM
     // Only the nested namespace's init (PID 1, non-dumpable, ignores the command's signals) and
     // the command's own processes: no relay, no outer helper, no bwrap.
-    expect(r.stdout).toMatch(/^ ?1 srt-seccomp,/m);
-    expect(r.stdout.match(/srt-seccomp/g)).toHaveLength(1);
+    expect(r.stdout).toMatch(/^ ?1 srt-init,/m);
+    expect(r.stdout.match(/srt-init/g)).toHaveLength(1);
     expect(r.stdout).not.toMatch(/bwrap/);
   });
 

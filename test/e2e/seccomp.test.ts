@@ -1,4 +1,4 @@
-// The real bubblewrap + the real seccomp helper + the generated filter, launched directly
+// The real bubblewrap + the real srt-init + the generated filter, launched directly
 // (the way src/sandbox.ts launches them), with real clients inside. SPEC §4, invariant 6.
 import { execa, type Options } from 'execa';
 import { execFileSync } from 'node:child_process';
@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
-import { SECCOMP_HELPER_PATH, hostSeccompArch } from '../../src/platform/seccomp-helper.js';
+import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
 import { processesWith, REPO, tempDir } from './helpers.js';
 
 const arch = hostSeccompArch();
@@ -18,7 +18,7 @@ const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bw
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const RELAY_PORT = 3128;
 
-const tmp = tempDir('srt-seccomp-e2e-');
+const tmp = tempDir('srt-init-e2e-');
 const runDir = join(tmp.path, 'run');
 const socketPath = join(runDir, 'http.sock');
 const filters = {
@@ -31,7 +31,7 @@ let server: Server | undefined;
 
 beforeAll(async () => {
   if (!arch) return; // no filter for this architecture: the describe below is skipped too
-  if (!existsSync(SECCOMP_HELPER_PATH)) await execa('bash', [join(REPO, 'scripts', 'build-seccomp.sh')]);
+  if (!existsSync(INIT_HELPER_PATH)) await execa('bash', [join(REPO, 'scripts', 'build-init.sh')]);
   writeFileSync(filters.strict, buildSeccompFilter({ arch, allowUnixSockets: false, allowNamespaces: false }));
   writeFileSync(filters.unix, buildSeccompFilter({ arch, allowUnixSockets: true, allowNamespaces: false }));
   writeFileSync(filters.ns, buildSeccompFilter({ arch, allowUnixSockets: false, allowNamespaces: true }));
@@ -77,7 +77,7 @@ function helperArgs(opts: RunOptions): string[] {
 }
 
 function sandboxArgv(cmd: string[], opts: RunOptions): string[] {
-  return [...bwrapArgs(opts), '--', SECCOMP_HELPER_PATH, ...helperArgs(opts), '--', ...cmd];
+  return [...bwrapArgs(opts), '--', INIT_HELPER_PATH, ...helperArgs(opts), '--', ...cmd];
 }
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: tmp.path };
@@ -138,7 +138,7 @@ function probes(stdout: string): Record<string, number> {
   }));
 }
 
-describe.skipIf(!arch)('seccomp helper in bubblewrap', () => {
+describe.skipIf(!arch)('srt-init in bubblewrap', () => {
   it('python: no AF_UNIX socket, no host socket, no io_uring/mount/TIOCSTI, clone3 ENOSYS; inet and socketpair work', async () => {
     const r = await sandbox([PYTHON, '-c', PY_PROBES, socketPath], { relay: true });
     expect(r.stderr).toBe('');
@@ -221,7 +221,7 @@ except OSError as e: print("fifo", e.errno)'`;
       // A plain file descriptor: execa's own stdio would be a socket, which cannot be reopened.
       const fd = openSync(stdoutFile, 'w');
       try {
-        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, ...args, '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
+        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', INIT_HELPER_PATH, ...args, '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
           reject: false, stdin: 'ignore', stdout: fd, timeout: 20_000, extendEnv: false, env: ENV,
         } as Options); // execa takes a descriptor number at run time; its types do not say so
         return { ...r, out: readFileSync(stdoutFile, 'utf8') };
@@ -245,8 +245,8 @@ except OSError as e: print("fifo", e.errno)'`;
       { relay: true });
     const [procLines, psLine] = [r.stdout.trim().split('\n').slice(0, -1), r.stdout.trim().split('\n').at(-1)!];
     const procs = procLines.map((l) => l.split(' ') as [string, string]);
-    expect(procs.find(([pid]) => pid === '1')?.[1]).toBe('srt-seccomp');
-    expect(procs.filter(([, comm]) => comm === 'srt-seccomp')).toHaveLength(1);
+    expect(procs.find(([pid]) => pid === '1')?.[1]).toBe('srt-init');
+    expect(procs.filter(([, comm]) => comm === 'srt-init')).toHaveLength(1);
     expect(r.stdout).not.toMatch(/bwrap/);
     expect(psLine).not.toMatch(/bwrap/);
     expect(psLine).toContain('ps');
@@ -330,19 +330,19 @@ except OSError as e: print("fifo", e.errno)'`;
       const marker = join(tmp.path, 'ran');
       const cmd = ['/bin/sh', '-c', `touch ${marker}`];
       const cases: [string[], RegExp][] = [
-        [['--filter', join(tmp.path, 'absent.bpf')], /^srt: seccomp helper: cannot open filter/],
-        [['--filter', filters.bad], /^srt: seccomp helper: .* is not a seccomp filter/],
-        [['--relay', 'x:/tmp/a', '--filter', filters.strict], /^srt: seccomp helper: --relay x:\/tmp\/a: want ADDR:PORT:SOCKETPATH/],
+        [['--filter', join(tmp.path, 'absent.bpf')], /^srt: srt-init: cannot open filter/],
+        [['--filter', filters.bad], /^srt: srt-init: .* is not a seccomp filter/],
+        [['--relay', 'x:/tmp/a', '--filter', filters.strict], /^srt: srt-init: --relay x:\/tmp\/a: want ADDR:PORT:SOCKETPATH/],
         [['--relay', '3128:/tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
         [['--relay', '127.0.0.1:70000:/tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
         [['--relay', '127.0.0.1:3128:tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
         [['--relay', '[::1:3128:/tmp/a', '--filter', filters.strict], /want ADDR:PORT:SOCKETPATH/],
         [['--relay', `127.0.0.1:3128:/${'a'.repeat(120)}`, '--filter', filters.strict], /socket path longer than 107 bytes/],
-        [['--expose', 'x', '--filter', filters.strict], /^srt: seccomp helper: --expose x: want FD:PORT/],
-        [['--expose', '9:3000', '--filter', filters.strict], /^srt: seccomp helper: --expose 9:3000: descriptor 9 is not a listening socket/],
-        [['--filter', filters.strict, '--bogus'], /^srt: seccomp helper: usage/],
-        [['--writable', 'rel', '--filter', filters.strict], /^srt: seccomp helper: --writable rel: not absolute/],
-        [['--writable', join(tmp.path, 'absent'), '--filter', filters.strict], /^srt: seccomp helper: writable path .*absent: No such file or directory/],
+        [['--expose', 'x', '--filter', filters.strict], /^srt: srt-init: --expose x: want FD:PORT/],
+        [['--expose', '9:3000', '--filter', filters.strict], /^srt: srt-init: --expose 9:3000: descriptor 9 is not a listening socket/],
+        [['--filter', filters.strict, '--bogus'], /^srt: srt-init: usage/],
+        [['--writable', 'rel', '--filter', filters.strict], /^srt: srt-init: --writable rel: not absolute/],
+        [['--writable', join(tmp.path, 'absent'), '--filter', filters.strict], /^srt: srt-init: writable path .*absent: No such file or directory/],
         [['--writable', runDir, '--no-landlock', '--filter', filters.strict], /--writable and --no-landlock exclude each other/],
       ];
       for (const [args, message] of cases) {
@@ -350,7 +350,7 @@ except OSError as e: print("fifo", e.errno)'`;
         expect(r.exitCode, args.join(' ')).toBe(125);
         expect(r.stderr).toMatch(message);
       }
-      const noCmd = await execa(BWRAP!, [...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, '--filter', filters.strict, '--'], { reject: false, env: ENV, extendEnv: false });
+      const noCmd = await execa(BWRAP!, [...bwrapArgs({}), '--', INIT_HELPER_PATH, '--filter', filters.strict, '--'], { reject: false, env: ENV, extendEnv: false });
       expect(noCmd.exitCode).toBe(125);
       expect(existsSync(marker)).toBe(false);
     });
@@ -362,10 +362,10 @@ except OSError as e: print("fifo", e.errno)'`;
       expect([privileged.exitCode, privileged.stderr]).toEqual([125,
         'srt: cannot listen on 127.0.0.1:80 inside the sandbox: ports below 1024 need bwrap --cap-add CAP_NET_BIND_SERVICE']);
       const twice = await sandbox(cmd, { helperArgs: ['--relay', `127.0.0.1:4000:${socketPath}`, '--relay', `127.0.0.1:4000:${socketPath}`, '--filter', filters.strict] });
-      expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: seccomp helper: --relay: 127.0.0.1:4000 given twice']);
+      expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: srt-init: --relay: 127.0.0.1:4000 given twice']);
       const noSetpcap = await sandbox(cmd, { caps: ['CAP_SYS_ADMIN'] });
       expect(noSetpcap.exitCode).toBe(125);
-      expect(noSetpcap.stderr).toMatch(/^srt: seccomp helper: cannot clear the capability bounding set: start it with bwrap --cap-add CAP_SETPCAP/);
+      expect(noSetpcap.stderr).toMatch(/^srt: srt-init: cannot clear the capability bounding set: start it with bwrap --cap-add CAP_SETPCAP/);
       expect(existsSync(marker)).toBe(false);
     });
   });
@@ -378,7 +378,7 @@ function relayPid(marker: string): number | undefined {
     try {
       const status = readFileSync(`/proc/${pid}/status`, 'utf8');
       const nspid = /^NSpid:\s+(.*)$/m.exec(status)?.[1]?.trim().split(/\s+/) ?? [];
-      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(SECCOMP_HELPER_PATH) && nspid.length === 2 && nspid[1] !== '1') return pid;
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').startsWith(INIT_HELPER_PATH) && nspid.length === 2 && nspid[1] !== '1') return pid;
     } catch { /* gone */ }
   }
   return undefined;
@@ -588,13 +588,13 @@ class H(http.server.BaseHTTPRequestHandler):
 srv = S(('::1', 3000), H); srv.timeout = 10
 print('ready', flush=True)
 srv.handle_request()`;
-    const argv = ['--host-listen', `4:127.0.0.1:${port}`, '--', BWRAP!, ...bwrapArgs({}), '--', SECCOMP_HELPER_PATH, '--expose', '4:3000', '--filter', filters.strict, '--', PYTHON, '-c', py];
-    const child = execa(SECCOMP_HELPER_PATH, argv, { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
+    const argv = ['--host-listen', `4:127.0.0.1:${port}`, '--', BWRAP!, ...bwrapArgs({}), '--', INIT_HELPER_PATH, '--expose', '4:3000', '--filter', filters.strict, '--', PYTHON, '-c', py];
+    const child = execa(INIT_HELPER_PATH, argv, { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
     await new Promise<void>((resolve) => {
       child.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });
       void child.then(() => resolve());
     });
-    const taken = await execa(SECCOMP_HELPER_PATH, ['--host-listen', `4:127.0.0.1:${port}`, '--', '/bin/true'], { reject: false });
+    const taken = await execa(INIT_HELPER_PATH, ['--host-listen', `4:127.0.0.1:${port}`, '--', '/bin/true'], { reject: false });
     expect([taken.exitCode, taken.stderr]).toEqual([125, `srt: network.exposePorts: the host's 127.0.0.1:${port} is already in use (another srt run or another program listens there); free it or expose a different port`]);
     const body = await new Promise<string>((resolve, reject) => {
       const s = createConnection(port, '127.0.0.1', () => s.end('GET / HTTP/1.0\r\n\r\n'));

@@ -884,7 +884,7 @@ describe('the outer terminal after srt', () => {
   }, LONG);
 });
 
-describe('without the seccomp helper', () => {
+describe('without srt-init', () => {
   it('(a copy of srt without it, allowed by allowAllUnixSockets) the terminal is relayed through pipes: the command gets no descriptor of it', async () => {
     const dir = scratch();
     const copy = join(tmp.path, 'no-helper');

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as grpc from '@grpc/grpc-js';
 import { keyValues, loadedFiles, REPO, srt, tempDir } from './helpers.js';
-import { SECCOMP_HELPER_PATH } from '../../src/platform/seccomp-helper.js';
+import { INIT_HELPER_PATH } from '../../src/platform/init-helper.js';
 import { listenOn, testPki } from './proxy-fixtures.js';
 
 const HOST = '127.0.0.2';
@@ -257,7 +257,7 @@ describe('real clients in the sandbox through TLS termination', () => {
     const r = await inSandbox([
       `echo excluded=$(curl -sS -v --cacert ${excludedCert.certPath} https://127.0.0.3:${EXCLUDED}/ 2>ex.err) $(grep -o 'issuer: .*' ex.err)`,
       // A raw byte stream through CONNECT: the helper's CONNECT client (ssh's ProxyCommand).
-      `echo echo=$(echo ping | ${SECCOMP_HELPER_PATH} --connect 127.0.0.1:3128 ${HOST} ${ECHO})`,
+      `echo echo=$(echo ping | ${INIT_HELPER_PATH} --connect 127.0.0.1:3128 ${HOST} ${ECHO})`,
     ].join('\n'), tlsSettings());
     expect(r.results.excluded).toBe('excluded origin issuer: CN=127.0.0.3');
     expect(r.results.echo).toBe('ping');

@@ -57,12 +57,12 @@ describe('bwrap argv', () => {
     expect(args.slice(args.indexOf('--chdir'))).toEqual(['--chdir', '/w', '--json-status-fd', '3', '--', 'true']);
   });
 
-  it('launches through the seccomp helper with the capabilities it needs', () => {
+  it('launches through srt-init with the capabilities it needs', () => {
     const relays = [{ address: '127.0.0.1', port: 3128, socketPath: '/r/http.sock' }];
-    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
     const { args } = plan;
     expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SYS_RESOURCE --ro-bind');
-    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-seccomp', '--relay', '127.0.0.1:3128:/r/http.sock',
+    expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-init', '--relay', '127.0.0.1:3128:/r/http.sock',
       '--writable', '/w', '--writable', '/r/tmp', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
     expect(plan.hostListen).toEqual([]); // nothing exposed: bwrap runs directly
@@ -70,8 +70,8 @@ describe('bwrap argv', () => {
 
   it('a terminal on stdin: the helper gets --pty with the channel, srt\'s stat descriptor and the stdio on the pty; bwrap keeps --new-session', () => {
     const terminal = { channelFd: 4, parentStatFd: 5, stdio: '02' };
-    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], terminal } }), ['bash']);
-    expect(args.slice(args.indexOf('/h/srt-seccomp'))).toEqual(['/h/srt-seccomp', '--writable', '/w', '--writable', '/r/tmp',
+    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [], terminal } }), ['bash']);
+    expect(args.slice(args.indexOf('/h/srt-init'))).toEqual(['/h/srt-init', '--writable', '/w', '--writable', '/r/tmp',
       '--pty', '4:5:02', '--filter', '/r/f.bpf', '--', 'bash']);
     expect(args).toContain('--new-session');
   });
@@ -83,16 +83,16 @@ describe('bwrap argv', () => {
       { address: '::1', port: 80, socketPath: '/r/fwd-0.sock' },
     ];
     const exposes = [{ fd: 6, hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }, { fd: 7, hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }];
-    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
     expect(plan.args.join(' ')).toContain('--cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SYS_RESOURCE --cap-add CAP_NET_BIND_SERVICE');
-    expect(plan.args.slice(plan.args.indexOf('/h/srt-seccomp'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-seccomp',
+    expect(plan.args.slice(plan.args.indexOf('/h/srt-init'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-init',
       '--relay', '127.0.0.1:3128:/r/http.sock', '--relay', '127.0.0.1:80:/r/fwd-0.sock', '--relay', '[::1]:80:/r/fwd-0.sock',
       '--expose', '6:3000', '--expose', '7:80']);
     expect(plan.hostListen).toEqual(['--host-listen', '6:127.0.0.1:3000', '--host-listen', '7:[::1]:8080']);
   });
 
-  const seccomp = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [] } };
-  const helperArgs = (args: string[]) => args.slice(args.indexOf('/h/srt-seccomp') + 1, args.lastIndexOf('--filter'));
+  const seccomp = { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [] } };
+  const helperArgs = (args: string[]) => args.slice(args.indexOf('/h/srt-init') + 1, args.lastIndexOf('--filter'));
 
   it('passes the helper exactly the read-write binds (outermost only) for Landlock', () => {
     const targets = [{ path: '/main/.git/hooks', kind: 'dir' as const }, { path: '/w/.git', kind: 'file' as const }];
@@ -395,7 +395,7 @@ describe('deny globs with names bwrap cannot be given', () => {
 
 describe('every writable root and the protected-path supervisor', () => {
   const via = (link: string, target: string, system = false) => ({ link, target, system });
-  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
+  const sup = { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
 
   it('an allowWrite entry through a symlink a sandbox could have planted is refused, naming the link', () => {
     const p = policy({ allowWrite: [rule('/w/build'), rule('/var/run/x'), rule('/h/sys/x')] });
@@ -424,10 +424,10 @@ describe('every writable root and the protected-path supervisor', () => {
     expect(mounts(plan.args)).toContain('ro-bind /w/dotfiles/bashrc');
     expect(plan.protectedRoots).toEqual(['/w', '/data']);
     expect(plan.protectedPaths).toEqual(expect.arrayContaining(['/w/.env', '/w/.bashrc', '/w/dotfiles/bashrc', '/w/.vscode', '/w/.git/hooks']));
-    const args = plan.args.slice(plan.args.indexOf('/h/srt-seccomp'));
+    const args = plan.args.slice(plan.args.indexOf('/h/srt-init'));
     expect(args.join(' ')).toContain('--protect /r/protect.rules --report-fd 6 --filter /r/f.bpf --');
     // Without it, the same plan needs the placeholders.
-    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [] } }, ['true']);
+    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [] } }, ['true']);
     expect(fallback.placeholders.map((ph) => ph.path)).toEqual(['/w/.env', '/w/.vscode', '/w/.git']);
   });
 
@@ -460,9 +460,9 @@ describe('the mount plan the helper checks', () => {
   });
 
   it('is handed to the helper (--verify) and encoded as NUL-terminated records; a source that changed stops the run', () => {
-    const seccomp = { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], mountsPath: '/r/mounts' };
+    const seccomp = { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [], mountsPath: '/r/mounts' };
     const plan = buildBwrapPlan(policy(), facts({}, { seccomp }), ['true']);
-    expect(plan.args.slice(plan.args.indexOf('/h/srt-seccomp'))).toContain('--verify');
+    expect(plan.args.slice(plan.args.indexOf('/h/srt-init'))).toContain('--verify');
     expect(plan.args[plan.args.indexOf('--verify') + 1]).toBe('/r/mounts');
     const ids = new Map([['/', { dev: '1', ino: '2' }], ['/w', { dev: '1', ino: '7' }]]);
     const enc = encodeMounts([
@@ -480,7 +480,7 @@ describe('the mount plan the helper checks', () => {
 });
 
 describe('denies that hold while the command runs (a host program replacing a denied path)', () => {
-  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/rules', reportFd: 9 } } };
+  const sup = { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/rules', reportFd: 9 } } };
   it('outside the writable paths: each replaceable directory on the way becomes a read-only snapshot with its entries bound back', () => {
     const plan = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), facts({ '/h/.aws/credentials': file('/h/.aws/credentials') }, {
       replaceable: new Set(['/h/.aws/credentials', '/h/.aws']), // /h itself sits in root's /

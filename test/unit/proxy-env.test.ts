@@ -3,7 +3,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { NODE_PRELOAD_PATH, sandboxProxyEnv, TRUST_BUNDLE_VARS } from '../../src/proxy/env.js';
 
-const helperPath = '/opt/srt/seccomp/build/srt-seccomp';
+const helperPath = '/opt/srt/init/build/srt-init';
 
 describe('sandboxProxyEnv', () => {
   const env = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/opt/srt/dist/proxy/node-preload.cjs', helperPath });
@@ -21,7 +21,7 @@ describe('sandboxProxyEnv', () => {
     expect(env.CLOUDSDK_PROXY_ADDRESS).toBe('127.0.0.1');
     expect(env.CLOUDSDK_PROXY_PORT).toBe('3128');
     expect(env.NODE_USE_ENV_PROXY).toBe('1');
-    expect(env.GIT_SSH_COMMAND).toBe("ssh -o 'ProxyCommand=/opt/srt/seccomp/build/srt-seccomp --connect 127.0.0.1:3128 %h %p'");
+    expect(env.GIT_SSH_COMMAND).toBe("ssh -o 'ProxyCommand=/opt/srt/init/build/srt-init --connect 127.0.0.1:3128 %h %p'");
     expect(env.GIT_CONFIG_COUNT).toBe('1');
     expect(env.GIT_CONFIG_KEY_0).toBe('http.proxy');
     expect(env.GIT_CONFIG_VALUE_0).toBe('http://127.0.0.1:3128');
@@ -36,7 +36,7 @@ describe('sandboxProxyEnv', () => {
   });
 
   it('quotes a helper path with spaces and quotes through both shells (git runs sh -c, ssh runs the ProxyCommand with sh -c)', () => {
-    const odd = "/opt/my srt/it's/srt-seccomp";
+    const odd = "/opt/my srt/it's/srt-init";
     const cmd = sandboxProxyEnv({ httpPort: 3128, socksPort: 1080, nodePreloadPath: '/p.cjs', helperPath: odd }).GIT_SSH_COMMAND!;
     const words = (script: string) => execFileSync('/bin/sh', ['-c', `printf '%s\\n' ${script}`], { encoding: 'utf8' }).trimEnd().split('\n');
     const [, o, proxyCommand] = words(cmd);

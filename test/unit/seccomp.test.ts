@@ -330,10 +330,10 @@ describe.each(ARCHES)('protected-path supervision and setuid bits (%s)', (arch) 
   });
 });
 
-// The supervisor's own table (seccomp/supervisor.c: enum op, op_nr per architecture) must name the
+// The supervisor's own table (init/supervisor.c: enum op, op_nr per architecture) must name the
 // same calls by the same numbers as the filter that sends them.
 describe('the supervisor decodes what the filter sends', () => {
-  const src = readFileSync(new URL('../../seccomp/supervisor.c', import.meta.url), 'utf8');
+  const src = readFileSync(new URL('../../init/supervisor.c', import.meta.url), 'utf8');
   const ops = /enum op \{([^}]*)\}/.exec(src)![1]!.split(',').map((o) => o.trim()).filter((o) => o && o !== 'OP_COUNT');
   const tables: Record<SeccompArch, string> = { x86_64: '__x86_64__', aarch64: '__aarch64__' };
   for (const arch of ARCHES) {

@@ -1,11 +1,11 @@
-import { chmodSync, copyFileSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { SECCOMP_HELPER_PATH, findSeccompHelper, hostSeccompArch } from '../../src/platform/seccomp-helper.js';
+import { INIT_HELPER_PATH, findInitHelper, hostSeccompArch } from '../../src/platform/init-helper.js';
 import { tempDir } from '../e2e/helpers.js';
 
 const arch = hostSeccompArch();
-const dir = tempDir('srt-seccomp-helper-');
+const dir = tempDir('srt-init-helper-');
 afterAll(() => dir.cleanup());
 
 function elf(machine: number, cls = 2): Buffer {
@@ -17,19 +17,18 @@ function elf(machine: number, cls = 2): Buffer {
   return b;
 }
 
-describe.skipIf(!arch)('findSeccompHelper', () => {
-  it('points at seccomp/build/srt-seccomp by default', () => {
-    expect(SECCOMP_HELPER_PATH.endsWith('/seccomp/build/srt-seccomp')).toBe(true);
+describe.skipIf(!arch)('findInitHelper', () => {
+  it('points at init/build/srt-init by default', () => {
+    expect(INIT_HELPER_PATH.endsWith('/init/build/srt-init')).toBe(true);
   });
 
-  it('accepts the built helper', () => {
-    if (!existsSync(SECCOMP_HELPER_PATH)) return; // built by `npm run build`; e2e tests require it
-    expect(findSeccompHelper()).toEqual({ path: SECCOMP_HELPER_PATH, arch });
+  it('accepts the built helper (the tests run after `npm run build`)', () => {
+    expect(findInitHelper()).toEqual({ path: INIT_HELPER_PATH, arch });
   });
 
   it('says how to build it when it is missing', () => {
-    const r = findSeccompHelper(join(dir.path, 'absent'));
-    expect(r).toEqual({ error: expect.stringMatching(/^seccomp helper not built .*npm run build/) });
+    const r = findInitHelper(join(dir.path, 'absent'));
+    expect(r).toEqual({ error: expect.stringMatching(/^srt-init not built .*npm run build/) });
   });
 
   it('refuses a file that is not executable', () => {
@@ -37,7 +36,7 @@ describe.skipIf(!arch)('findSeccompHelper', () => {
     writeFileSync(file, elf(arch === 'x86_64' ? 62 : 183));
     chmodSync(file, 0o644);
     // even root passes X_OK only when some execute bit is set
-    expect(findSeccompHelper(file)).toEqual({ error: expect.stringMatching(/^seccomp helper not built/) });
+    expect(findInitHelper(file)).toEqual({ error: expect.stringMatching(/^srt-init not built/) });
   });
 
   it('refuses a non-ELF file and an ELF for another architecture or class', () => {
@@ -52,7 +51,7 @@ describe.skipIf(!arch)('findSeccompHelper', () => {
       const file = join(dir.path, name);
       writeFileSync(file, content);
       chmodSync(file, 0o755);
-      expect(findSeccompHelper(file), name).toEqual({ error: expect.stringMatching(/npm run build/) });
+      expect(findInitHelper(file), name).toEqual({ error: expect.stringMatching(/npm run build/) });
     }
   });
 
@@ -60,6 +59,6 @@ describe.skipIf(!arch)('findSeccompHelper', () => {
     const file = join(dir.path, 'native');
     copyFileSync('/bin/true', file);
     chmodSync(file, 0o755);
-    expect(findSeccompHelper(file)).toEqual({ path: file, arch });
+    expect(findInitHelper(file)).toEqual({ path: file, arch });
   });
 });

@@ -34,12 +34,12 @@ static long read_count(const char *path) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) return -1;
-    die("seccomp helper: %s: %s", path, strerror(errno));
+    die("srt-init: %s: %s", path, strerror(errno));
   }
   char buf[32];
   ssize_t n = read(fd, buf, sizeof buf - 1);
   close(fd);
-  if (n <= 0) die("seccomp helper: cannot read %s", path);
+  if (n <= 0) die("srt-init: cannot read %s", path);
   buf[n] = '\0';
   return strtol(buf, NULL, 10);
 }
@@ -54,7 +54,7 @@ void limit_per_user(void) {
     char val[32];
     int len = snprintf(val, sizeof val, "%ld", host / 2 > 0 ? host / 2 : 1);
     if (fd < 0 || write(fd, val, len) != len)
-      die("seccomp helper: cannot bound %s: %s (bwrap --cap-add CAP_SYS_RESOURCE)", counts[i].sandbox, strerror(errno));
+      die("srt-init: cannot bound %s: %s (bwrap --cap-add CAP_SYS_RESOURCE)", counts[i].sandbox, strerror(errno));
     close(fd);
   }
   for (size_t i = 0; i < sizeof rlimits / sizeof rlimits[0]; i++) {

@@ -1,11 +1,11 @@
-// srt-seccomp: the first process inside srt's bubblewrap sandbox.
+// srt-init: the first process inside srt's bubblewrap sandbox.
 //
-//   srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
+//   srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
 //               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO]
 //               [--protect RULES [--report-fd N]] [--verify PLAN] --filter FILE -- CMD ARGS...
-//   srt-seccomp --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
-//   srt-seccomp --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
-//   srt-seccomp --landlock-abi                                   (for srt doctor, landlock.c)
+//   srt-init --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
+//   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
+//   srt-init --landlock-abi                                   (for srt doctor, landlock.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH (for
@@ -30,163 +30,29 @@
 //     left in the sandbox, the relay included.
 // Its own failures exit 125 with a `srt: ` message; exec failures 127 (not found) / 126.
 //
-// This file: arguments, signal plumbing and the outer process; each mechanism has its own file
-// (helper.h lists them).
+// This file: arguments and the outer process; each mechanism has its own file (helper.h lists
+// them).
 
 #include "helper.h"
 
-#include <stdarg.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #define MAX_RELAYS 256
 
-// Signals passed on to the command. SIGCHLD is handled here; SIGKILL/SIGSTOP cannot be caught.
-static const int forwarded_signals[] = {
-    SIGHUP, SIGINT,  SIGQUIT, SIGUSR1, SIGUSR2, SIGALRM, SIGTERM,
-    SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU, SIGWINCH,
-};
-
-void die(const char *fmt, ...) {
-  // One write, so that messages from several processes never interleave.
-  char msg[1024] = "srt: ";
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg + 5, sizeof msg - 6, fmt, ap);
-  va_end(ap);
-  size_t len = strlen(msg);
-  msg[len] = '\n';
-  if (write(STDERR_FILENO, msg, len + 1) < 0) { /* nothing left to report it to */ }
-  _exit(EXIT_SETUP);
-}
-
-char *read_records(const char *path, const char *what, size_t max, size_t *len) {
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) die("seccomp helper: cannot open the %s %s: %s", what, path, strerror(errno));
-  struct stat st;
-  if (fstat(fd, &st) != 0) die_errno("fstat");
-  if (!S_ISREG(st.st_mode) || (size_t)st.st_size > max) die("seccomp helper: %s: not a %s", path, what);
-  char *buf = malloc(st.st_size + 1);
-  if (!buf) die_errno("malloc");
-  size_t done = 0;
-  while (done < (size_t)st.st_size) {
-    ssize_t n = read(fd, buf + done, st.st_size - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) die("seccomp helper: cannot read the %s %s", what, path);
-    done += n;
-  }
-  close(fd);
-  buf[done] = '\0';
-  if (done > 0 && buf[done - 1] != '\0') die("seccomp helper: %s: unterminated record", path);
-  *len = done;
-  return buf;
-}
-
-void warn(const char *fmt, ...) {
-  char msg[1024] = "srt: warning: ";
-  size_t head = strlen(msg);
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg + head, sizeof msg - head - 1, fmt, ap);
-  va_end(ap);
-  size_t len = strlen(msg);
-  msg[len] = '\n';
-  if (write(STDERR_FILENO, msg, len + 1) < 0) { /* nothing left to report it to */ }
-}
-
 static void usage(void) {
-  die("seccomp helper: usage: srt-seccomp [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
+  die("srt-init: usage: srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
       "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
       "[--protect RULES [--report-fd N]] [--verify PLAN] "
       "--filter FILE -- CMD ARGS...");
 }
 
-static void block_signals(sigset_t *set) {
-  sigemptyset(set);
-  for (size_t i = 0; i < sizeof forwarded_signals / sizeof forwarded_signals[0]; i++)
-    sigaddset(set, forwarded_signals[i]);
-  sigaddset(set, SIGCHLD);
-  // SIGCHLD must not be SIG_IGN (inherited), or children would be reaped behind our back.
-  if (signal(SIGCHLD, SIG_DFL) == SIG_ERR) die_errno("signal(SIGCHLD)");
-  // Blocked signals are queued even for a PID-namespace init, and then taken with sigwaitinfo:
-  // no handlers, so every other disposition (e.g. nohup's SIG_IGN) reaches the command as is.
-  if (sigprocmask(SIG_BLOCK, set, NULL) != 0) die_errno("sigprocmask");
-}
-
-void unblock_signals(void) {
-  sigset_t none;
-  sigemptyset(&none);
-  if (sigprocmask(SIG_SETMASK, &none, NULL) != 0) die_errno("sigprocmask");
-}
-
-int status_code(int status) {
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-}
-
-// Pass signals on to `child`, reap every child (orphans too, as a PID-namespace init must) and
-// return `child`'s exit status once it is gone.
-int forward_until_exit(pid_t child, int to_group, const sigset_t *set) {
-  for (;;) {
-    siginfo_t info;
-    int sig = sigwaitinfo(set, &info);
-    if (sig < 0) {
-      if (errno == EINTR) continue;
-      die_errno("sigwaitinfo");
-    }
-    if (sig != SIGCHLD) {
-      // Like a terminal's Ctrl-C: the whole process group of the command, so a shell's
-      // foreground child gets it too. Falls back to the pid once the group leader is gone.
-      if (to_group && kill(-child, sig) == 0) continue;
-      if (kill(child, sig) != 0 && errno != ESRCH) die_errno("kill");
-      continue;
-    }
-    for (;;) {
-      int status;
-      pid_t pid = waitpid(-1, &status, WNOHANG);
-      if (pid < 0 && errno == EINTR) continue;
-      if (pid < 0 && errno != ECHILD) die_errno("waitpid");
-      if (pid <= 0) break;
-      if (pid == child) return status_code(status);
-      if (pid == relay_pid) {
-        fprintf(stderr, "srt: the network relay exited (status %d); new connections from the "
-                        "sandbox fail\n", status_code(status));
-        relay_pid = 0;
-      }
-    }
-  }
-}
-
-void sort_fds(int *fds, int n) {
-  for (int i = 1; i < n; i++)
-    for (int k = i; k > 0 && fds[k - 1] > fds[k]; k--) {
-      int t = fds[k];
-      fds[k] = fds[k - 1];
-      fds[k - 1] = t;
-    }
-}
-
-// Whatever srt's caller left open without close-on-exec (a pipe, a log file, a control fd)
-// would otherwise be readable or writable from inside: nothing past stderr goes in but the
-// descriptors named on the command line (`keep`, ascending).
-void close_inherited_fds(const int *keep, int nkeep) {
-  unsigned from = 3;
-  for (int k = 0; k < nkeep; k++) {
-    if ((unsigned)keep[k] > from && syscall(SYS_close_range, from, (unsigned)keep[k] - 1, 0U) != 0)
-      die_errno("close_range");
-    from = (unsigned)keep[k] + 1;
-  }
-  if (syscall(SYS_close_range, from, ~0U, 0U) != 0) die_errno("close_range");
-}
-
 int main(int argc, char **argv) {
   if (argc == 2 && strcmp(argv[1], "--version") == 0) {
-    printf("srt-seccomp 2\n");
+    printf("srt-init 2\n");
     return 0;
   }
   if (argc == 2 && strcmp(argv[1], "--landlock-abi") == 0) {
@@ -221,19 +87,19 @@ int main(int argc, char **argv) {
     }
     if (i + 1 >= argc) usage();
     if (strcmp(argv[i], "--relay") == 0 || strcmp(argv[i], "--expose") == 0) {
-      if (nrelays == MAX_RELAYS) die("seccomp helper: more than %d relays", MAX_RELAYS);
+      if (nrelays == MAX_RELAYS) die("srt-init: more than %d relays", MAX_RELAYS);
       struct relay *r = &relays[nrelays];
       if (argv[i][2] == 'r') parse_relay(argv[++i], r);
       else parse_expose(argv[++i], r);
       for (int k = 0; k < nrelays; k++) {
         if (strcmp(relays[k].label, r->label) == 0)
-          die("seccomp helper: %s: %s given twice", argv[i - 1], r->label);
+          die("srt-init: %s: %s given twice", argv[i - 1], r->label);
         if (r->kind == RELAY_TO_SANDBOX && relays[k].listen_fd == r->listen_fd)
-          die("seccomp helper: --expose: descriptor %d given twice", r->listen_fd);
+          die("srt-init: --expose: descriptor %d given twice", r->listen_fd);
       }
       nrelays++;
     } else if (strcmp(argv[i], "--writable") == 0) {
-      if (argv[i + 1][0] != '/') die("seccomp helper: --writable %s: not absolute", argv[i + 1]);
+      if (argv[i + 1][0] != '/') die("srt-init: --writable %s: not absolute", argv[i + 1]);
       writable[nwritable++] = argv[++i];
     } else if (strcmp(argv[i], "--pty") == 0 && !use_pty) {
       parse_pty(argv[++i], &pty);
@@ -243,7 +109,7 @@ int main(int argc, char **argv) {
     } else if (strcmp(argv[i], "--report-fd") == 0 && report_fd < 0) {
       char *end;
       long fd = strtol(argv[++i], &end, 10);
-      if (*end || fd < 3 || fd > 1024) die("seccomp helper: --report-fd %s: want a descriptor >= 3", argv[i]);
+      if (*end || fd < 3 || fd > 1024) die("srt-init: --report-fd %s: want a descriptor >= 3", argv[i]);
       report_fd = (int)fd;
     } else if (strcmp(argv[i], "--verify") == 0 && !verify_path) {
       verify_path = argv[++i];
@@ -260,8 +126,8 @@ int main(int argc, char **argv) {
     verify_mounts(0);
   }
   if (!landlock && nwritable > 0)
-    die("seccomp helper: --writable and --no-landlock exclude each other");
-  if (report_fd >= 0 && !protect_path) die("seccomp helper: --report-fd needs --protect");
+    die("srt-init: --writable and --no-landlock exclude each other");
+  if (report_fd >= 0 && !protect_path) die("srt-init: --report-fd needs --protect");
   char **cmd = argv + i + 1;
   // Kept: the pty's two descriptors, the exposed ports' listeners and the supervisor's report
   // descriptor (which init keeps; the command never holds it), ascending.
@@ -274,11 +140,11 @@ int main(int argc, char **argv) {
   if (report_fd >= 0) keep[nkeep++] = report_fd;
   sort_fds(keep, nkeep);
   for (int k = 1; k < nkeep; k++)
-    if (keep[k] == keep[k - 1]) die("seccomp helper: descriptor %d given twice", keep[k]);
+    if (keep[k] == keep[k - 1]) die("srt-init: descriptor %d given twice", keep[k]);
   close_inherited_fds(keep, nkeep);
   free(keep);
   if (report_fd >= 0 && fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
-    die("seccomp helper: --report-fd %d: %s", report_fd, strerror(errno));
+    die("srt-init: --report-fd %d: %s", report_fd, strerror(errno));
   if (protect_path) supervisor_load_rules(protect_path);
   // Landlock's directories, opened now (verified, and while CAP_DAC_READ_SEARCH lets the walk
   // pass directories the user cannot search); init makes its rules of them.
@@ -298,7 +164,7 @@ int main(int argc, char **argv) {
 
   // CLONE_NEWPID applies to the next child, which becomes PID 1 of the nested namespace.
   if (unshare(CLONE_NEWPID) != 0)
-    die("seccomp helper: cannot create a PID namespace: %s (run under bwrap --unshare-user "
+    die("srt-init: cannot create a PID namespace: %s (run under bwrap --unshare-user "
         "--cap-add CAP_SYS_ADMIN)",
         strerror(errno));
   pid_t init = fork();

@@ -1,11 +1,11 @@
-// Locate the seccomp helper built from seccomp/*.c by scripts/build-seccomp.sh.
+// Locate srt-init built from init/*.c by scripts/build-init.sh.
 // Checked without running it: present, executable, and an ELF for this machine's architecture.
 import { accessSync, closeSync, constants, openSync, readFileSync, readSync, statSync } from 'node:fs';
 import { release } from 'node:os';
-import { SECCOMP_HELPER_PATH } from '../paths.js';
+import { INIT_HELPER_PATH } from '../paths.js';
 import type { SeccompArch } from '../profiles/seccomp.js';
 
-export { SECCOMP_HELPER_PATH };
+export { INIT_HELPER_PATH };
 
 const BUILD_HINT = 'run `npm run build` (needs gcc)';
 
@@ -20,16 +20,16 @@ export function hostSeccompArch(): SeccompArch | undefined {
   return undefined;
 }
 
-export function findSeccompHelper(path: string = SECCOMP_HELPER_PATH): { path: string; arch: SeccompArch } | { error: string } {
+export function findInitHelper(path: string = INIT_HELPER_PATH): { path: string; arch: SeccompArch } | { error: string } {
   const arch = hostSeccompArch();
   if (!arch) {
     return { error: `no seccomp filter for ${process.platform}/${process.arch} (Linux x86_64 and aarch64 only)` };
   }
   try {
-    if (!statSync(path).isFile()) return { error: `seccomp helper ${path} is not a file: ${BUILD_HINT}` };
+    if (!statSync(path).isFile()) return { error: `srt-init ${path} is not a file: ${BUILD_HINT}` };
     accessSync(path, constants.X_OK);
   } catch {
-    return { error: `seccomp helper not built (${path}): ${BUILD_HINT}` };
+    return { error: `srt-init not built (${path}): ${BUILD_HINT}` };
   }
   const header = Buffer.alloc(20);
   let fd: number | undefined;
@@ -37,13 +37,13 @@ export function findSeccompHelper(path: string = SECCOMP_HELPER_PATH): { path: s
     fd = openSync(path, 'r');
     if (readSync(fd, header, 0, header.length, 0) !== header.length) throw new Error('short');
   } catch {
-    return { error: `cannot read the seccomp helper ${path}: ${BUILD_HINT}` };
+    return { error: `cannot read srt-init ${path}: ${BUILD_HINT}` };
   } finally {
     if (fd !== undefined) closeSync(fd);
   }
   const isElf64Le = header.readUInt32BE(0) === 0x7f454c46 && header[4] === 2 && header[5] === 1;
   if (!isElf64Le || header.readUInt16LE(18) !== ELF_MACHINE[arch]) {
-    return { error: `seccomp helper ${path} is not built for ${arch}: ${BUILD_HINT}` };
+    return { error: `srt-init ${path} is not built for ${arch}: ${BUILD_HINT}` };
   }
   return { path, arch };
 }

@@ -1,8 +1,9 @@
-// Shared declarations of the srt-seccomp helper (see main.c for what it does). One file per
-// mechanism: main.c (arguments, signals), verify.c (mount check), caps.c, relays.c, connect.c,
-// init.c (nested PID/mount namespace, the command), pty.c (the command's terminal), freeze.c
-// (stopping the sandbox while srt is stopped), limits.c, landlock.c, filter.c, supervisor.c,
-// readgate.c.
+// Shared declarations of srt-init, the sandbox's first process (see main.c for what it does).
+// One file per mechanism: main.c (arguments, the outer process), util.c (messages, record files,
+// descriptors), signals.c, verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested
+// PID/mount namespace, the command), pty.c (the command's terminal), freeze.c (stopping the
+// sandbox while srt is stopped), limits.c, landlock.c, filter.c, readgate.c, and the
+// protected-path supervisor: supervisor.c (notification loop), rules.c, resolve.c, emulate.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 
@@ -17,26 +18,28 @@
 
 #define EXIT_SETUP 125
 
-// Print `srt: MESSAGE` in one write (messages of several processes never interleave) and exit 125.
+// util.c. Print `srt: MESSAGE` in one write (messages of several processes never interleave) and exit 125.
 __attribute__((noreturn, format(printf, 1, 2))) void die(const char *fmt, ...);
-#define die_errno(what) die("seccomp helper: %s: %s", (what), strerror(errno))
+#define die_errno(what) die("srt-init: %s: %s", (what), strerror(errno))
 // A file of NUL-terminated records (srt's mount plan, supervisor rules): read whole, at most max
 // bytes, the last record terminated; dies otherwise. *len is its length, buf[*len] a NUL.
 char *read_records(const char *path, const char *what, size_t max, size_t *len);
 // Print `srt: warning: MESSAGE` in one write and go on.
 __attribute__((format(printf, 1, 2))) void warn(const char *fmt, ...);
+// Close every descriptor from 3 up but `keep` (ascending: sort_fds).
+void close_inherited_fds(const int *keep, int nkeep);
+void sort_fds(int *fds, int n);
 
 // caps.c
 void drop_bounding_set(void);
 void drop_capabilities(void);
 
-// main.c: signal plumbing shared by the outer helper and init.
+// signals.c: signal plumbing shared by the outer helper and init. block_signals blocks the
+// forwarded signals and SIGCHLD (taken with sigwaitinfo) and fills `set` with them.
+void block_signals(sigset_t *set);
 void unblock_signals(void);
 int status_code(int status);
 int forward_until_exit(pid_t child, int to_group, const sigset_t *set);
-// Close every descriptor from 3 up but `keep` (ascending: sort_fds).
-void close_inherited_fds(const int *keep, int nkeep);
-void sort_fds(int *fds, int n);
 
 // relays.c: listeners bound before the command starts, one splice(2) relay process for all.
 enum relay_kind {

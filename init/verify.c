@@ -69,13 +69,13 @@ static unsigned long long number(const char *s, const char *path) {
   char *end;
   errno = 0;
   unsigned long long v = strtoull(s, &end, 10);
-  if (errno || *s == '\0' || *end) die("seccomp helper: %s: bad number %s", path, s);
+  if (errno || *s == '\0' || *end) die("srt-init: %s: bad number %s", path, s);
   return v;
 }
 
 // The NUL-terminated field at *p; *p moves past it.
 static const char *next_field(char **p, const char *end, const char *path) {
-  if (*p >= end) die("seccomp helper: %s: truncated record", path);
+  if (*p >= end) die("srt-init: %s: truncated record", path);
   const char *f = *p;
   *p += strlen(*p) + 1;
   return f;
@@ -96,7 +96,7 @@ void verify_load(const char *path) {
     const char *kind = next_field(&p, end, path);
     struct planned r = {0};
     r.kind = kind[0];
-    if (kind[0] == 0 || kind[1] != 0) die("seccomp helper: %s: bad record", path);
+    if (kind[0] == 0 || kind[1] != 0) die("srt-init: %s: bad record", path);
     if (r.kind == 'C') {
       cwd_dev = number(next_field(&p, end, path), path);
       cwd_ino = number(next_field(&p, end, path), path);
@@ -104,9 +104,9 @@ void verify_load(const char *path) {
       continue;
     }
     r.dest = next_field(&p, end, path);
-    if (r.dest[0] != '/') die("seccomp helper: %s: %s: not absolute", path, r.dest);
+    if (r.dest[0] != '/') die("srt-init: %s: %s: not absolute", path, r.dest);
     if (r.kind == 'F') {
-      if (denied.kind) die("seccomp helper: %s: more than one denied file", path);
+      if (denied.kind) die("srt-init: %s: more than one denied file", path);
       r.dev = number(next_field(&p, end, path), path);
       r.ino = number(next_field(&p, end, path), path);
       denied = r;
@@ -125,18 +125,18 @@ void verify_load(const char *path) {
       r.deny = strchr(flags, 'd') != NULL;
       // The helper binds only read-only, optional entries of a snapshot (bwrap's -try binds), and
       // the denied file, read-only, where it must be.
-      if (r.snap && (!r.ro || !r.optional || r.deny)) die("seccomp helper: %s: %s: bad flags", path, r.dest);
+      if (r.snap && (!r.ro || !r.optional || r.deny)) die("srt-init: %s: %s: bad flags", path, r.dest);
       if (r.deny && (!r.ro || r.optional || !denied.kind || r.dev != denied.dev || r.ino != denied.ino))
-        die("seccomp helper: %s: %s: bad flags", path, r.dest);
+        die("srt-init: %s: %s: bad flags", path, r.dest);
     } else if (r.kind == 'L') {
       r.target = next_field(&p, end, path);
     } else if (r.kind == 'S') {
       r.target = next_field(&p, end, path);
       r.dev = number(next_field(&p, end, path), path);
       r.ino = number(next_field(&p, end, path), path);
-      if (r.target[0] != '/') die("seccomp helper: %s: %s: not absolute", path, r.target);
+      if (r.target[0] != '/') die("srt-init: %s: %s: not absolute", path, r.target);
     } else if (r.kind != 'T' && r.kind != 'K') {
-      die("seccomp helper: %s: unknown record %c", path, r.kind);
+      die("srt-init: %s: unknown record %c", path, r.kind);
     }
     struct planned *v = realloc(plan, (nplan + 1) * sizeof *v);
     if (!v) die_errno("realloc");
@@ -148,16 +148,16 @@ void verify_load(const char *path) {
   const struct planned *area = NULL;
   for (int i = 0; i < nplan; i++) {
     if (plan[i].kind != 'K') continue;
-    if (area) die("seccomp helper: %s: more than one area of stages", path);
+    if (area) die("srt-init: %s: more than one area of stages", path);
     area = &plan[i];
   }
   for (int i = 0; i < nplan; i++) {
     if (plan[i].kind == 'S' && (!area || !in_dir(plan[i].target, area->dest)))
-      die("seccomp helper: %s: %s: a stage outside the area covered", path, plan[i].target);
+      die("srt-init: %s: %s: a stage outside the area covered", path, plan[i].target);
     if (plan[i].kind != 'B' || !plan[i].snap) continue;
     int found = 0;
     for (int k = 0; k < nplan && !found; k++) found = plan[k].kind == 'S' && in_dir(plan[i].dest, plan[k].dest);
-    if (!found) die("seccomp helper: %s: %s: no snapshot holds it", path, plan[i].dest);
+    if (!found) die("srt-init: %s: %s: no snapshot holds it", path, plan[i].dest);
   }
 }
 
@@ -317,7 +317,7 @@ static int check(const struct planned *r, int *fd_out) {
 static void bind_entry(int stage, int dir, const char *name, const char *dest) {
   int src = openat(stage, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (src < 0 && errno == ENOENT) return;
-  if (src < 0) die("seccomp helper: snapshot entry %s: %s", dest, strerror(errno));
+  if (src < 0) die("srt-init: snapshot entry %s: %s", dest, strerror(errno));
   struct stat st;
   if (fstat(src, &st) != 0) die_errno("fstat");
   if (S_ISLNK(st.st_mode)) {
@@ -325,15 +325,15 @@ static void bind_entry(int stage, int dir, const char *name, const char *dest) {
     return;
   }
   int made = S_ISDIR(st.st_mode) ? mkdirat(dir, name, 0700) : mknodat(dir, name, S_IFREG | 0600, 0);
-  if (made != 0) die("seccomp helper: snapshot entry %s: cannot make its mount point: %s", dest, strerror(errno));
+  if (made != 0) die("srt-init: snapshot entry %s: cannot make its mount point: %s", dest, strerror(errno));
   int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (at < 0) die("seccomp helper: snapshot entry %s: %s", dest, strerror(errno));
+  if (at < 0) die("srt-init: snapshot entry %s: %s", dest, strerror(errno));
   char from[40], to[40];
   snprintf(from, sizeof from, "/proc/self/fd/%d", src);
   snprintf(to, sizeof to, "/proc/self/fd/%d", at);
   // Recursive: mounts below the entry come along (read-only too: bwrap made the stage's so).
   if (mount(from, to, NULL, MS_BIND | MS_REC, NULL) != 0)
-    die("seccomp helper: cannot bind the snapshot entry %s: %s", dest, strerror(errno));
+    die("srt-init: cannot bind the snapshot entry %s: %s", dest, strerror(errno));
   close(at);
   close(src);
 }
@@ -355,19 +355,19 @@ static void open_denied(void) {
   if (!denied.kind) return;
   int parent;
   denied_fd = walk_nofollow(denied.dest, &parent);
-  if (denied_fd < 0) die("seccomp helper: srt's denied file %s: %s", denied.dest, strerror(-denied_fd));
+  if (denied_fd < 0) die("srt-init: srt's denied file %s: %s", denied.dest, strerror(-denied_fd));
   if (parent >= 0) close(parent);
   struct stat st;
   if (fstat(denied_fd, &st) != 0) die_errno("fstat");
   if (!S_ISREG(st.st_mode) || st.st_dev != denied.dev || st.st_ino != denied.ino)
-    die("seccomp helper: %s is not srt's denied file: a path changed while the sandbox was being set up; nothing ran, try again", denied.dest);
+    die("srt-init: %s is not srt's denied file: a path changed while the sandbox was being set up; nothing ran, try again", denied.dest);
 }
 
 // The denied file bound at `name` in `dir` (what is there now: made first when `make`), then
 // re-mounted read-only: the bind keeps the flags of the run directory's mount.
 static void bind_denied(int dir, const char *name, const char *dest, int make) {
   if (make && mknodat(dir, name, S_IFREG | 0600, 0) != 0)
-    die("seccomp helper: denied file %s: cannot make its mount point: %s", dest, strerror(errno));
+    die("srt-init: denied file %s: cannot make its mount point: %s", dest, strerror(errno));
   int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   if (at < 0) die("the sandbox's denied file %s is gone: a path changed while the sandbox was being set up; nothing ran, try again", dest);
   struct stat st;
@@ -377,14 +377,14 @@ static void bind_denied(int dir, const char *name, const char *dest, int make) {
   char from[40], to[40];
   snprintf(from, sizeof from, "/proc/self/fd/%d", denied_fd);
   snprintf(to, sizeof to, "/proc/self/fd/%d", at);
-  if (mount(from, to, NULL, MS_BIND, NULL) != 0) die("seccomp helper: cannot bind over the denied file %s: %s", dest, strerror(errno));
+  if (mount(from, to, NULL, MS_BIND, NULL) != 0) die("srt-init: cannot bind over the denied file %s: %s", dest, strerror(errno));
   close(at);
   // Re-opened, the name leads to the new mount's root.
   at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (at < 0) die("seccomp helper: denied file %s: %s", dest, strerror(errno));
+  if (at < 0) die("srt-init: denied file %s: %s", dest, strerror(errno));
   snprintf(to, sizeof to, "/proc/self/fd/%d", at);
   if (mount(NULL, to, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(at), NULL) != 0)
-    die("seccomp helper: cannot make the bind over the denied file %s read-only: %s", dest, strerror(errno));
+    die("srt-init: cannot make the bind over the denied file %s read-only: %s", dest, strerror(errno));
   close(at);
 }
 
@@ -403,7 +403,7 @@ static void fill_snapshot(const struct planned *s) {
         s->dest, mismatch);
   int parent;
   int dir = walk_nofollow(s->dest, &parent);
-  if (dir < 0) die("seccomp helper: snapshot %s: %s", s->dest, strerror(-dir));
+  if (dir < 0) die("srt-init: snapshot %s: %s", s->dest, strerror(-dir));
   if (parent >= 0) close(parent);
   for (int i = 0; i < nplan; i++) {
     size_t at = plan[i].kind == 'B' && (plan[i].snap || plan[i].deny) ? in_dir(plan[i].dest, s->dest) : 0;
@@ -414,7 +414,7 @@ static void fill_snapshot(const struct planned *s) {
   char path[40];
   snprintf(path, sizeof path, "/proc/self/fd/%d", dir);
   if (mount(NULL, path, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(dir), NULL) != 0)
-    die("seccomp helper: cannot make the snapshot %s read-only: %s", s->dest, strerror(errno));
+    die("srt-init: cannot make the snapshot %s read-only: %s", s->dest, strerror(errno));
   close(dir);
 }
 
@@ -439,7 +439,7 @@ void verify_fill_snapshots(void) {
   }
   if (denied_fd >= 0) close(denied_fd);
   if (area && mount("tmpfs", area, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
-    die("seccomp helper: cannot cover the snapshots' stages at %s: %s", area, strerror(errno));
+    die("srt-init: cannot cover the snapshots' stages at %s: %s", area, strerror(errno));
 }
 
 // Completed only in init (verify_fill_snapshots): a snapshot's tmpfs, its entries, the stages'

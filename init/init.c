@@ -64,7 +64,7 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   // `--ro-bind /proc/sys /proc/sys` (a locked bind from the host's proc) breaks that, so srt
   // leaves it out when this helper runs (the /proc/sys below replaces it).
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) != 0)
-    die("seccomp helper: cannot mount a fresh /proc: %s (bwrap must not cover /proc/sys)",
+    die("srt-init: cannot mount a fresh /proc: %s (bwrap must not cover /proc/sys)",
         strerror(errno));
   limit_per_user(); // while this /proc/sys is writable and CAP_SYS_RESOURCE held
   for (size_t i = 0; i < sizeof proc_covered / sizeof proc_covered[0]; i++)

@@ -67,18 +67,18 @@ static const char *const always_writable[] = {"/dev/null", "/dev/zero", "/dev/fu
 // Allow `handled` beneath the file or directory open at fd (only the file rights on a file).
 static void allow_beneath(int ruleset, int fd, uint64_t handled, const char *what) {
   struct stat st;
-  if (fstat(fd, &st) != 0) die("seccomp helper: %s: %s", what, strerror(errno));
+  if (fstat(fd, &st) != 0) die("srt-init: %s: %s", what, strerror(errno));
   struct ll_path_beneath_attr rule = {
       S_ISDIR(st.st_mode) ? handled : handled & LL_FILE_RIGHTS, fd};
   if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0)
-    die("seccomp helper: landlock rule for %s: %s", what, strerror(errno));
+    die("srt-init: landlock rule for %s: %s", what, strerror(errno));
 }
 
 static void allow_path(int ruleset, const char *path, uint64_t handled, int must_exist) {
   int fd = open(path, O_PATH | O_CLOEXEC);
   if (fd < 0) {
     if (!must_exist && errno == ENOENT) return;
-    die("seccomp helper: writable path %s: %s", path, strerror(errno));
+    die("srt-init: writable path %s: %s", path, strerror(errno));
   }
   allow_beneath(ruleset, fd, handled, path);
   close(fd);
@@ -95,11 +95,11 @@ void landlock_allow_socket_files(void) { socket_files = 1; }
 int open_writable(const char *path) {
   if (!verify_loaded()) {
     int fd = open(path, O_PATH | O_CLOEXEC);
-    if (fd < 0) die("seccomp helper: writable path %s: %s", path, strerror(errno));
+    if (fd < 0) die("srt-init: writable path %s: %s", path, strerror(errno));
     return fd;
   }
   int fd = verified_open(path);
-  if (fd < 0) die("seccomp helper: writable path %s is not a planned read-write mount", path);
+  if (fd < 0) die("srt-init: writable path %s is not a planned read-write mount", path);
   return fd;
 }
 
@@ -146,7 +146,7 @@ void restrict_writes(const char *const *paths, const int *writable, int nwritabl
     struct ll_path_beneath_attr rule = {handled & LL_FILE_RIGHTS, fd};
     if (syscall(SYS_landlock_add_rule, ruleset, LL_RULE_PATH_BENEATH, &rule, 0) != 0 &&
         errno != EBADFD)
-      die("seccomp helper: landlock rule for fd %d: %s", fd, strerror(errno));
+      die("srt-init: landlock rule for fd %d: %s", fd, strerror(errno));
   }
   if (syscall(SYS_landlock_restrict_self, ruleset, 0) != 0) die_errno("landlock_restrict_self");
   close(ruleset);

@@ -6,7 +6,7 @@
 //                             outside: its HTTP (3128) and SOCKS (1080) proxies, and every
 //                             forwarded host loopback port, which the proxy's gate decides.
 //   --expose FD:PORT          FD is a socket listening on the HOST's loopback (bound outside by
-//                             `srt-seccomp --host-listen`, below); each connection is relayed to
+//                             `srt-init --host-listen`, below); each connection is relayed to
 //                             the sandbox's 127.0.0.1:PORT, or [::1]:PORT when that refuses.
 //
 // The relay process is forked from the outer helper before the command's nested PID namespace
@@ -112,12 +112,12 @@ void parse_relay(const char *spec, struct relay *r) {
   r->listen_fd = -1;
   const char *rest = parse_addr_port(spec, &r->listen, &r->listen_len, &r->port);
   if (!rest || *rest != ':' || rest[1] != '/')
-    die("seccomp helper: --relay %s: want ADDR:PORT:SOCKETPATH (ADDR 127.0.0.1 or [::1], an "
+    die("srt-init: --relay %s: want ADDR:PORT:SOCKETPATH (ADDR 127.0.0.1 or [::1], an "
         "absolute socket path)",
         spec);
   const char *path = rest + 1;
   if (strlen(path) >= sizeof r->target.sun_path)
-    die("seccomp helper: --relay %s: socket path longer than %zu bytes", spec,
+    die("srt-init: --relay %s: socket path longer than %zu bytes", spec,
         sizeof r->target.sun_path - 1);
   r->kind = RELAY_TO_UNIX;
   r->target.sun_family = AF_UNIX;
@@ -136,11 +136,11 @@ void parse_expose(const char *spec, struct relay *r) {
     port = strtoul(rest + 1, &end, 10);
     if (errno || end == rest + 1 || *end || rest[1] == '0' || port > 65535) port = 0;
   }
-  if (port == 0) die("seccomp helper: --expose %s: want FD:PORT", spec);
+  if (port == 0) die("srt-init: --expose %s: want FD:PORT", spec);
   int listening = 0;
   socklen_t len = sizeof listening;
   if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) != 0 || !listening)
-    die("seccomp helper: --expose %s: descriptor %d is not a listening socket", spec, fd);
+    die("srt-init: --expose %s: descriptor %d is not a listening socket", spec, fd);
   r->kind = RELAY_TO_SANDBOX;
   r->listen_fd = fd;
   r->port = (unsigned)port;
@@ -191,7 +191,7 @@ static void bind_listeners(struct relay *relays, int n) {
   }
 }
 
-// `srt-seccomp --host-listen FD:ADDR:PORT... -- PROGRAM ARGS...`: run OUTSIDE the sandbox by
+// `srt-init --host-listen FD:ADDR:PORT... -- PROGRAM ARGS...`: run OUTSIDE the sandbox by
 // srt. Binds each ADDR:PORT on the host (exit 125 with a clear message when one is taken), puts
 // the socket on descriptor FD without close-on-exec, and execs PROGRAM (bwrap), which passes the
 // descriptors to the helper's --expose.
@@ -199,16 +199,16 @@ int host_listen_exec(int argc, char **argv) {
   int i = 0;
   for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
     if (strcmp(argv[i], "--host-listen") != 0 || i + 1 >= argc)
-      die("seccomp helper: usage: srt-seccomp --host-listen FD:ADDR:PORT... -- PROGRAM ARGS...");
+      die("srt-init: usage: srt-init --host-listen FD:ADDR:PORT... -- PROGRAM ARGS...");
     const char *spec = argv[++i], *rest;
     struct sockaddr_storage ss;
     socklen_t len;
     unsigned port;
     int want = parse_fd(spec, &rest);
     if (want < 0 || *rest != ':' || !(rest = parse_addr_port(rest + 1, &ss, &len, &port)) || *rest)
-      die("seccomp helper: --host-listen %s: want FD:ADDR:PORT", spec);
+      die("srt-init: --host-listen %s: want FD:ADDR:PORT", spec);
     if (fcntl(want, F_GETFD) != -1)
-      die("seccomp helper: --host-listen %s: descriptor %d is already open", spec, want);
+      die("srt-init: --host-listen %s: descriptor %d is already open", spec, want);
     char label[80];
     format_addr(&ss, label, sizeof label);
     int fd = listen_on(&ss, len, SOCK_CLOEXEC);
@@ -226,7 +226,7 @@ int host_listen_exec(int argc, char **argv) {
     }
   }
   if (i + 1 >= argc || argv[i + 1][0] != '/')
-    die("seccomp helper: --host-listen: want -- /ABSOLUTE/PROGRAM ARGS...");
+    die("srt-init: --host-listen: want -- /ABSOLUTE/PROGRAM ARGS...");
   execv(argv[i + 1], argv + i + 1);
   die("cannot run %s: %s", argv[i + 1], strerror(errno));
 }

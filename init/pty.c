@@ -87,18 +87,18 @@ void parse_pty(const char *spec, struct pty *p) {
   int passed[] = {p->channel, p->parent_stat};
   for (size_t i = 0; i < 2; i++)
     if (fcntl(passed[i], F_SETFD, FD_CLOEXEC) != 0)
-      die("seccomp helper: --pty: descriptor %d is not open", passed[i]);
+      die("srt-init: --pty: descriptor %d is not open", passed[i]);
   return;
 bad:
-  die("seccomp helper: --pty %s: want CHANNELFD:STATFD:STDIO (e.g. 4:5:012)", spec);
+  die("srt-init: --pty %s: want CHANNELFD:STATFD:STDIO (e.g. 4:5:012)", spec);
 }
 
 static void read_full(int fd, void *buf, size_t len, const char *what) {
   for (size_t done = 0; done < len;) {
     ssize_t n = read(fd, (char *)buf + done, len - done);
     if (n < 0 && errno == EINTR) continue;
-    if (n < 0) die("seccomp helper: reading %s: %s", what, strerror(errno));
-    if (n == 0) die("seccomp helper: srt closed the terminal channel before %s", what);
+    if (n < 0) die("srt-init: reading %s: %s", what, strerror(errno));
+    if (n == 0) die("srt-init: srt closed the terminal channel before %s", what);
     done += n;
   }
 }
@@ -122,7 +122,7 @@ static void apply_stty(int fd, const char *s) {
     if (*c != ':') { n++; break; }
     c++;
   }
-  if (n != 4 + NCCS) die("seccomp helper: terminal modes '%s' are not `stty -g` output", s);
+  if (n != 4 + NCCS) die("srt-init: terminal modes '%s' are not `stty -g` output", s);
   t.c_iflag = v[0];
   t.c_oflag = v[1];
   t.c_cflag = v[2];
@@ -142,14 +142,14 @@ static void read_setup(struct pty *p) {
   unsigned char head[FRAME_HEADER];
   read_full(p->channel, head, sizeof head, "the terminal setup");
   uint32_t len = le32(head + 1);
-  if (head[0] != 'S' || len >= SETUP_MAX) die("seccomp helper: bad terminal setup frame");
+  if (head[0] != 'S' || len >= SETUP_MAX) die("srt-init: bad terminal setup frame");
   char setup[SETUP_MAX];
   read_full(p->channel, setup, len, "the terminal setup");
   setup[len] = '\0';
   unsigned rows, cols;
   int used = 0;
   if (sscanf(setup, "%u %u%n", &rows, &cols, &used) != 2 || rows > 0xffff || cols > 0xffff)
-    die("seccomp helper: bad terminal setup '%s'", setup);
+    die("srt-init: bad terminal setup '%s'", setup);
   set_winsize(p->master, rows, cols);
   const char *modes = setup + used;
   while (*modes == ' ') modes++;
@@ -163,12 +163,12 @@ void pty_create(struct pty *p, sigset_t *set) {
   if (sigprocmask(SIG_BLOCK, set, NULL) != 0) die_errno("sigprocmask");
   p->master = open("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);
   if (p->master < 0)
-    die("seccomp helper: cannot create the command's terminal (/dev/ptmx): %s", strerror(errno));
+    die("srt-init: cannot create the command's terminal (/dev/ptmx): %s", strerror(errno));
   int unlock = 0;
   if (ioctl(p->master, TIOCSPTLCK, &unlock) != 0) die_errno("TIOCSPTLCK");
   int input = p->stdio & 1;
   p->slave = ioctl(p->master, TIOCGPTPEER, (input ? O_RDWR : O_WRONLY) | O_NOCTTY | O_CLOEXEC);
-  if (p->slave < 0) die("seccomp helper: cannot open the terminal's slave side: %s", strerror(errno));
+  if (p->slave < 0) die("srt-init: cannot open the terminal's slave side: %s", strerror(errno));
   read_setup(p);
   if (!input) {
     struct termios t;
@@ -252,7 +252,7 @@ static void handle_input(struct relay_state *r) {
   for (;;) {
     if (r->in_len < FRAME_HEADER) return;
     uint32_t len = le32(r->in + 1);
-    if (len > FRAME_MAX) die("seccomp helper: terminal frame of %u bytes", len);
+    if (len > FRAME_MAX) die("srt-init: terminal frame of %u bytes", len);
     if (r->in_len < FRAME_HEADER + len) return;
     unsigned char type = r->in[0], *data = r->in + FRAME_HEADER;
     if (type == 'D') {
@@ -277,7 +277,7 @@ static void handle_input(struct relay_state *r) {
     } else if (type == 'C' && len == 0) {
       request(r, 0);
     } else {
-      die("seccomp helper: unexpected terminal frame '%c' (%u bytes)", type, len);
+      die("srt-init: unexpected terminal frame '%c' (%u bytes)", type, len);
     }
     r->in_done = 0;
     memmove(r->in, r->in + FRAME_HEADER + len, r->in_len - FRAME_HEADER - len);
@@ -292,7 +292,7 @@ static void handle_reports(struct relay_state *r) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && errno == EAGAIN) return;
     if (n <= 0) { r->report_open = 0; return; }
-    if (n != sizeof rep) die("seccomp helper: short report from init");
+    if (n != sizeof rep) die("srt-init: short report from init");
     if (rep.type == 'P') r->init = rep.value;
     else if (rep.type == 'S') r->stopped_sig = rep.value;
   }

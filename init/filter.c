@@ -15,13 +15,13 @@
 
 void read_filter(const char *path, struct sock_fprog *prog) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) die("seccomp helper: cannot open filter %s: %s", path, strerror(errno));
+  if (fd < 0) die("srt-init: cannot open filter %s: %s", path, strerror(errno));
   struct stat st;
   if (fstat(fd, &st) != 0) die_errno("fstat");
   size_t max = MAX_FILTER_INSNS * sizeof(struct sock_filter);
   if (!S_ISREG(st.st_mode) || st.st_size <= 0 || (size_t)st.st_size > max ||
       st.st_size % sizeof(struct sock_filter) != 0)
-    die("seccomp helper: %s is not a seccomp filter (want 1..%d instructions of 8 bytes)", path,
+    die("srt-init: %s is not a seccomp filter (want 1..%d instructions of 8 bytes)", path,
         MAX_FILTER_INSNS);
   struct sock_filter *insns = malloc(st.st_size);
   if (!insns) die_errno("malloc");
@@ -30,7 +30,7 @@ void read_filter(const char *path, struct sock_fprog *prog) {
     ssize_t n = read(fd, (char *)insns + done, st.st_size - done);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0) die_errno("read filter");
-    if (n == 0) die("seccomp helper: %s shrank while being read", path);
+    if (n == 0) die("srt-init: %s shrank while being read", path);
     done += n;
   }
   if (close(fd) != 0) die_errno("close");
@@ -46,7 +46,7 @@ int install_filter(const struct sock_fprog *prog, int listen) {
                      SECCOMP_FILTER_FLAG_NEW_LISTENER | SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV, prog);
     if (fd >= 0) return fd;
     if (errno == EINVAL)
-      die("seccomp helper: this kernel has no seccomp user notification with "
+      die("srt-init: this kernel has no seccomp user notification with "
           "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV (Linux 5.19); srt should have used placeholders");
     die_errno("seccomp");
   }

@@ -1,4 +1,4 @@
-// `srt-seccomp --connect PROXYADDR:PORT HOST PORT`: the ProxyCommand srt puts in
+// `srt-init --connect PROXYADDR:PORT HOST PORT`: the ProxyCommand srt puts in
 // GIT_SSH_COMMAND. It opens an HTTP CONNECT tunnel to HOST:PORT through the proxy at
 // PROXYADDR:PORT (srt's relay inside the sandbox, 127.0.0.1:3128) and then copies stdin into it
 // and it to stdout. It runs as the command does (inside the sandbox, under the filter) and has
@@ -41,7 +41,7 @@ int proxy_connect(int argc, char **argv) {
   errno = 0;
   unsigned long port = argc == 3 ? strtoul(argv[2], &end, 10) : 0;
   if (!rest || *rest || !valid_host(argv[1]) || errno || *end || port < 1 || port > 65535)
-    die("seccomp helper: usage: srt-seccomp --connect PROXYADDR:PORT HOST PORT");
+    die("srt-init: usage: srt-init --connect PROXYADDR:PORT HOST PORT");
   char authority[300];
   snprintf(authority, sizeof authority, strchr(argv[1], ':') ? "[%s]:%lu" : "%s:%lu", argv[1], port);
 

@@ -21,7 +21,7 @@ void drop_bounding_set(void) {
     }
     if (present && prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0) {
       if (errno == EPERM)
-        die("seccomp helper: cannot clear the capability bounding set: start it with bwrap "
+        die("srt-init: cannot clear the capability bounding set: start it with bwrap "
             "--cap-add CAP_SETPCAP");
       die_errno("PR_CAPBSET_DROP");
     }

@@ -1,0 +1,36 @@
+/* Drives the supervisor's pure matcher (init/rules.c) and the read gate's (init/readgate.c) for
+ * test/unit/init-rules.test.ts: `rules-check RULES < QUERIES`, RULES a rules file as srt writes it.
+ * One query per line, one answer (0 or 1) per line:
+ *   p EP PATH   protected_path(PATH, exists E, partial P)
+ *   h P PATH    gate_hidden(PATH, partial P, no stat)
+ *   m LEAF      is_marker(LEAF)
+ *   b PATH      below_old_git(PATH)
+ *   g PATH      add_new_git(lstat(PATH)): the run made this `.git` (answers 1 when it exists) */
+#include "../../../init/supervisor.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int main(int argc, char **argv) {
+  if (argc != 2) die("usage: rules-check RULES < QUERIES");
+  supervisor_load_rules(argv[1]);
+  char line[LONG_PATH];
+  while (fgets(line, sizeof line, stdin)) {
+    line[strcspn(line, "\n")] = '\0';
+    int answer;
+    struct stat st;
+    switch (line[0]) {
+    case 'p': answer = protected_path(line + 5, line[2] == '1', line[3] == '1'); break;
+    case 'h': answer = gate_hidden(line + 4, line[2] == '1', NULL); break;
+    case 'm': answer = is_marker(line + 2); break;
+    case 'b': answer = below_old_git(line + 2); break;
+    case 'g':
+      answer = lstat(line + 2, &st) == 0;
+      if (answer) add_new_git(&st);
+      break;
+    default: die("rules-check: bad query %s", line);
+    }
+    printf("%d\n", answer);
+  }
+  return 0;
+}

@@ -1,0 +1,158 @@
+// The supervisor's pure matcher (init/rules.c) and the read gate's (init/readgate.c), compiled
+// with a small driver (test/unit/c/rules-check.c) and fed rules files written by the real
+// encodeRules. What these answer is what the supervisor refuses at every creating call.
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { encodeRules, GIT_INTERNALS, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, PROTECTED_SUFFIXES, REPOSITORY_MARKERS, type SupervisorRules } from '../../src/profiles/protected.js';
+import { tempDir } from '../e2e/helpers.js';
+
+const REPO = new URL('../..', import.meta.url).pathname;
+const SOURCES = ['test/unit/c/rules-check.c', 'init/rules.c', 'init/readgate.c', 'init/util.c'].map((f) => join(REPO, f));
+const HEADERS = ['init/helper.h', 'init/supervisor.h'].map((f) => join(REPO, f));
+
+/** The driver, compiled once per source content. */
+function driver(): string {
+  const hash = createHash('sha256');
+  for (const f of [...SOURCES, ...HEADERS]) hash.update(readFileSync(f));
+  const bin = join(tmpdir(), `srt-rules-check-${hash.digest('hex').slice(0, 16)}`);
+  if (!existsSync(bin)) {
+    const tmp = `${bin}.${process.pid}`;
+    execFileSync('cc', ['-std=gnu11', '-O2', '-Wall', '-Wextra', '-Werror', '-pthread', '-o', tmp, ...SOURCES]);
+    renameSync(tmp, bin);
+  }
+  return bin;
+}
+
+const dir = tempDir('srt-init-rules-');
+afterAll(() => dir.cleanup());
+let n = 0;
+
+/** Answers of the driver for `queries` (see rules-check.c) under the rules `records`. */
+function ask(records: Buffer, queries: string[]): boolean[] {
+  const file = join(dir.path, `rules-${n++}`);
+  writeFileSync(file, records);
+  const out = execFileSync(driver(), [file], { input: queries.map((q) => `${q}\n`).join('') }).toString();
+  return out.trim().split('\n').map((l) => l === '1');
+}
+
+const RULES: SupervisorRules = {
+  names: [...PROTECTED_FILE_NAMES, ...PROTECTED_DIR_NAMES],
+  suffixes: [...PROTECTED_SUFFIXES],
+  gitInternals: [...GIT_INTERNALS],
+  exempt: ['/w/main/.git/worktrees/wt'],
+  markers: [...REPOSITORY_MARKERS],
+};
+const records = (extra: Partial<{ roots: string[]; paths: string[]; free: string[]; hidden: { path: string; reopened: string[] }[] }> = {}) =>
+  encodeRules(RULES, extra.roots ?? ['/w'], extra.paths ?? [], extra.free ?? [], extra.hidden ?? []);
+
+/** protected_path for each path: `exists`, `partial` as the supervisor passes them. */
+const isProtected = (rec: Buffer, paths: string[], exists = false, partial = false) =>
+  ask(rec, paths.map((p) => `p ${exists ? 1 : 0}${partial ? 1 : 0} ${p}`));
+
+describe.skipIf(process.platform !== 'linux')('the supervisor\'s rule matcher (init/rules.c)', () => {
+  it('a protected name at any depth below a writable root, and everything below it; never outside the roots', () => {
+    const rec = records({ roots: ['/w', '/v/x'] });
+    const cases: [string, boolean][] = [
+      ['/w/.bashrc', true], ['/w/a/b/c/d/e/.bashrc', true], ['/w/.vscode', true], ['/w/.vscode/tasks.json', true],
+      ['/w/a/.claude/settings.json', true], ['/w/proj.code-workspace', true], ['/w/.code-workspace', false],
+      ['/w/.bashrcx', false], ['/w/x.bashrc', false], ['/w/a/b', false], ['/w', false],
+      ['/v/x/.zshrc', true], ['/v/.zshrc', false], ['/elsewhere/.bashrc', false], ['/wx/.bashrc', false],
+    ];
+    expect(isProtected(rec, cases.map(([p]) => p))).toEqual(cases.map(([, v]) => v));
+  });
+
+  it('a name above the writable root does not count: only components below the root are names', () => {
+    expect(isProtected(records({ roots: ['/home/u/.vscode/ext'] }), ['/home/u/.vscode/ext/a', '/home/u/.vscode/ext/.idea/x'])).toEqual([false, true]);
+  });
+
+  it('the longest root decides where the names start', () => {
+    expect(isProtected(records({ roots: ['/', '/srv/.idea/w'] }), ['/srv/.idea/w/a', '/srv/.idea/x'])).toEqual([false, true]);
+  });
+
+  it('a protected path and all below it, anywhere; partial: a directory or link that would hold one', () => {
+    const rec = records({ roots: ['/w'], paths: ['/home/u/.ssh', '/w/scripts/pre-commit'] });
+    expect(isProtected(rec, ['/home/u/.ssh', '/home/u/.ssh/authorized_keys', '/home/u/.sshx', '/home/u', '/w/scripts/pre-commit', '/w/scripts']))
+      .toEqual([true, true, false, false, true, false]);
+    expect(isProtected(rec, ['/home/u', '/home', '/w/scripts', '/w/other'], false, true)).toEqual([true, true, true, false]);
+  });
+
+  it('free paths are exempt from every rule', () => {
+    const rec = records({ roots: ['/w'], paths: ['/home/u/.srt'], free: ['/home/u/.srt/run/1/tmp'] });
+    expect(isProtected(rec, ['/home/u/.srt/run/1/tmp/.bashrc', '/home/u/.srt/run/1/tmp/x', '/home/u/.srt/run/1/x', '/home/u/.srt/run/1/tmpx']))
+      .toEqual([false, false, true, true]);
+  });
+
+  it('git internals of an existing `.git` (every one on the way), with `*`/`**` components; a linked worktree\'s own git dir exempt', () => {
+    const rec = records();
+    const cases: [string, boolean][] = [
+      ['/w/.git/config', true], ['/w/.git/config.worktree', true], ['/w/.git/commondir', true],
+      ['/w/.git/hooks', true], ['/w/.git/hooks/pre-commit', true], ['/w/.git/worktrees/x/commondir', true],
+      ['/w/.git/modules/sub/config', true], ['/w/.git/modules/a/b/hooks/post-checkout', true], ['/w/.git/modules/config', false],
+      ['/w/.git/HEAD', false], ['/w/.git/objects/ab/cd', false], ['/w/.git/index', false], ['/w/.git/configx', false],
+      ['/w/sub/.git/hooks/x', true], ['/w/.git/modules/s/.git/config', true],
+      ['/w/main/.git/worktrees/wt/config', false], ['/w/main/.git/worktrees/wt2/config', true],
+    ];
+    expect(isProtected(rec, cases.map(([p]) => p))).toEqual(cases.map(([, v]) => v));
+    // partial: a directory about to stand where git internals would lie below it
+    expect(isProtected(rec, ['/w/.git/modules', '/w/.git/modules/a', '/w/.git/objects'], false, true)).toEqual([true, true, false]);
+  });
+
+  it('an existing `.git` cannot be moved away or replaced, unless the run made it; its internals are then the run\'s own', () => {
+    const root = join(dir.path, 'tree');
+    mkdirSync(join(root, 'old', '.git'), { recursive: true });
+    mkdirSync(join(root, 'new', '.git', 'x', '.git'), { recursive: true });
+    const rec = records({ roots: [root] });
+    const q = (p: string, e = 1) => `p ${e}0 ${join(root, p)}`;
+    expect(ask(rec, [q('old/.git'), q('new/.git'), q('new/.git/config'), q('new/.git', 0)])).toEqual([true, true, true, false]);
+    // The run made new/.git (the supervisor saw it created): it may go, its config may be written.
+    expect(ask(rec, [`g ${join(root, 'new/.git')}`, q('old/.git'), q('new/.git'), q('new/.git/config'), q('new/.git/hooks/x'),
+      `b ${join(root, 'new/.git/config')}`, `b ${join(root, 'old/.git/config')}`, q('new/.git/x/.git/config')]))
+      .toEqual([true, true, false, false, false, false, true, true]);
+  });
+
+  it('a `.git` made inside an existing one does not lift the outer one\'s rules', () => {
+    const root = join(dir.path, 'nested');
+    mkdirSync(join(root, '.git', 'modules', 's', '.git'), { recursive: true });
+    const rec = records({ roots: [root] });
+    expect(ask(rec, [`g ${join(root, '.git/modules/s/.git')}`, `p 00 ${join(root, '.git/modules/s/.git/config')}`, `p 00 ${join(root, '.git/modules/s/.git/objects/x')}`]))
+      .toEqual([true, true, false]);
+  });
+
+  it('repository markers are the names srt reviews', () => {
+    expect(ask(records(), ['m .git', 'm HEAD', 'm head', 'm .gitx', 'm config'])).toEqual([true, true, false, false, false]);
+  });
+});
+
+describe.skipIf(process.platform !== 'linux')('the read gate\'s matcher (init/readgate.c)', () => {
+  it('a hidden path and all below it, but what allowRead re-opens; partial: a directory that holds one', () => {
+    const rec = records({ hidden: [{ path: '/w/.env', reopened: [] }, { path: '/w/secrets', reopened: ['/w/secrets/public'] }] });
+    const q = (p: string, partial = false) => `h ${partial ? 1 : 0} ${p}`;
+    expect(ask(rec, [q('/w/.env'), q('/w/.envx'), q('/w/secrets/k'), q('/w/secrets/public/k'), q('/w/secrets/publicx'),
+      q('/w'), q('/w', true), q('/w/other', true), q('/w/.env (deleted)')]))
+      .toEqual([true, false, true, false, true, false, true, false, true]);
+  });
+});
+
+describe.skipIf(process.platform !== 'linux')('a rules file the helper refuses', () => {
+  const run = (content: Buffer) => {
+    const file = join(dir.path, `bad-${n++}`);
+    writeFileSync(file, content);
+    return spawnSync(driver(), [file], { input: '' });
+  };
+  it.each([
+    ['an unknown record', 'X/a\0', /unknown record X/],
+    ['an empty record', 'W/a\0\0', /empty record/],
+    ['a relative root', 'Wa\0', /record Wa: bad path/],
+    ['an absolute name', 'N/a\0', /record N\/a: bad path/],
+    ['an unterminated record', 'W/a', /unterminated record/],
+    ['a reopened path outside a hidden one', 'O/a\0', /record O\/a outside a hidden path/],
+  ])('%s: exit 125 with a message', (_, content, message) => {
+    const r = run(Buffer.from(content));
+    expect(r.status).toBe(125);
+    expect(r.stderr.toString()).toMatch(message);
+  });
+});
