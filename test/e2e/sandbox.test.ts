@@ -61,7 +61,7 @@ describe('exit status and stdio', () => {
     });
     expect(r.exitCode, r.stderr).toBe(0);
     // Only srt's own runtime files are re-opened, nothing else of the install.
-    expect(r.stdout).toBe('2\ndist node_modules seccomp ');
+    expect(r.stdout).toBe('2\ndist init node_modules ');
     expect(r.stderr).not.toContain('srt is installed inside');
     // Run from a directory that contains the install: srt keeps its files read-only, and says so.
     const inside = await execa(process.execPath, [join(install, 'bin', 'srt'), '--', 'true'], {
