@@ -1,12 +1,14 @@
 // Cost of the protected-path supervisor on `npm install`-like work: node, inside the sandbox,
 // creates 50k small files in 2.5k directories. The same srt run with the supervisor and without
-// it (SRT_TEST_NO_SUPERVISOR=1: placeholders instead), interleaved, timed inside the sandbox.
+// it (placeholders instead, through the test harness's entry), interleaved, timed inside the sandbox.
 // Once in the project's directory (the disk a real install writes to) and once on tmpfs
 // (/dev/shm), where creating a file costs least and the supervisor's share is largest.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { median, report, scratch, SRT } from './lib.mjs';
+import { median, REPO, report, scratch, SRT } from './lib.mjs';
+
+const WITHOUT_SUPERVISOR = join(REPO, 'test', 'fixtures', 'without-supervisor.cjs');
 
 const FILES = 50_000;
 const ROUNDS = 3;
@@ -31,8 +33,9 @@ console.log(Number(process.hrtime.bigint() - t0) / 1e6);
 function once(target, supervised) {
   rmSync(target, { recursive: true, force: true });
   mkdirSync(target, { recursive: true });
-  const env = { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', ...(supervised ? {} : { SRT_TEST_NO_SUPERVISOR: '1' }) };
-  const r = spawnSync(process.execPath, [SRT, '--allow-write', target, '--', process.execPath, script, target, String(FILES)],
+  const env = { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' };
+  const entry = supervised ? [SRT] : [WITHOUT_SUPERVISOR, SRT];
+  const r = spawnSync(process.execPath, [...entry, '--allow-write', target, '--', process.execPath, script, target, String(FILES)],
     { cwd: proj, env, encoding: 'utf8' });
   if (r.status !== 0) throw new Error(`srt exited ${r.status}: ${r.stderr}`);
   return Number(r.stdout.trim());

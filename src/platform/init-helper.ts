@@ -48,8 +48,13 @@ export function findInitHelper(path: string = INIT_HELPER_PATH): { path: string;
   return { path, arch };
 }
 
-/** Test-only: run without the protected-path supervisor, as on a kernel that lacks it. */
-export const FORCE_PLACEHOLDERS_ENV = 'SRT_TEST_NO_SUPERVISOR';
+/**
+ * TEST ONLY: run without the protected-path supervisor, as on a kernel that lacks it. A global of
+ * srt's own process that only a harness loading srt in-process sets (test/fixtures/
+ * without-supervisor.cjs): no settings file, environment variable or command-line flag reaches
+ * it, so nothing a user or a repository controls can switch the supervisor off.
+ */
+export const WITHOUT_SUPERVISOR = Symbol.for('srt.testOnly.withoutSupervisor');
 
 /**
  * Why the protected-path supervisor cannot run here (null: it can). It needs seccomp user
@@ -57,8 +62,8 @@ export const FORCE_PLACEHOLDERS_ENV = 'SRT_TEST_NO_SUPERVISOR';
  * could restart a call already performed) and ADDFD_FLAG_SEND (5.14), and to read the
  * command's memory (not with Yama's ptrace_scope 2 or 3).
  */
-export function supervisorUnavailable(kernel: string = release(), env: NodeJS.ProcessEnv = process.env): string | null {
-  if (env[FORCE_PLACEHOLDERS_ENV] === '1') return `${FORCE_PLACEHOLDERS_ENV}=1`;
+export function supervisorUnavailable(kernel: string = release()): string | null {
+  if ((globalThis as Record<symbol, unknown>)[WITHOUT_SUPERVISOR] === true) return 'switched off by the test harness';
   const m = /^(\d+)\.(\d+)/.exec(kernel);
   if (!m || Number(m[1]) * 1000 + Number(m[2]) < 5019) return `Linux ${kernel} is older than 5.19`;
   try {

@@ -38,7 +38,7 @@ describe('a deny entry inside a directory the user cannot search right now', () 
     expect(readFileSync(join(dir.cwd, 'private', 'key'), 'utf8')).toBe('TOP-SECRET\n');
   });
 
-  it.each([['with the supervisor', {}], ['without it (placeholders)', NO_SUPERVISOR]])('a denyWrite entry there: the file cannot be written after chmod inside, %s', async (_, env) => {
+  it.each([['with the supervisor', {}], ['without it (placeholders)', NO_SUPERVISOR]])('a denyWrite entry there: the file cannot be written after chmod inside, %s', async (_, mode) => {
     const dir = scratch();
     mkdirSync(join(dir.cwd, 'private'));
     writeFileSync(join(dir.cwd, 'private', 'hook'), '#!/bin/sh\n');
@@ -46,7 +46,7 @@ describe('a deny entry inside a directory the user cannot search right now', () 
     const settings = join(dir.home, 'deny.json');
     writeFileSync(settings, JSON.stringify({ filesystem: { denyWrite: [join(dir.cwd, 'private', 'hook')] } }));
     try {
-      const r = await srt(['-s', settings, '--', 'sh', '-c', 'chmod 700 private; echo "touch PWNED" >> private/hook && echo wrote'], { ...dir, env });
+      const r = await srt(['-s', settings, '--', 'sh', '-c', 'chmod 700 private; echo "touch PWNED" >> private/hook && echo wrote'], { ...dir, ...mode });
       expect(r.stdout).not.toContain('wrote');
     } finally {
       chmodSync(join(dir.cwd, 'private'), 0o700);
@@ -403,7 +403,7 @@ describe('what pinning leaves usable', () => {
   it('without the supervisor a denied path in a writable directory cannot be held: srt says so at start', async () => {
     const dir = scratch();
     writeFileSync(join(dir.cwd, '.env'), 'TOKEN=x\n');
-    const r = await srt(['--deny-read', join(dir.cwd, '.env'), '--', 'cat', '.env'], { ...dir, env: NO_SUPERVISOR });
+    const r = await srt(['--deny-read', join(dir.cwd, '.env'), '--', 'cat', '.env'], { ...dir, ...NO_SUPERVISOR });
     expect(r.stdout).not.toContain('TOKEN');
     expect(r.stderr).toContain('is a denied path inside a writable directory: if a program outside the sandbox replaces one during the run');
     rmSync(join(dir.cwd, '.env'));

@@ -37,7 +37,21 @@ export function writeTree(base: string, files: Record<string, string>): void {
   }
 }
 
-export interface SrtOptions extends Omit<Options, 'env'> {
+/** How the harness starts srt: `supervisor: false` runs it as on a kernel without the
+ *  protected-path supervisor (test/fixtures/without-supervisor.cjs). */
+export interface SrtMode {
+  supervisor?: boolean;
+}
+
+/** The mode that makes srt use placeholders instead of the seccomp supervisor. */
+export const NO_SUPERVISOR: SrtMode = { supervisor: false };
+
+/** node's arguments that start the srt `launcher` in `mode`. */
+export function srtArgv(args: string[], mode: SrtMode = {}, launcher = SRT_BIN): string[] {
+  return mode.supervisor === false ? [join(REPO, 'test', 'fixtures', 'without-supervisor.cjs'), launcher, ...args] : [launcher, ...args];
+}
+
+export interface SrtOptions extends Omit<Options, 'env'>, SrtMode {
   /** HOME for the run; tests always pass a temp HOME so the developer's own settings never leak in. */
   home: string;
   cwd?: string;
@@ -55,8 +69,8 @@ export interface SrtResult {
 
 /** Run `srt ARGS` and never throw on a non-zero exit. */
 export async function srt(args: string[], opts: SrtOptions): Promise<SrtResult> {
-  const { home, env, ...rest } = opts;
-  return await execa(process.execPath, [SRT_BIN, ...args], {
+  const { home, env, supervisor, ...rest } = opts;
+  return await execa(process.execPath, srtArgv(args, { supervisor }), {
     reject: false,
     stdin: 'ignore',
     timeout: 60_000,
@@ -112,9 +126,6 @@ export function results(stdout: unknown): Record<string, string> {
   return Object.fromEntries(String(stdout).split('\n').filter((l) => /^\w+=(yes|no)$/.test(l)).map((l) => l.split('=') as [string, string]));
 }
 
-/** The environment that makes srt use placeholders instead of the seccomp supervisor (test switch). */
-export const NO_SUPERVISOR = { SRT_TEST_NO_SUPERVISOR: '1' };
-
 /** Host processes whose command line contains `marker`. */
 export function processesWith(marker: string): string[] {
   const out: string[] = [];
@@ -136,8 +147,8 @@ export interface Background {
 }
 
 /** Start srt in the background (tracked); resolves once the command printed a `ready` line. */
-export function startBackground(args: string[], home: string, cwd: string, env: Record<string, string> = {}): Promise<Background> {
-  const child = track(spawn(process.execPath, [SRT_BIN, ...args], { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', ...env }, stdio: ['ignore', 'pipe', 'ignore'] }));
+export function startBackground(args: string[], home: string, cwd: string, mode: SrtMode = {}): Promise<Background> {
+  const child = track(spawn(process.execPath, srtArgv(args, mode), { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, stdio: ['ignore', 'pipe', 'ignore'] }));
   const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
   let out = '';
   return new Promise((resolve, reject) => {

@@ -4,11 +4,11 @@
 // and checks that nothing the sandbox wrote ran. As root and, in `npm test`, as an unprivileged
 // user. Without the seccomp supervisor (old kernels) srt falls back to placeholders: the
 // `NO_SUPERVISOR` runs force that.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync, type SpawnSyncOptionsWithStringEncoding } from 'node:child_process';
 import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, keyValues, NO_SUPERVISOR, REPO, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { attempt, keyValues, NO_SUPERVISOR, REPO, results, srt, srtArgv, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(async () => {
@@ -233,7 +233,7 @@ describe('git redirects and repositories made inside', () => {
     git(cwd, home, 'commit', '-q', '--allow-empty', '-m', 'i');
     const pwned = join(base, 'PWNED');
     const plant = `mkdir -p evil/hooks evil/refs evil/objects && cp .git/HEAD evil/ && ${fsmonitor(pwned)} > evil/config && echo ../evil > .git/commondir && chmod a-w .git`;
-    const r = await srt(['--', 'sh', '-c', plant], { home, cwd, env: NO_SUPERVISOR });
+    const r = await srt(['--', 'sh', '-c', plant], { home, cwd, ...NO_SUPERVISOR });
     expect(r.stderr).toMatch(/srt: warning: protected paths are kept with placeholder files/);
     expect(r.stderr).toMatch(/srt: moved \S+\/\.git\/commondir to \S+\/\.git\/commondir\.srt-disabled/);
     expect(existsSync(join(cwd, '.git/commondir'))).toBe(false);
@@ -246,7 +246,7 @@ describe('git redirects and repositories made inside', () => {
     bg.child.kill('SIGKILL');
     await bg.exit;
     expect(existsSync(join(cwd, '.git/commondir'))).toBe(true);
-    const next = await srt(['--', 'true'], { home, cwd, env: NO_SUPERVISOR });
+    const next = await srt(['--', 'true'], { home, cwd, ...NO_SUPERVISOR });
     expect(next.stderr).toMatch(/srt: warning: moved \S+\/\.git\/commondir to \S+: it was created inside the sandbox of an srt run \(pid \d+\) killed/);
     expect(existsSync(join(cwd, '.git/commondir'))).toBe(false);
     chmodSync(join(cwd, '.git'), 0o755);
@@ -404,7 +404,7 @@ describe('names SPEC §3 protects that were not protected, and the home director
 describe('no artefacts, and the launcher', () => {
   // Placeholders sat in the work tree during a run: `git add -A && git commit` committed them, a
   // top-level HEAD made `git diff HEAD` ambiguous, `npm pack` shipped them.
-  for (const [name, env] of [['with the supervisor', {}], ['without it (placeholders git ignores)', NO_SUPERVISOR]] as const) {
+  for (const [name, mode] of [['with the supervisor', {}], ['without it (placeholders git ignores)', NO_SUPERVISOR]] as const) {
     it(`git add -A && git commit in a fresh repository commits only the command's files; git diff HEAD works (${name})`, async () => {
       const { base, home, cwd } = scratch();
       git(cwd, home, 'init', '-q');
@@ -412,7 +412,7 @@ describe('no artefacts, and the launcher', () => {
       writeFileSync(start, '');
       await new Promise((r) => setTimeout(r, 20));
       const r = await srt(['-c', 'echo a > a.txt && git add -A && git -c user.email=e@x -c user.name=n commit -qm x && git diff HEAD --exit-code && git status --porcelain && echo CLEAN'],
-        { home, cwd, env });
+        { home, cwd, ...mode });
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stdout).toBe('CLEAN');
       expect(git(cwd, home, 'ls-tree', '-r', '--name-only', 'HEAD').trim()).toBe('a.txt');
@@ -503,7 +503,11 @@ function plantInSrt(pkg: string, deps: string, node: string, links: string[], ma
 // symlink (README "Known limitations"): srt then says that the link (~/bin/srt) can be replaced, and
 // what the command created where none of srt's files was (a shadowing node_modules/) is set aside.
 const MODES = [['with the supervisor', {}, true], ['without it (read-only mounts)', NO_SUPERVISOR, false]] as const;
-describe.each(MODES)("srt's own files under a writable root, %s", (_, extra, supervised) => {
+describe.each(MODES)("srt's own files under a writable root, %s", (_, mode, supervised) => {
+  // The launcher itself (sh, then the node it picks); without the supervisor the harness's entry
+  // runs the same launcher's srt in node (test/fixtures/without-supervisor.cjs).
+  const start = (launcher: string, args: string[], opts: SpawnSyncOptionsWithStringEncoding) =>
+    supervised ? spawnSync(launcher, args, opts) : spawnSync(process.execPath, srtArgv(args, mode, launcher), opts);
   const planted = (links: number, shadowYaml = 'no') => ({
     nodeOverwrite: 'no', nodeReplace: 'no', nodeMove: 'no', nodePathFile: 'no', launcher: 'no', bundle: 'no', binPackageJson: 'no', codeCache: 'no', packageJson: 'no',
     helper: 'no', yaml: 'no', zod: 'no', shadowYaml, movePackage: 'no',
@@ -521,8 +525,8 @@ describe.each(MODES)("srt's own files under a writable root, %s", (_, extra, sup
     symlinkSync(join(pkg, 'bin/srt'), join(home, 'bin/srt'));
     writeTree(home, { '.srt/settings.yaml': 'filesystem:\n  allowWrite: []\n' }); // the next run loads yaml and zod
     const mark = join(base, 'PLANTED_RAN');
-    const env = { PATH: `${join(home, 'bin')}:${process.env.PATH}`, HOME: home, ...extra };
-    const run = (args: string[]) => spawnSync(join(home, 'bin/srt'), args, { cwd: home, encoding: 'utf8', env, timeout: 60_000 });
+    const env = { PATH: `${join(home, 'bin')}:${process.env.PATH}`, HOME: home };
+    const run = (args: string[]) => start(join(home, 'bin/srt'), args, { cwd: home, encoding: 'utf8', env, timeout: 60_000 });
     const links = supervised ? [join(home, 'bin/srt')] : [];
     const r = run(['--', 'sh', '-c', plantInSrt(pkg, join(pkg, 'node_modules'), node, links, mark)]);
     expect(results(r.stdout), r.stderr).toEqual(planted(links.length));
@@ -549,10 +553,10 @@ describe.each(MODES)("srt's own files under a writable root, %s", (_, extra, sup
     git(cwd, home, 'init', '-q');
     writeTree(home, { '.srt/settings.yaml': 'filesystem:\n  allowWrite: []\n' });
     const mark = join(base, 'PLANTED_RAN');
-    const env = { PATH: process.env.PATH, HOME: home, ...extra };
+    const env = { PATH: process.env.PATH, HOME: home };
     const bin = join(deps, '.bin/srt');
     const links = supervised ? [bin] : [];
-    const r = spawnSync(bin, ['--', 'sh', '-c', plantInSrt(pkg, deps, node, links, mark)], { cwd, encoding: 'utf8', env, timeout: 60_000 });
+    const r = start(bin, ['--', 'sh', '-c', plantInSrt(pkg, deps, node, links, mark)], { cwd, encoding: 'utf8', env, timeout: 60_000 });
     // srt's node_modules/ did not exist (npm hoisted its dependencies): the supervisor refuses to
     // create it, the mounts alone cannot, and srt sets it aside when the run ends.
     expect(results(r.stdout), r.stderr).toEqual(planted(links.length, supervised ? 'no' : 'yes'));
@@ -561,7 +565,7 @@ describe.each(MODES)("srt's own files under a writable root, %s", (_, extra, sup
       expect(r.stderr).toContain(`srt: warning: srt's own files (${bin}) lie inside a path this sandbox may write (without the protected-path supervisor srt cannot keep a symlink)`);
     }
     // Ordinary work in the project's node_modules goes on.
-    const ok = spawnSync(bin, ['--', 'sh', '-c', 'mkdir node_modules/left-pad && echo x > node_modules/left-pad/index.js && rm -r node_modules/left-pad'], { cwd, encoding: 'utf8', env, timeout: 60_000 });
+    const ok = start(bin, ['--', 'sh', '-c', 'mkdir node_modules/left-pad && echo x > node_modules/left-pad/index.js && rm -r node_modules/left-pad'], { cwd, encoding: 'utf8', env, timeout: 60_000 });
     expect(ok.status, ok.stderr).toBe(0);
     const next = spawnSync(bin, ['--', 'echo', 'sandboxed'], { cwd, encoding: 'utf8', env, timeout: 60_000 });
     expect(next.stdout.trim(), next.stderr).toBe('sandboxed');
@@ -849,7 +853,7 @@ describe('without the supervisor (placeholders)', () => {
       attempt('existingDepth2', 'echo evil >> a/b/.bashrc'),
       attempt('gitStatusClean', 'test -z "$(git status --porcelain --untracked-files=all | grep -v "^?? a/")"'),
     ].join('\n');
-    const r = await srt(['--', 'sh', '-c', script], { home, cwd, env: NO_SUPERVISOR });
+    const r = await srt(['--', 'sh', '-c', script], { home, cwd, ...NO_SUPERVISOR });
     expect(results(r.stdout), r.stderr).toEqual({ top: 'no', topVscode: 'no', hooks: 'no', existingDepth2: 'no', gitStatusClean: 'yes' });
     expect(readFileSync(join(cwd, 'a/b/.bashrc'), 'utf8')).toBe('orig');
     expect(readdirSync(cwd).sort()).toEqual(['.git', 'a']);

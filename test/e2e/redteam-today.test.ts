@@ -6,7 +6,7 @@ import { existsSync, linkSync, mkdirSync, readFileSync, renameSync, rmSync, stat
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { chunkEntry, forgedBytecode } from './code-cache-fixtures.js';
-import { SRT_BIN, scratchDirs, srt, tempDir } from './helpers.js';
+import { NO_SUPERVISOR, SRT_BIN, scratchDirs, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-redteam-today-');
 afterAll(() => tmp.cleanup());
@@ -45,20 +45,20 @@ true`;
     it(`${supervisor ? 'with' : 'without'} the supervisor: no entry the command made is run by the next srt`, async () => {
       for (const c of cases) {
         const { base, home, cwd } = scratch();
-        const env = supervisor ? {} : { SRT_TEST_NO_SUPERVISOR: '1' };
+        const mode = supervisor ? {} : NO_SUPERVISOR;
         const mark = join(base, 'FORGED_RAN');
         const forged = join(cwd, 'forged');
         writeFileSync(forged, forgedBytecode(mark), { mode: 0o600 });
         writeFileSync(join(home, '.srt-settings.json'), JSON.stringify({ filesystem: { allowWrite: c.allowWrite } }));
-        if (!c.fresh) expect((await srt(['--', 'true'], { home, cwd, env })).exitCode).toBe(0);
+        if (!c.fresh) expect((await srt(['--', 'true'], { home, cwd, ...mode })).exitCode).toBe(0);
         const entry = chunkEntry(home);
         const before = c.fresh ? undefined : readFileSync(entry);
-        const inside = await srt(['--', 'sh', '-c', plant(entry, forged)], { home, cwd: c.inHome ? home : cwd, env });
+        const inside = await srt(['--', 'sh', '-c', plant(entry, forged)], { home, cwd: c.inHome ? home : cwd, ...mode });
         expect(inside.exitCode, `${c.name}: ${inside.stderr}`).toBe(0);
         // The host: the entry is srt's own (or absent), and the next run outside runs srt, not the forgery.
         if (before) expect(readFileSync(entry).equals(before), c.name).toBe(true);
         for (const d of ['.srt.old', '.srt/cache.old', '.srt/cache/code.old']) expect(existsSync(join(home, d)), `${c.name}: ${d}`).toBe(false);
-        const next = await srt(['--', 'true'], { home, cwd, env });
+        const next = await srt(['--', 'true'], { home, cwd, ...mode });
         expect(existsSync(mark), c.name).toBe(false);
         expect(next.exitCode, `${c.name}: ${next.stderr}`).toBe(0);
       }
@@ -78,8 +78,8 @@ describe('a HOME that is a symlink', () => {
     symlinkSync(real, home);
     const first = await srt(['--', 'true'], { home, cwd });
     expect(first.exitCode, first.stderr).toBe(0);
-    for (const env of [{}, { SRT_TEST_NO_SUPERVISOR: '1' }]) {
-      const r = await srt(['--', 'sh', '-c', `touch ${real}/.srt/cache/code/x ${home}/.srt/cache/code/y; echo done`], { home, cwd: base, env });
+    for (const mode of [{}, NO_SUPERVISOR]) {
+      const r = await srt(['--', 'sh', '-c', `touch ${real}/.srt/cache/code/x ${home}/.srt/cache/code/y; echo done`], { home, cwd: base, ...mode });
       expect(r.stdout.trim(), r.stderr).toBe('done');
       expect(existsSync(join(real, '.srt', 'cache', 'code', 'x'))).toBe(false);
       expect(existsSync(join(real, '.srt', 'cache', 'code', 'y'))).toBe(false);

@@ -6,7 +6,7 @@ import { execa } from 'execa';
 import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { srt, stopStragglers, tempDir } from './helpers.js';
+import { NO_SUPERVISOR, srt, stopStragglers, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-edges-');
 afterAll(async () => {
@@ -43,5 +43,23 @@ describe("another user's directory inside a writable root", () => {
     expect(readFileSync(join(w.cwd, 'mine'), 'utf8')).toBe('mine\n');
     expect(readFileSync(join(other, 'repo', 'README'), 'utf8')).toBe('theirs\n');
     expect(existsSync(join(other, 'repo', '.git', 'HEAD'))).toBe(true);
+  });
+});
+
+describe('the test switch that turns the supervisor off', () => {
+  const deep = 'mkdir -p a/b/c/d/e && echo evil > a/b/c/d/e/.bashrc 2>/dev/null; cat a/b/c/d/e/.bashrc 2>/dev/null || echo refused';
+  it('is out of reach of the environment: SRT_TEST_NO_SUPERVISOR=1 (the old switch) leaves the supervisor on', async () => {
+    const w = world();
+    const r = await srt(['-c', deep], { home: w.home, cwd: w.cwd, env: { SRT_TEST_NO_SUPERVISOR: '1' } });
+    expect(r.stdout).toBe('refused');
+    expect(r.stderr).not.toContain('placeholder');
+    expect(existsSync(join(w.cwd, 'a/b/c/d/e/.bashrc'))).toBe(false);
+  });
+
+  it("the harness's own entry does switch it off (placeholders, within the search depth only)", async () => {
+    const w = world();
+    const r = await srt(['-c', deep], { home: w.home, cwd: w.cwd, ...NO_SUPERVISOR });
+    expect(r.stdout).toBe('evil');
+    expect(r.stderr).toContain('protected paths are kept with placeholder files during the run, not by the seccomp supervisor (switched off by the test harness)');
   });
 });

@@ -143,7 +143,7 @@ describe('signals and cleanup', () => {
     expect(existsSync(stateA)).toBe(true);
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     // Run B finishes normally while A lives: A's placeholders stay.
-    expect((await srt(['--', 'true'], { home, cwd, env: NO_SUPERVISOR })).exitCode).toBe(0);
+    expect((await srt(['--', 'true'], { home, cwd, ...NO_SUPERVISOR })).exitCode).toBe(0);
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     expect(existsSync(join(cwd, '.vscode'))).toBe(true);
     // Kill A with SIGKILL: its state file, placeholders and run dir remain (stale).
@@ -153,7 +153,7 @@ describe('signals and cleanup', () => {
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
     expect(existsSync(dirname(a.firstLine))).toBe(true);
     // Run C reaps the dead run's leftovers, is itself protected all the same, and cleans up after itself.
-    const c = await srt(['--', 'sh', '-c', 'echo evil > .bashrc'], { home, cwd, env: NO_SUPERVISOR });
+    const c = await srt(['--', 'sh', '-c', 'echo evil > .bashrc'], { home, cwd, ...NO_SUPERVISOR });
     expect(c.exitCode).not.toBe(0);
     expect(readdirSync(cwd)).toEqual([]);
     expect(readdirSync(join(home, '.srt/state'))).toEqual([]);
