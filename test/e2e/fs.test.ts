@@ -106,7 +106,7 @@ describe('protected paths', () => {
   });
 
   it('in a directory that is not a repository, no bare repository can be made at the top; without the supervisor no repository at all', async () => {
-    for (const env of [{}, NO_SUPERVISOR]) {
+    for (const mode of [{}, NO_SUPERVISOR]) {
       const base = scratch();
       const home = join(base, 'home');
       const cwd = join(base, 'plain');
@@ -116,14 +116,14 @@ describe('protected paths', () => {
         attempt('bare', 'git init -q --bare .'),
         attempt('ordinary', 'echo ok > file.txt'),
       ].join('\n');
-      const r = await srt(['--', 'sh', '-c', script], { home, cwd, env });
+      const r = await srt(['--', 'sh', '-c', script], { home, cwd, ...mode });
       expect(results(String(r.stdout)), r.stderr).toEqual({ bare: 'no', ordinary: 'yes' });
       for (const n of ['HEAD', 'objects', 'refs', 'config']) expect(existsSync(join(cwd, n)), n).toBe(false);
-      const init = await srt(['-c', 'git init -q .'], { home, cwd, env });
+      const init = await srt(['-c', 'git init -q .'], { home, cwd, ...mode });
       // A `.git` made there is a new repository (reviewed when the run ends); the placeholder
       // fallback cannot tell a new repository's internals from an old one's and refuses it.
-      expect(init.exitCode, init.stderr).toBe(env === NO_SUPERVISOR ? 128 : 0);
-      expect(existsSync(join(cwd, '.git/HEAD'))).toBe(env !== NO_SUPERVISOR);
+      expect(init.exitCode, init.stderr).toBe(mode === NO_SUPERVISOR ? 128 : 0);
+      expect(existsSync(join(cwd, '.git/HEAD'))).toBe(mode !== NO_SUPERVISOR);
     }
   });
 
