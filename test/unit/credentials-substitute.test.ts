@@ -124,6 +124,35 @@ describe('substitution', () => {
     }
   });
 
+  it('property: many patterns of any length (1 byte up), crowded alphabets, any chunking: the same as the naive reference', () => {
+    for (let seed = 1; seed <= 300; seed++) {
+      const rnd = prng(seed * 7919);
+      // A small alphabet makes patterns overlap, share prefixes and collide in the skip table.
+      const alphabet = 'abcdefghij'.slice(0, 2 + rnd(9));
+      const word = (n: number) => Array.from({ length: n }, () => alphabet[rnd(alphabet.length)]).join('');
+      const count = 1 + rnd(seed % 3 === 0 ? 200 : 12);
+      const minLength = 1 + rnd(6);
+      const patterns: Pattern[] = Array.from({ length: count }, (_, i) => {
+        const from = word(minLength + rnd(seed % 5 === 0 ? 40 : 8));
+        return { from: b(from), to: rnd(17) === 0 ? null : b(word(rnd(4) === 0 ? from.length : rnd(6))), tag: i };
+      });
+      const m = new Matcher(patterns);
+      const data = b(Array.from({ length: 1 + rnd(6) }, () => (rnd(2) ? patterns[rnd(count)]!.from.toString() : word(rnd(30)))).join(''));
+      const ref = naive(m.patterns as Pattern[], data);
+      const whole = m.all(data);
+      expect(whole.out.toString(), `seed ${seed}`).toBe(ref.out.toString());
+      expect(whole.trip, `seed ${seed}`).toBe(ref.trip);
+      for (let k = 0; k < 4; k++) {
+        const cuts = [...new Set(Array.from({ length: rnd(10) }, () => rnd(data.length + 1)))].sort((x, y) => x - y);
+        const s = streamed(m, data, cuts);
+        expect(s.out.toString(), `seed ${seed} cuts ${cuts}`).toBe(ref.out.toString());
+        expect(s.trip, `seed ${seed} cuts ${cuts}`).toBe(ref.trip);
+      }
+      const bytes = streamed(m, data, Array.from({ length: data.length }, (_, i) => i).slice(1));
+      expect(bytes.out.toString(), `seed ${seed} bytewise`).toBe(ref.out.toString());
+    }
+  });
+
   it('knows whether the substitution keeps lengths', () => {
     expect(new Matcher([{ from: b('abcd'), to: b('wxyz'), tag: 0 }, { from: b('TRIP'), to: null, tag: 0 }]).lengthPreserving).toBe(true);
     expect(new Matcher([{ from: b('abcd'), to: b('wx'), tag: 0 }]).lengthPreserving).toBe(false);
