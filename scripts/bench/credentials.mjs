@@ -2,8 +2,10 @@
 // Credential substitution and re-masking (SPEC §7), as ratios in one run:
 //  - in-process MB/s of the proxy's body stage: a clean body and one with sentinels (several per
 //    64 KiB chunk, some straddling chunk boundaries), injection and tripwire patterns armed
-//  - a 100 MB download by curl inside the real sandbox over terminated TLS: with a masked
-//    credential (every response srt reads is re-masked) vs the same download unmasked (target ≤ 1.3×)
+//  - a 100 MB download by curl inside the real sandbox over terminated TLS, the request carrying
+//    the token: with a masked credential (injected, the response re-masked) vs the same download
+//    unmasked (target ≤ 1.3×), and vs the same download through an opaque tunnel (an
+//    excludeDomains host: no termination; target ≥ 0.4× its throughput)
 //  - an SSE stream from an inject host over terminated TLS (one event every 100 ms): how late
 //    each event reaches a client inside the sandbox (target ≤ 20 ms)
 // Needs a build (dist/) and openssl. Usage: node scripts/bench/credentials.mjs [bodyMB] [downloadMB]
@@ -86,11 +88,13 @@ const home = join(tmp.dir, 'home');
 const cwd = join(tmp.dir, 'work');
 mkdirSync(join(home, '.srt'), { recursive: true });
 mkdirSync(cwd);
-const settings = (masked) => {
-  const file = join(tmp.dir, `settings-${masked}.json`);
+/** `plain`: terminated, nothing masked; `masked`: terminated, GH_TOKEN masked; `opaque`: the same
+ *  mask, but 127.0.0.2 is an excludeDomains host (its tunnel is not terminated). */
+const settings = (kind) => {
+  const file = join(tmp.dir, `settings-${kind}.json`);
   writeFileSync(file, JSON.stringify({
-    network: { allowedDomains: [`127.0.0.2:${port}`], tlsTerminate: { extraCaCertPaths: [pki.ca] } },
-    credentials: masked ? { envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['127.0.0.2'] }] } : {},
+    network: { allowedDomains: [`127.0.0.2:${port}`], tlsTerminate: { extraCaCertPaths: [pki.ca], ...(kind === 'opaque' ? { excludeDomains: ['127.0.0.2'] } : {}) } },
+    credentials: kind !== 'plain' ? { envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['127.0.0.2'] }] } : {},
   }));
   return file;
 };
@@ -102,11 +106,10 @@ const srt = (file, script) => new Promise((resolve, reject) => {
     else resolve(stdout);
   });
 });
-const download = `curl -s -o /dev/null -w '%{time_total}' https://127.0.0.2:${port}/big`;
-const times = { plain: [], masked: [] };
+const download = `curl -s -o /dev/null -w '%{time_total}' -H "Authorization: token $GH_TOKEN" https://127.0.0.2:${port}/big`;
+const times = { plain: [], masked: [], opaque: [] };
 for (let i = 0; i < 5; i++) {
-  times.plain.push(Number(await srt(settings(false), download)));
-  times.masked.push(Number(await srt(settings(true), download)));
+  for (const kind of ['plain', 'masked', 'opaque']) times[kind].push(Number(await srt(settings(kind), download)));
 }
 writeFileSync(join(cwd, 'sse.mjs'), [
   `const res = await fetch('https://127.0.0.2:${port}/sse');`,
@@ -117,18 +120,21 @@ writeFileSync(join(cwd, 'sse.mjs'), [
   "  while ((k = buf.indexOf('\\n\\n')) !== -1) { console.log(Date.now() - JSON.parse(buf.slice(6, k)).t); buf = buf.slice(k + 2); }",
   '}',
 ].join('\n'));
-const late = (await srt(settings(true), 'node sse.mjs')).trim().split('\n').map(Number);
+const late = (await srt(settings('masked'), 'node sse.mjs')).trim().split('\n').map(Number);
 origin.closeAllConnections();
 origin.close();
 tmp.cleanup();
 
 const tPlain = median(times.plain);
 const tMasked = median(times.masked);
+const tOpaque = median(times.opaque);
 report([
   ['body stage MB/s, clean (>= 300)', median(rates.clean).toFixed(0)],
   ['body stage MB/s, 4+ sentinels/64 KiB (>= 300)', median(rates.sentinels).toFixed(0)],
   [`${DOWNLOAD_MB} MB download inside (TLS terminated), s, unmasked`, tPlain.toFixed(3)],
   [`${DOWNLOAD_MB} MB download inside (TLS terminated), s, re-masked`, tMasked.toFixed(3)],
+  [`${DOWNLOAD_MB} MB download inside, opaque tunnel (not terminated), s`, tOpaque.toFixed(3)],
   ['re-masking overhead (<= 1.3x)', `${(tMasked / tPlain).toFixed(2)}x`],
+  ['terminated + re-masked / opaque throughput (>= 0.4)', `${(tOpaque / tMasked).toFixed(2)}x`],
   ['SSE event lateness median / max ms (<= 20)', `${median(late)} / ${Math.max(...late)}`],
 ]);
