@@ -1,21 +1,28 @@
-// The credential stage of the proxy's request/response pipeline (SPEC §7, §10 invariants 5 and
-// 11). Per request, every secret of the plan is one of:
+// The credential stage of the proxy's request/response pipeline (SPEC §7, §10 invariants 5, 11
+// and 12). Per request, every secret of the plan is one of:
 //   own     — this destination is in its injectHosts and the request is readable in a way that
 //             may carry it (terminated TLS, or plain HTTP with allowPlaintextInject): its
 //             sentinel is replaced by the real value in the places its injectInto names;
-//   foreign — this destination is not in its injectHosts: its sentinel anywhere srt can see it
-//             (host name, request target, header, body, the plaintext of an opaque tunnel) stops
-//             the request with 403 `X-Proxy-Error: sentinel-not-allowed-here`;
+//   foreign — this destination is not in its injectHosts: its sentinel, in any of its forms
+//             (forms.ts), anywhere srt can see it (host name, request target, header, body, the
+//             plaintext of an opaque tunnel) stops the request with 403
+//             `X-Proxy-Error: sentinel-not-allowed-here`;
 //   neither — an inject host over plain HTTP without allowPlaintextInject: passed unchanged.
-// Every response srt can read gets every real value replaced by its sentinel again.
+// Every response srt can read gets every real value replaced by its sentinel again, in every form
+// of the value and of each piece srt itself wrote into a request in place of what the command
+// sent (the `Basic` credential it re-encoded): recorded as it writes them, so a new way of
+// injecting is re-masked without a list to keep. A response from a host real values go to is
+// decoded first (every Content-Encoding layer; exchange.ts removes transfer codings), or refused
+// when srt cannot decode it: a real value could hide in it.
 
-import { Transform, type Readable } from 'node:stream';
-import { createBrotliDecompress, createUnzip } from 'node:zlib';
+import { Transform } from 'node:stream';
+import { codings, DECODABLE, decode } from '../proxy/codings.js';
 import { ruleMatches } from '../proxy/domains.js';
 import type { Target } from '../proxy/gate.js';
-import { RefusedError, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage, type TunnelInfo } from '../proxy/pipeline.js';
+import { RefusedError, through, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage, type TunnelInfo } from '../proxy/pipeline.js';
+import { formPairs, MIN_FORM_LENGTH, spellingPairs } from './forms.js';
 import type { Secret } from './plan.js';
-import { Matcher, spellingPairs, Substitution, type Pattern } from './substitute.js';
+import { Matcher, Substitution, type Pattern } from './substitute.js';
 
 /** What the stage needs of a destination (the proxy's authorized Target has it). */
 type Destination = Pick<Target, 'host' | 'port'>;
@@ -35,46 +42,54 @@ export function holdMs(value: string | undefined): number {
 
 type Tag = { secret: Secret };
 
+/** Each secret's forms, computed once: real → sentinel for re-masking, the sentinel's for the tripwire. */
+const formsOf = new WeakMap<Secret, { remask: Pattern<Tag>[]; trip: Pattern<Tag>[] }>();
+
 function patterns(secrets: readonly Secret[], dir: 'inject' | 'remask' | 'trip'): Pattern<Tag>[] {
   return secrets.flatMap((secret) => {
-    const pairs = dir === 'remask' ? spellingPairs(secret.real, secret.sentinel) : spellingPairs(secret.sentinel, secret.real);
-    return pairs.map(([from, to]) => ({ from: Buffer.from(from, 'utf8'), to: dir === 'trip' ? null : Buffer.from(to, 'utf8'), tag: { secret } }));
+    const tag = { secret };
+    // srt writes a real value only in the spellings the command wrote its sentinel in.
+    if (dir === 'inject') return spellingPairs(secret.sentinel, secret.real).map(([from, to]) => ({ from: Buffer.from(from, 'utf8'), to: Buffer.from(to, 'utf8'), tag }));
+    let forms = formsOf.get(secret);
+    if (!forms) {
+      forms = {
+        remask: formPairs(secret.real, secret.sentinel).map(([from, to]) => ({ from, to, tag })),
+        trip: formPairs(secret.sentinel, secret.sentinel).map(([from]) => ({ from, to: null, tag })),
+      };
+      formsOf.set(secret, forms);
+    }
+    return dir === 'remask' ? forms.remask : forms.trip;
   });
 }
+
+/** Pieces of srt's own writing it keeps in view (most recent): what a flood of new ones evicts is
+ *  still re-masked through the forms of the real value it holds, up to its first and last byte. */
+const WRITTEN_PIECES = 32;
+/** Where srt's writing is compared with the command's, piece by piece. */
+const DELIMITERS = /[\s,;&?=:"'(){}[\]<>]+/;
 
 const latin1 = (s: string) => Buffer.from(s, 'latin1');
 
 /** Apply a matcher to a whole header value or request target (bytes as node:http gives them). */
-function rewrite(text: string, m: Matcher<Tag>): { text: string; trip?: Secret; changed: boolean } {
+function rewrite<T>(text: string, m: Matcher<T>): { text: string; trip?: T; changed: boolean } {
   if (m.empty) return { text, changed: false };
   const r = m.all(latin1(text));
-  if (r.trip) return { text, trip: r.trip.tag.secret, changed: false };
+  if (r.trip) return { text, trip: r.trip.tag, changed: false };
   const out = r.out.toString('latin1');
   return { text: out, changed: out !== text };
 }
 
+/** `%XX` sequences decoded to the bytes they stand for (latin1, like the text). */
 function percentDecode(text: string): string {
-  return text.replace(/(?:%[0-9a-fA-F]{2})+/g, (run) => {
-    try {
-      return decodeURIComponent(run);
-    } catch {
-      return run;
-    }
-  });
-}
-
-/** What the command may have hidden a sentinel in: percent-encoding, base64 (`Basic`, a token). */
-function decodedViews(text: string): string[] {
-  const views = [percentDecode(text)];
-  for (const run of text.match(/[A-Za-z0-9+/_-]{16,}={0,2}/g) ?? []) {
-    const bytes = Buffer.from(run.replace(/-/g, '+').replace(/_/g, '/'), 'base64');
-    if (bytes.length > 0) views.push(bytes.toString('latin1'));
-  }
-  return views.filter((v) => v !== text);
+  return text.replace(/%([0-9a-fA-F]{2})/g, (_, hex: string) => String.fromCharCode(parseInt(hex, 16)));
 }
 
 function header(headers: Header[], name: string): string | undefined {
   return headers.find(([k]) => k.toLowerCase() === name)?.[1];
+}
+
+function headerLines(headers: Header[], name: string): string[] {
+  return headers.filter(([k]) => k.toLowerCase() === name).map(([, v]) => v);
 }
 
 function withoutHeader(headers: Header[], name: string): Header[] {
@@ -89,7 +104,7 @@ function withoutHeader(headers: Header[], name: string): Header[] {
  * an SSH stream only in its first chunk; after them come encrypted bytes, passed through
  * unexamined and never held.
  */
-function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello = false): Transform {
+function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, tlsHello = false): Transform {
   const sub = new Substitution(m);
   let state: 'start' | 'hello' | 'encrypted' | 'plain' = tlsHello ? 'start' : 'plain';
   let helloLeft = 0;
@@ -103,21 +118,21 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
     check = undefined;
   };
   const lowerCase = (b: Buffer) => Buffer.from(b.toString('latin1').toLowerCase(), 'latin1');
-  const hostNeedles = tlsHello ? m.patterns.map((p) => ({ needle: lowerCase(p.from), secret: p.tag.secret })) : [];
+  const hostNeedles = tlsHello ? m.patterns.map((p) => ({ needle: lowerCase(p.from), tag: p.tag })) : [];
   const trips = m.patterns.filter((p) => p.to === null);
+  let tripsOnly: Matcher<T> | undefined;
   // Once held bytes went out after a pause, the last bytes sent stay in view for the tripwire: a
   // sentinel split by a pause must still be stopped before its end leaves (its start has gone).
   let sent: Buffer | undefined;
-  const acrossPause = (chunk: Buffer): Secret | undefined => {
+  const acrossPause = (chunk: Buffer): Pattern<T> | undefined => {
     if (sent === undefined) return undefined;
     const view = Buffer.concat([sent, chunk.subarray(0, m.maxLength)]);
-    const hit = trips.find((p) => {
-      const at = view.indexOf(p.from);
-      return at !== -1 && at < sent!.length;
-    });
+    tripsOnly ??= new Matcher(trips);
+    const hit = tripsOnly.next(view, 0, true);
     const keep = Math.max(1, m.maxLength - 1);
+    const begunBefore = hit !== null && hit.at < sent.length;
     sent = Buffer.concat([sent, chunk.subarray(-keep)]).subarray(-keep);
-    return hit?.tag.secret;
+    return begunBefore ? trips[hit.pattern] : undefined;
   };
   const t: Transform = new Transform({
     transform(chunk: Buffer, _enc, cb) {
@@ -132,7 +147,7 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
       if (state === 'hello') {
         const view = Buffer.concat([tail, lowerCase(chunk.subarray(0, helloLeft))]);
         const hit = hostNeedles.find(({ needle }) => view.includes(needle));
-        if (hit) return cb(new RefusedError(onTrip(hit.secret)));
+        if (hit) return cb(new RefusedError(onTrip(hit.tag)));
         helloLeft -= chunk.length;
         if (helloLeft <= 0) state = 'encrypted';
         else tail = view.subarray(Math.max(0, view.length - m.maxLength));
@@ -140,9 +155,9 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
       if (state === 'encrypted' || state === 'hello') return cb(null, chunk);
       stop();
       const split = acrossPause(chunk);
-      if (split) return cb(new RefusedError(onTrip(split)));
+      if (split) return cb(new RefusedError(onTrip(split.tag)));
       const r = sub.push(chunk);
-      if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag.secret)));
+      if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag)));
       if (r.out.length > 0) t.push(r.out);
       if (sub.held > 0) {
         const idle = () => {
@@ -160,7 +175,7 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
             check = undefined;
             // The sender went quiet: the held bytes go as they are; what follows is matched afresh.
             const held = sub.end();
-            if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag.secret)));
+            if (held.trip) t.destroy(new RefusedError(onTrip(held.trip.tag)));
             else if (held.out.length > 0) {
               t.push(held.out);
               if (trips.length > 0) sent = Buffer.from(held.out.subarray(-Math.max(1, m.maxLength - 1)));
@@ -174,7 +189,7 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
     flush(cb) {
       stop();
       const r = sub.end();
-      if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag.secret)));
+      if (r.trip) return cb(new RefusedError(onTrip(r.trip.tag)));
       cb(null, r.out.length > 0 ? r.out : undefined);
     },
     destroy(err, cb) {
@@ -185,42 +200,19 @@ function substitution(m: Matcher<Tag>, onTrip: (s: Secret) => Refusal, tlsHello 
   return t;
 }
 
-/**
- * `body` piped through `t`; an error of `body` fails `t`. When `t` stops early (a tripwire), the
- * rest of `body` is drained, not destroyed: the client's connection stays able to hear why.
- */
-function through(body: Readable, t: Transform): Transform {
-  body.on('error', (e) => t.destroy(e));
-  t.on('close', () => {
-    if (body.readableEnded) return;
-    body.unpipe(t);
-    body.resume();
-  });
-  return body.pipe(t);
-}
-
-/** Decompress a response body for re-masking (null: an encoding srt cannot read). */
-function decoder(encoding: string): Transform | null {
-  const e = encoding.trim().toLowerCase();
-  if (e === 'gzip' || e === 'x-gzip' || e === 'deflate') return createUnzip();
-  if (e === 'br') return createBrotliDecompress();
-  return null;
-}
-
 export class CredentialStage implements Stage {
   readonly name = 'credentials';
   private readonly matchers = new Map<string, Matcher<Tag>>();
-  private readonly remaskMatcher: Matcher<Tag>;
-  /** Requests that carried a real value: their responses are decompressed if need be. */
-  private readonly injected = new WeakSet<object>();
+  /** What srt wrote into requests in place of what the command sent (latin1), most recent last. */
+  private readonly written = new Map<string, string>();
+  private remasker: Matcher<unknown> | undefined;
+  private forms: Set<string> | undefined;
   private readonly notices = new Set<string>();
 
   constructor(
     private readonly secrets: readonly Secret[],
     private readonly opts: { allowPlaintextInject: boolean },
-  ) {
-    this.remaskMatcher = new Matcher(patterns(secrets, 'remask'));
-  }
+  ) {}
 
   /** Warnings about requests srt forwarded without doing what the settings asked. */
   notes(): string[] {
@@ -250,14 +242,55 @@ export class CredentialStage implements Stage {
     return m;
   }
 
-  /** own / foreign secrets for a destination, and the matcher for one place (cached per set). */
+  /** own / foreign secrets for a destination, and the matchers for one place and for the
+   *  tripwire alone (cached per set). */
   private split(d: Destination, readable: boolean) {
     const own = this.secrets.filter((s) => readable && this.mayGo(s, d));
     const foreign = this.secrets.filter((s) => !this.mayGo(s, d));
-    const key = (place: string) => `${place}|${own.map((s) => this.secrets.indexOf(s)).join(',')}|${foreign.map((s) => this.secrets.indexOf(s)).join(',')}`;
+    const ids = (list: Secret[]) => list.map((s) => this.secrets.indexOf(s)).join(',');
     const place = (p: 'headers' | 'query' | 'body') =>
-      this.matcher(key(p), () => [...patterns(foreign, 'trip'), ...patterns(own.filter((s) => s.injectInto.includes(p)), 'inject')]);
-    return { own, foreign, place };
+      this.matcher(`${p}|${ids(own)}|${ids(foreign)}`, () => [...patterns(foreign, 'trip'), ...patterns(own.filter((s) => s.injectInto.includes(p)), 'inject')]);
+    const trips = () => this.matcher(`trip|${ids(foreign)}`, () => patterns(foreign, 'trip'));
+    return { own, foreign, place, trips };
+  }
+
+  /** Every real value's forms, and those of each piece srt wrote in place of the command's. */
+  private remaskMatcher(): Matcher<unknown> {
+    if (!this.remasker) {
+      const all = new Map<string, Pattern<unknown>>();
+      for (const p of patterns(this.secrets, 'remask')) all.set(p.from.toString('latin1'), p);
+      for (const [w, c] of this.written) {
+        for (const [from, to] of formPairs(latin1(w), latin1(c))) if (!all.has(from.toString('latin1'))) all.set(from.toString('latin1'), { from, to, tag: undefined });
+      }
+      this.remasker = new Matcher([...all.values()]);
+    }
+    return this.remasker;
+  }
+
+  /** A value's own forms need no piece of their own. */
+  private isForm(text: string): boolean {
+    this.forms ??= new Set(patterns(this.secrets, 'remask').map((p) => p.from.toString('latin1')));
+    return this.forms.has(text);
+  }
+
+  /**
+   * srt wrote `written` where the command sent `original` (a header value, a request target).
+   * The pieces that differ carry a real value in a spelling of srt's making (the `Basic`
+   * credential it re-encoded, or whatever a later injection writes): responses re-mask them.
+   */
+  private wrote(written: string, original: string): void {
+    const w = written.split(DELIMITERS);
+    const o = original.split(DELIMITERS);
+    const pieces: Array<[string, string]> = w.length === o.length ? w.map((x, i) => [x, o[i]!]) : [[written, original]];
+    for (const [piece, was] of pieces) {
+      if (piece === was || piece.length < MIN_FORM_LENGTH || this.isForm(piece)) continue;
+      const known = this.written.has(piece);
+      this.written.delete(piece);
+      this.written.set(piece, was);
+      if (known) continue;
+      if (this.written.size > WRITTEN_PIECES) this.written.delete(this.written.keys().next().value!);
+      this.remasker = undefined;
+    }
   }
 
   /** A destination host name (CONNECT or SOCKS target, absolute URL, SNI), before it is resolved. */
@@ -266,36 +299,38 @@ export class CredentialStage implements Stage {
     const d = { host: { host: lower }, port };
     for (const s of this.secrets) {
       if (this.mayGo(s, d)) continue;
-      if (spellingPairs(s.sentinel, s.sentinel).some(([f]) => lower.includes(f.toLowerCase()))) return this.refusal(s, lower);
+      if (patterns([s], 'trip').some((p) => lower.includes(p.from.toString('latin1').toLowerCase()))) return this.refusal(s, lower);
     }
     return undefined;
   }
 
-  /** Foreign sentinels in a string, also percent- or base64-decoded. */
-  private screenText(text: string, foreign: readonly Secret[]): Secret | undefined {
-    if (foreign.length === 0) return undefined;
-    const views = [text, ...decodedViews(text)];
-    return foreign.find((s) => views.some((v) => v.includes(s.sentinel)));
-  }
-
   request(req: ProxyRequest): Refusal | undefined {
     const readable = req.scheme === 'https' || this.opts.allowPlaintextInject;
-    const { own, foreign, place } = this.split(req.target, readable);
+    const { own, foreign, place, trips } = this.split(req.target, readable);
     const host = req.target.host.host;
+    /** A foreign sentinel in a string or in its percent-decoded bytes. */
+    const screen = (text: string): Secret | undefined => {
+      if (foreign.length === 0) return undefined;
+      const decoded = percentDecode(text);
+      return (rewrite(text, trips()).trip ?? (decoded !== text ? rewrite(decoded, trips()).trip : undefined))?.secret;
+    };
     let injected = false;
 
     const target = rewrite(req.path, place('query'));
-    const pathTrip = target.trip ?? this.screenText(req.path, foreign);
+    const pathTrip = target.trip?.secret ?? screen(req.path);
     if (pathTrip) return this.refusal(pathTrip, host);
-    injected ||= target.changed;
+    if (target.changed) {
+      injected = true;
+      this.wrote(target.text, req.path);
+    }
 
     const headerMatcher = place('headers');
     const headers: Header[] = [];
     for (const [name, value] of req.headers) {
-      const nameTrip = this.screenText(name, foreign);
+      const nameTrip = screen(name);
       if (nameTrip) return this.refusal(nameTrip, host);
       const r = rewrite(value, headerMatcher);
-      const trip = r.trip ?? this.screenText(value, foreign);
+      const trip = r.trip?.secret ?? screen(value);
       if (trip) return this.refusal(trip, host);
       let out = r.text;
       // `Authorization: Basic base64(user:token)`: the token is inside the base64.
@@ -303,9 +338,13 @@ export class CredentialStage implements Stage {
       if (basic && /^(proxy-)?authorization$/i.test(name)) {
         const decoded = Buffer.from(basic[2]!, 'base64').toString('latin1');
         const inner = rewrite(decoded, headerMatcher);
+        if (inner.trip) return this.refusal(inner.trip.secret, host);
         if (inner.changed) out = basic[1]! + Buffer.from(inner.text, 'latin1').toString('base64');
       }
-      injected ||= out !== value;
+      if (out !== value) {
+        injected = true;
+        this.wrote(out, value);
+      }
       headers.push([name, out]);
     }
 
@@ -318,7 +357,7 @@ export class CredentialStage implements Stage {
           this.notices.add(`a ${encoding}-encoded request body to ${host} was forwarded without credential injection (srt does not rewrite compressed bodies)`);
         }
       } else if (!bodyMatcher.empty) {
-        const onTrip = (s: Secret) => this.refusal(s, host);
+        const onTrip = (tag: Tag) => this.refusal(tag.secret, host);
         req.body = through(req.body, substitution(bodyMatcher, onTrip));
         // Length-preserving sentinels keep Content-Length (some upstreams refuse chunked uploads).
         if (!bodyMatcher.lengthPreserving) finalHeaders = withoutHeader(finalHeaders, 'content-length');
@@ -326,9 +365,8 @@ export class CredentialStage implements Stage {
       }
     }
     if (injected) {
-      // A response srt cannot read could hand the real value to the command: ask for none.
+      // An encoded response must be decoded before it can be re-masked: ask for none.
       finalHeaders = [...withoutHeader(finalHeaders, 'accept-encoding'), ['accept-encoding', 'identity']];
-      this.injected.add(req);
     }
     req.path = target.text;
     req.headers = finalHeaders;
@@ -336,22 +374,30 @@ export class CredentialStage implements Stage {
   }
 
   response(res: ProxyResponse, req: ProxyRequest): Refusal | undefined {
-    const m = this.remaskMatcher;
+    const m = this.remaskMatcher();
     if (m.empty) return undefined;
-    res.statusMessage = rewrite(res.statusMessage, m).text;
-    res.headers = res.headers.map(([k, v]) => [k, rewrite(v, m).text]);
+    const remask = (text: string) => rewrite(text, m).text;
+    const remaskAll = (headers: Header[]): Header[] => headers.map(([k, v]) => [remask(k), remask(v)]);
+    res.statusMessage = remask(res.statusMessage);
+    res.headers = remaskAll(res.headers);
+    const trailers = res.trailers.bind(res);
+    res.trailers = () => remaskAll(trailers());
     if (!res.body) return undefined;
     let body = res.body;
-    const encoding = header(res.headers, 'content-encoding');
-    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
-      // Only a host that got a real value could echo it; srt asked it for an identity encoding.
-      if (!this.injected.has(req)) return undefined;
-      const d = decoder(encoding);
-      if (!d) return { refuse: `cannot re-mask credentials in a response with Content-Encoding ${encoding}`, status: 502, proxyError: 'unreadable-response' };
-      body = through(body, d);
+    const applied = codings(headerLines(res.headers, 'content-encoding'));
+    if (applied.length > 0) {
+      // Only a host srt sends real values to can echo one (a later response may hand back what an
+      // earlier request carried); others' encoded bodies pass as they are.
+      if (this.split(req.target, req.scheme === 'https' || this.opts.allowPlaintextInject).own.length === 0) return undefined;
+      const decoded = decode(body, applied);
+      // Fail closed: a real value could hide in what srt cannot read.
+      if ('unknown' in decoded) {
+        return { refuse: `cannot re-mask credentials in a response with Content-Encoding ${decoded.unknown} (srt decodes ${DECODABLE.join(', ')})`, status: 502, proxyError: 'unreadable-response' };
+      }
+      body = decoded;
       res.headers = withoutHeader(withoutHeader(res.headers, 'content-encoding'), 'content-length');
     }
-    res.body = through(body, substitution(m, () => ({ refuse: 'unreachable' })));
+    res.body = through(body, substitution(m, () => ({ refuse: 're-masking has no tripwire' })));
     if (!m.lengthPreserving) res.headers = withoutHeader(res.headers, 'content-length');
     return undefined;
   }
@@ -369,9 +415,8 @@ export class CredentialStage implements Stage {
    */
   guard(t: TunnelInfo): Transform | undefined {
     const d = t.target;
-    const { foreign } = this.split(d, false);
+    const { foreign, trips } = this.split(d, false);
     if (foreign.length === 0) return undefined;
-    const m = this.matcher(`tunnel|${foreign.map((s) => this.secrets.indexOf(s)).join(',')}`, () => patterns(foreign, 'trip'));
-    return substitution(m, (s) => this.refusal(s, d.host.host), true);
+    return substitution(trips(), (tag) => this.refusal(tag.secret, d.host.host), true);
   }
 }

@@ -21,35 +21,6 @@ export interface Pattern<T = unknown> {
 
 export type PushResult<T> = { out: Buffer; trip?: undefined } | { out: Buffer; trip: Pattern<T> };
 
-const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
-
-/** `value` percent-encoded (every byte but RFC 3986's unreserved characters), hex in one case. */
-export function percentEncode(value: string, upper: boolean): string {
-  let out = '';
-  for (const byte of Buffer.from(value, 'utf8')) {
-    const ch = String.fromCharCode(byte);
-    if (byte < 0x80 && UNRESERVED.test(ch)) out += ch;
-    else {
-      const hex = byte.toString(16).padStart(2, '0');
-      out += `%${upper ? hex.toUpperCase() : hex}`;
-    }
-  }
-  return out;
-}
-
-/**
- * The spellings a value travels in within a URL, a form body or a header — raw, and
- * percent-encoded in either hex case — each paired with the same spelling of its replacement.
- */
-export function spellingPairs(from: string, to: string): Array<[string, string]> {
-  const out = new Map<string, string>([[from, to]]);
-  for (const upper of [true, false]) {
-    const f = percentEncode(from, upper);
-    if (!out.has(f)) out.set(f, percentEncode(to, upper));
-  }
-  return [...out];
-}
-
 /** Where the next pattern begins: `pattern` is its index, or -1 when more data could still make
  *  a pattern begin at `at` (a proper prefix of one ends the data there). */
 interface Found {

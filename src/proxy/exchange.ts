@@ -7,6 +7,7 @@
 import http from 'node:http';
 import type { ClientHttp2Session, ServerHttp2Stream, IncomingHttpHeaders as H2Headers, OutgoingHttpHeaders } from 'node:http2';
 import type { Duplex, Readable } from 'node:stream';
+import { codings, DECODABLE, decode } from './codings.js';
 import { upstreamErrorReason, type Target } from './gate.js';
 import {
   endToEndHeaders,
@@ -350,12 +351,23 @@ export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal
     const abort = () => upReq.destroy();
     signal.addEventListener('abort', abort, { once: true });
     upReq.on('response', (upRes) => {
+      upRes.once('close', () => signal.removeEventListener('abort', abort));
       // A response to HEAD, a 204 or a 304 has no body (RFC 9110 §6.4.1), whatever its
       // Content-Length says: response stages must not treat that length as one they may change.
       const bodiless = req.method === 'HEAD' || upRes.statusCode === 204 || upRes.statusCode === 304;
-      if (bodiless) upRes.resume();
-      resolve({ kind: 'response', res: h1Response(upRes, bodiless ? null : upRes) });
-      upRes.once('close', () => signal.removeEventListener('abort', abort));
+      if (bodiless) {
+        upRes.resume();
+        return resolve({ kind: 'response', res: h1Response(upRes, null) });
+      }
+      // node:http undoes chunked; another transfer coding (`gzip, chunked`) is still on the body,
+      // and Transfer-Encoding is hop-by-hop: srt removes it, or the client could not.
+      const transfer = codings([upRes.headers['transfer-encoding'] ?? '']).filter((c) => c !== 'chunked');
+      const body = decode(upRes, transfer);
+      if ('unknown' in body) {
+        upRes.destroy();
+        return reject(new Error(`Transfer-Encoding ${body.unknown}, which srt cannot decode (it decodes ${DECODABLE.join(', ')})`));
+      }
+      resolve({ kind: 'response', res: h1Response(upRes, body) });
     });
     upReq.on('upgrade', (upRes, socket, head) => {
       signal.removeEventListener('abort', abort);

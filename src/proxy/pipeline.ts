@@ -94,6 +94,21 @@ export class RefusedError extends Error {
   }
 }
 
+/**
+ * `body` piped through `t` (a stage's rewrite of a body); an error of `body` fails `t`. When `t`
+ * stops early (a tripwire, a reader that went away), the rest of `body` is drained, not
+ * destroyed: the client's connection stays able to hear why.
+ */
+export function through(body: Readable, t: Transform): Transform {
+  body.on('error', (e) => t.destroy(e));
+  t.on('close', () => {
+    if (body.readableEnded) return;
+    body.unpipe(t);
+    body.resume();
+  });
+  return body.pipe(t);
+}
+
 export async function runRequestStages(stages: readonly Stage[], req: ProxyRequest): Promise<Refusal | undefined> {
   for (const s of stages) {
     const r = await s.request?.(req);

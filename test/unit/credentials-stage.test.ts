@@ -1,10 +1,10 @@
 import { connect, createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
 import { Readable } from 'node:stream';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import type { Secret } from '../../src/credentials/plan.js';
 import { CredentialStage, HOLD_MS, holdMs } from '../../src/credentials/stage.js';
-import { RefusedError, type ProxyRequest, type ProxyResponse } from '../../src/proxy/pipeline.js';
+import { RefusedError, type Header, type ProxyRequest, type ProxyResponse } from '../../src/proxy/pipeline.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 
 const rule = (e: string) => {
@@ -14,13 +14,22 @@ const rule = (e: string) => {
 };
 const GH: Secret = { label: 'GH_TOKEN', real: 'ghp_REALREALREALREALREALREALREALREAL00', sentinel: 'ghp_SENTSENTSENTSENTSENTSENTSENTSENT11', injectHosts: [rule('api.github.com')], injectInto: ['headers'], inject: true };
 const SLASHY: Secret = { label: 'KEY', real: 'real/key+with=chars0', sentinel: 'fake/abc+defg=hijkl1', injectHosts: [rule('*.example.com')], injectInto: ['headers', 'query', 'body'], inject: true };
-const AWS_SECRET: Secret = { label: 'AWS_SECRET_ACCESS_KEY', real: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', sentinel: 'ab12/CDefGHijKLmnOPqrSTuvWXyz0123456789+', injectInto: ['headers'], inject: false };
+const AWS_SECRET: Secret = { label: 'AWS_SECRET_ACCESS_KEY', real: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', sentinel: 'ab12CDefGHijK/LmnOPqr/STuvWXyz0123456789', injectInto: ['headers'], inject: false };
 
 const dest = (host: string, port = 443) => ({ host: { host }, port, addresses: [], display: `${host}:${port}` });
 const tunnel = (host: string) => ({ target: dest(host), via: 'connect' as const });
 
 function req(host: string, over: Partial<ProxyRequest> = {}): ProxyRequest {
   return { scheme: 'https', target: dest(host), method: 'GET', path: '/', authority: host, headers: [], body: null, upgrade: undefined, ...over };
+}
+
+/** What a reader could decode a line of an echo into: itself, base64/base64url at any start, hex, JSON. */
+function decodings(line: string): string[] {
+  const out = [line];
+  for (let i = 0; i < 4; i++) for (const enc of ['base64', 'base64url'] as const) out.push(Buffer.from(line.slice(i), enc).toString('latin1'));
+  if (/^[0-9a-f]+$/i.test(line)) out.push(Buffer.from(line, 'hex').toString('latin1'));
+  try { out.push(JSON.parse(`"${line}"`) as string); } catch { /* not a JSON string's content */ }
+  return out;
 }
 
 async function collect(r: Readable): Promise<string> {
@@ -133,6 +142,28 @@ describe('credential stage: tripwire', () => {
         status: 403, proxyError: 'sentinel-not-allowed-here', sentinel: 'GH_TOKEN',
       });
     }
+  });
+
+  it('the same in every form: base64 and base64url at each alignment, hex, JSON escapes — in the target, a header or a body', async () => {
+    const hidden = (pre: string) => [
+      Buffer.from(`${pre}${GH.sentinel}!`).toString('base64'),
+      Buffer.from(`${pre}${GH.sentinel}!`).toString('base64url'),
+      Buffer.from(`${pre}${GH.sentinel}`).toString('hex'),
+      Buffer.from(`${pre}${GH.sentinel}`).toString('hex').toUpperCase(),
+      [...GH.sentinel].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
+    ];
+    for (const form of ['', 'a', 'ab'].flatMap(hidden)) {
+      for (const c of [{ path: `/p?d=${form}` }, { headers: [['X-Data', `v1.${form}`]] as Header[] }]) {
+        expect(stage().s.request(req('paste.example', c))?.sentinel, form).toBe('GH_TOKEN');
+      }
+      const { s } = stage();
+      const r = req('paste.example', { method: 'POST', body: Readable.from([Buffer.from(`{"data":"${form.slice(0, 7)}`), Buffer.from(`${form.slice(7)}"}`)]) });
+      expect(s.request(r)).toBeUndefined();
+      await expect(collect(r.body!), form).rejects.toBeInstanceOf(RefusedError);
+    }
+    // To its own host, a form it may go to is no tripwire.
+    const own = req('api.github.com', { headers: [['X-Data', Buffer.from(GH.sentinel).toString('hex')]] });
+    expect(stage().s.request(own)).toBeUndefined();
   });
 
   it('a sentinel that may go nowhere (the AWS secret key) trips even at an inject host', () => {
@@ -284,24 +315,88 @@ describe('credential stage: responses', () => {
     expect(out).toBe(`{"echo":"${GH.sentinel}","key":"${encodeURIComponent(SLASHY.sentinel)}"}`);
   });
 
-  it('a compressed response to a request that carried a real value is decompressed and re-masked', async () => {
+  it('the Basic credential srt wrote comes back as the one the command sent, in this response and later ones', async () => {
+    const { s } = stage();
+    const sent = Buffer.from(`octocat:${GH.sentinel}`).toString('base64');
+    const request = req('api.github.com', { headers: [['Authorization', `Basic ${sent}`]] });
+    s.request(request);
+    const written = request.headers[0]![1].slice('Basic '.length);
+    expect(Buffer.from(written, 'base64').toString()).toBe(`octocat:${GH.real}`);
+    const echo = (over: Partial<ProxyResponse> = {}): ProxyResponse => ({
+      trailers: () => [['X-Trailer', `Basic ${written}`]], status: 200, statusMessage: 'OK',
+      headers: [['X-Echo', `Basic ${written}`]], body: Readable.from([Buffer.from(`{"authorization":"Basic ${written}","hex":"${Buffer.from(written).toString('hex')}"}`)]), ...over,
+    });
+    const res = echo();
+    s.response(res, request);
+    expect(res.headers).toEqual([['X-Echo', `Basic ${sent}`]]);
+    expect(await collect(res.body!)).toBe(`{"authorization":"Basic ${sent}","hex":"${Buffer.from(sent).toString('hex')}"}`);
+    expect(res.trailers()).toEqual([['X-Trailer', `Basic ${sent}`]]);
+    // A later request that carries nothing reads back what the first one left there.
+    const later = req('api.github.com', { path: '/last-request' });
+    s.request(later);
+    const again = echo();
+    s.response(again, later);
+    expect(await collect(again.body!)).toContain(`"Basic ${sent}"`);
+  });
+
+  it('every form an echo takes: base64 and base64url at each alignment, hex in both cases, JSON escapes', async () => {
     const { s } = stage();
     const request = req('api.github.com', { headers: [['Authorization', `token ${GH.sentinel}`]] });
     s.request(request);
-    const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip'], ['Content-Length', '99']], body: Readable.from([gzipSync(`token=${GH.real}`)]) };
+    const forms = [
+      ...['', 'a', 'ab'].flatMap((pre) => [Buffer.from(`${pre}${GH.real}.`).toString('base64'), Buffer.from(`${pre}${GH.real}.`).toString('base64url')]),
+      Buffer.from(GH.real).toString('hex'), Buffer.from(GH.real).toString('hex').toUpperCase(),
+      [...GH.real].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join(''),
+      JSON.stringify(SLASHY.real).replace(/\//g, '\\/'),
+      SLASHY.real.replace(/=/g, '\\u003d'), // Gson
+      SLASHY.real.replace(/\+/g, '\\u002B'), // .NET
+    ];
+    const body = forms.join('\n');
+    const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [], body: Readable.from([Buffer.from(body)]) };
     s.response(res, request);
-    expect(res.headers).toEqual([]);
-    expect(await collect(res.body!)).toBe(`token=${GH.sentinel}`);
-    // A request that carried no real value: its compressed response passes as it is.
-    const plain = req('api.github.com');
-    s.request(plain);
+    const out = (await collect(res.body!)).split('\n');
+    expect(out).toHaveLength(forms.length);
+    for (const [i, line] of out.entries()) {
+      expect(line, forms[i]).not.toBe(forms[i]);
+      expect(line).toHaveLength(forms[i]!.length);
+      for (const real of [GH.real, SLASHY.real]) expect(decodings(line).some((d) => d.includes(real.slice(1, -1))), line).toBe(false);
+    }
+  });
+
+  it('any stack of Content-Encoding layers is decoded first; one srt cannot decode is refused; hosts no real value goes to pass theirs', async () => {
+    const { s } = stage();
+    const request = req('api.github.com');
+    s.request(request);
+    const text = `token=${GH.real}`;
+    const layered: Array<[Header[], Buffer]> = [
+      [[['Content-Encoding', 'gzip']], gzipSync(text)],
+      [[['Content-Encoding', 'gzip'], ['Content-Encoding', 'gzip']], gzipSync(gzipSync(text))],
+      [[['Content-Encoding', 'gzip, br']], brotliCompressSync(gzipSync(text))],
+      [[['Content-Encoding', 'deflate'], ['Content-Encoding', 'identity, x-gzip']], gzipSync(deflateSync(text))],
+      [[['Content-Encoding', 'BR ']], brotliCompressSync(text)],
+    ];
+    for (const [headers, body] of layered) {
+      const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [...headers, ['Content-Length', String(body.length)]], body: Readable.from([body]) };
+      expect(s.response(res, request)).toBeUndefined();
+      expect(res.headers).toEqual([]);
+      expect(await collect(res.body!), JSON.stringify(headers)).toBe(`token=${GH.sentinel}`);
+    }
+    for (const coding of ['zstd', 'gzip, compress', 'toString']) {
+      const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', coding]], body: Readable.from([Buffer.from('x')]) };
+      expect(s.response(res, request), coding).toMatchObject({ status: 502, proxyError: 'unreadable-response', refuse: expect.stringContaining('srt decodes gzip, deflate, br') });
+    }
+    // A corrupt layer fails the body (the client's stream is reset), it is never passed on.
+    const corrupt: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip']], body: Readable.from([gzipSync(text).subarray(0, 12)]) };
+    s.response(corrupt, request);
+    await expect(collect(corrupt.body!)).rejects.toThrow();
+    // No real value goes to paste.example: its compressed answer passes as it is.
+    const other = req('paste.example');
+    s.request(other);
     const gz = gzipSync('opaque');
     const untouched: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'gzip']], body: Readable.from([gz]) };
-    s.response(untouched, plain);
+    s.response(untouched, other);
     expect(untouched.headers).toEqual([['Content-Encoding', 'gzip']]);
     expect(Buffer.concat(await untouched.body!.toArray())).toEqual(gz);
-    const zstd: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [['Content-Encoding', 'zstd']], body: Readable.from([Buffer.from('x')]) };
-    expect(s.response(zstd, request)).toMatchObject({ status: 502, proxyError: 'unreadable-response' });
   });
 
   it('SRT_CREDENTIAL_HOLD_MS sets the hold within 50-10000 ms; anything else keeps 250', () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { Matcher, percentEncode, spellingPairs, Substitution, type Pattern } from '../../src/credentials/substitute.js';
+import { spellingPairs } from '../../src/credentials/forms.js';
+import { Matcher, Substitution, type Pattern } from '../../src/credentials/substitute.js';
 
 /** Independent reference: at each position the longest pattern that matches there, else copy one byte. */
 function naive(patterns: Pattern[], data: Buffer): { out: Buffer; trip?: Pattern } {
@@ -40,15 +41,6 @@ function streamed(matcher: Matcher, data: Buffer, cuts: number[]): { out: Buffer
 }
 
 const b = (s: string) => Buffer.from(s);
-
-describe('percent-encoding and spellings', () => {
-  it('encodes every byte but the unreserved characters, in both hex cases', () => {
-    expect(percentEncode('a+b/c=d é', true)).toBe('a%2Bb%2Fc%3Dd%20%C3%A9');
-    expect(percentEncode('a+b', false)).toBe('a%2bb');
-    expect(spellingPairs('ghp_abc-1.2~', 'x')).toEqual([['ghp_abc-1.2~', 'x']]);
-    expect(spellingPairs('a/b', 'c+d')).toEqual([['a/b', 'c+d'], ['a%2Fb', 'c%2Bd'], ['a%2fb', 'c%2bd']]);
-  });
-});
 
 describe('substitution', () => {
   it('replaces every occurrence, leftmost and longest first', () => {

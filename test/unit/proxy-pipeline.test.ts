@@ -2,7 +2,9 @@
 // upstream, and stages that rewrite, refuse and stream.
 import { describe, expect, it } from 'vitest';
 import { PassThrough, Readable, Transform } from 'node:stream';
-import { exchange, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
+import { createServer, connect, type AddressInfo } from 'node:net';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
+import { DialAgent, exchange, sendH1, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
 import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../../src/proxy/pipeline.js';
 import type { Target } from '../../src/proxy/gate.js';
 
@@ -259,6 +261,34 @@ describe('exchange through stages', () => {
     r.abort();
     await exchange(r.front, request({ body: null }), ctx([{ name: 'slow', request: () => undefined }], echoUpstream(sent)));
     expect(sent).toEqual([]);
+  });
+});
+
+describe('transfer codings from an HTTP/1.1 upstream', () => {
+  it('a transfer coding other than chunked is removed (it is hop-by-hop); one srt cannot decode is an upstream error', async () => {
+    const plain = 'plaintext body';
+    const gz = gzipSync(plain);
+    const chunked = (b: Buffer) => Buffer.concat([Buffer.from(`${b.length.toString(16)}\r\n`), b, Buffer.from('\r\n0\r\n\r\n')]);
+    const answers: Record<string, Buffer> = {
+      '/gzip-chunked': Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n'), chunked(gz)]),
+      '/two-lines': Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: br\r\nTransfer-Encoding: gzip\r\nTransfer-Encoding: chunked\r\n\r\n'), chunked(gzipSync(brotliCompressSync(plain)))]),
+      '/until-close': Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: deflate\r\nConnection: close\r\n\r\n'), deflateSync(plain)]),
+      '/compress': Buffer.concat([Buffer.from('HTTP/1.1 200 OK\r\nTransfer-Encoding: compress, chunked\r\n\r\n'), chunked(Buffer.from('x'))]),
+    };
+    const server = createServer((socket) => socket.once('data', (d: Buffer) => socket.end(answers[d.toString('latin1').split(' ')[1]!])));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const agent = new DialAgent(async () => connect((server.address() as AddressInfo).port, '127.0.0.1'));
+    try {
+      for (const path of ['/gzip-chunked', '/two-lines', '/until-close']) {
+        const reply = await sendH1(request({ method: 'GET', path, body: null }), agent, new AbortController().signal);
+        expect(reply.res.headers.map(([k]) => k.toLowerCase()), path).not.toContain('transfer-encoding');
+        expect(await text(reply.res.body), path).toBe(plain);
+      }
+      await expect(sendH1(request({ method: 'GET', path: '/compress', body: null }), agent, new AbortController().signal)).rejects.toThrow('Transfer-Encoding compress, which srt cannot decode (it decodes gzip, deflate, br)');
+    } finally {
+      agent.destroy();
+      server.close();
+    }
   });
 });
 
