@@ -8,6 +8,7 @@ import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { PACKAGE_JSON } from './paths.js';
+import { PRESET_NAMES, PRESETS } from './settings/presets.js';
 import { leaveTerminalModes } from './platform/terminal.js';
 import { printable, say } from './shell.js';
 import type { PlatformBackend, PlatformName } from './platform/backend.js';
@@ -31,6 +32,14 @@ interface PolicyOptions {
   allowDomain?: string[];
   allowWrite?: string[];
   denyRead?: string[];
+  with?: string[];
+}
+
+const POLICY_KEYS = ['settings', 'allowDomain', 'allowWrite', 'denyRead', 'with'] as const;
+
+/** A subcommand's policy options after the program's (`srt --with npm config --allow-write x`). */
+function mergedPolicyOptions(parent: PolicyOptions, own: PolicyOptions): PolicyOptions {
+  return Object.fromEntries(POLICY_KEYS.map((k) => [k, [...(parent[k] ?? []), ...(own[k] ?? [])]]));
 }
 
 interface RunOptions extends PolicyOptions {
@@ -42,12 +51,15 @@ interface RunOptions extends PolicyOptions {
   log?: string;
 }
 
-/** Thrown to stop with `srt: MESSAGE` lines on stderr and exit 125. */
+/** Thrown to stop with `srt: MESSAGE` lines on stderr and exit 125 (or `exit`: 2 for usage). */
 class Fatal extends Error {
-  constructor(readonly lines: string[]) {
+  constructor(readonly lines: string[], readonly exit = EXIT_SRT_FAILURE) {
     super(lines.join('\n'));
   }
 }
+
+const EXIT_USAGE = 2;
+const SHORT_USAGE = 'usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands';
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
 
@@ -63,6 +75,11 @@ function parsePlatform(value: string): PlatformName {
   throw new InvalidArgumentError('must be linux or macos');
 }
 
+function collectPreset(value: string, previous: string[] | undefined): string[] {
+  if (!Object.hasOwn(PRESETS, value)) throw new InvalidArgumentError(`no preset "${value}"; one of: ${PRESET_NAMES.join(', ')} (srt help presets)`);
+  return collect(value, previous);
+}
+
 function parsePort(value: string): number {
   if (!/^\d{1,5}$/.test(value) || Number(value) > 65535) throw new InvalidArgumentError('must be a port number (0-65535; 0 = any free port)');
   return Number(value);
@@ -73,7 +90,8 @@ function addPolicyOptions(cmd: Command): Command {
     .option('-s, --settings <file>', 'also read this settings file (repeatable; CLI scope)', collect)
     .option('--allow-domain <domain>', 'allow network access to DOMAIN, e.g. github.com or *.npmjs.org (repeatable)', collect)
     .option('--allow-write <path>', 'allow writing under PATH (repeatable)', collect)
-    .option('--deny-read <path>', 'hide PATH from the command (repeatable)', collect);
+    .option('--deny-read <path>', 'hide PATH from the command (repeatable)', collect)
+    .option('--with <tool>', `add what TOOL needs: its registries and its cache directory (repeatable; srt help presets): ${PRESET_NAMES.join(', ')}`, collectPreset);
 }
 
 // One argument is run by the shell when it contains whitespace or shell syntax.
@@ -88,7 +106,7 @@ function loadOptions(opts: PolicyOptions): LoadOptions {
     cwd: process.cwd(),
     home: homedir(),
     settingsFiles: opts.settings ?? [],
-    flags: { allowDomain: opts.allowDomain ?? [], allowWrite: opts.allowWrite ?? [], denyRead: opts.denyRead ?? [] },
+    flags: { allowDomain: opts.allowDomain ?? [], allowWrite: opts.allowWrite ?? [], denyRead: opts.denyRead ?? [], with: opts.with ?? [] },
   };
 }
 
@@ -168,10 +186,14 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     if (opts.controlFd !== undefined) stopControl = (await import('./control-fd.js')).followControlFd(opts.controlFd, report, sandbox);
     const code = await sandbox.run(spec);
     const violations = sandbox.violations();
-    for (const line of violations) say(line.startsWith('srt: ') ? line : `srt: ${line}`);
-    // Say once how to allow what was refused for not being listed.
-    const unlisted = violations.map((l) => /blocked (\S+) — not in network\.allowedDomains/.exec(l)?.[1]).find((t) => t !== undefined);
-    if (unlisted) say(`srt: to allow ${unlisted}: run with --allow-domain ${unlisted}, or add it to network.allowedDomains in ~/.srt/settings.json`);
+    const { networkAdvice, splitHostPort } = await import('./settings/advice.js');
+    for (const line of violations) {
+      say(line.startsWith('srt: ') ? line : `srt: ${line}`);
+      // What would allow it stands next to each destination refused for not being listed.
+      const m = /^(?:srt: )?blocked (\S+) — not in (?:the managed )?network\.allowedDomains/.exec(line);
+      const dest = m ? splitHostPort(m[1]!) : null;
+      if (dest) say(`srt: to allow ${m![1]}: ${networkAdvice(report.policy, dest.host, dest.port)}`);
+    }
     return code;
   } catch (err) {
     if (err instanceof SandboxError) throw new Fatal(err.message.split('\n'));
@@ -220,6 +242,25 @@ Exit status: the command's own (128+N if killed by signal N); 125 when srt itsel
 (bad settings, the sandbox cannot be built); 126/127 when the command cannot be run.
 srt never runs a command outside the sandbox.`;
 
+/** `srt help presets`: every preset, what it adds, and how to name it. */
+function presetsHelp(): string {
+  const lines = [
+    'Toolchain presets: --with NAME (repeatable), or "presets": ["NAME"] in ~/.srt/settings.json, a',
+    '--settings file or managed settings (never in a repository\'s .srt/settings.json).',
+    'Each adds its registries to network.allowedDomains and its cache directories to',
+    'filesystem.allowWrite (created empty when missing); places in a cache that a host program',
+    'runs later stay write-protected. srt config shows each entry as "preset NAME (SOURCE)".',
+    '',
+  ];
+  for (const [name, p] of Object.entries(PRESETS)) {
+    lines.push(`${name} — ${p.summary}`);
+    lines.push(`    domains:   ${p.allowedDomains.join(' ')}`);
+    if (p.caches.length) lines.push(`    writable:  ${p.caches.join(' ')}`);
+    if (p.protect.length) lines.push(`    protected: ${p.protect.join(' ')}`);
+  }
+  return `${lines.join('\n')}\n`;
+}
+
 /** `split.tail` is filled in after the program is built (its options drive the split). */
 function buildProgram(result: { exit: number }, split: { tail?: string[] }): Command {
   const pkg = createRequire(import.meta.url)(PACKAGE_JSON) as { version: string };
@@ -228,7 +269,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .description('Run a command in an OS-level sandbox: filesystem rules from layered settings, network only through a filtering proxy.')
     .usage('[options] [--] COMMAND [ARGS...]\n       srt [options] "COMMAND STRING" | -c "COMMAND STRING"\n       srt config [--json] | doctor [--json] [--fix] [--tools] | trust [FILE] | schema | proxy [--http-port N] [--socks-port N]')
     .version(pkg.version, '-V, --version')
-    .helpCommand('help [command]', 'the same as --help (for a subcommand: srt help config)')
+    .helpCommand(false)
     .enablePositionalOptions()
     .passThroughOptions()
     .argument('[command...]', 'the command to run and its arguments')
@@ -244,7 +285,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })
     .action(async (operands: string[], opts: RunOptions) => {
       const spec = commandSpec(operands, split.tail, opts);
-      if (spec === undefined) throw new Fatal(['no command given; usage: srt [options] [--] COMMAND [ARGS...] (see srt --help)']);
+      if (spec === undefined) throw new Fatal([`no command given; ${SHORT_USAGE}`], EXIT_USAGE);
       result.exit = await runAction(spec, opts);
     });
 
@@ -255,14 +296,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       .option('--json', 'machine-readable output (stable shape, version 1)'),
   ).action(async (opts: PolicyOptions & { json?: boolean }) => {
     const parent = program.opts<PolicyOptions & { debug?: boolean }>();
-    const both = (key: keyof PolicyOptions) => [...(parent[key] ?? []), ...(opts[key] ?? [])];
-    const merged: PolicyOptions = {
-      settings: both('settings'),
-      allowDomain: both('allowDomain'),
-      allowWrite: both('allowWrite'),
-      denyRead: both('denyRead'),
-    };
-    const report = await loadReport(merged, debugEnabled(parent));
+    const report = await loadReport(mergedPolicyOptions(parent, opts), debugEnabled(parent));
     const [{ configJson, configText }, { hostCredentialPlan }] = await Promise.all([import('./settings/report.js'), import('./platform/credentials.js')]);
     // What a run would do with credentials: files are read, `source` commands are not run.
     const credentials = await hostCredentialPlan(report.policy);
@@ -277,11 +311,9 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       .option('--fix', 'remove what killed runs left behind (never a live run\'s files)')
       .option('--tools', 'also run each installed client (curl, git, node, python3, pip, npm, java, go, ssh) in a throwaway sandbox against a probe server: does it use the proxy, does it trust srt\'s CA'),
   ).action(async (opts: PolicyOptions & { json?: boolean; fix?: boolean; tools?: boolean }) => {
-    const parent = program.opts<PolicyOptions>();
-    const both = (key: keyof PolicyOptions) => [...(parent[key] ?? []), ...(opts[key] ?? [])];
     const { runDoctor, doctorText } = await import('./doctor.js');
     const report = await runDoctor({
-      load: loadOptions({ settings: both('settings'), allowDomain: both('allowDomain'), allowWrite: both('allowWrite'), denyRead: both('denyRead') }),
+      load: loadOptions(mergedPolicyOptions(program.opts<PolicyOptions>(), opts)),
       fix: opts.fix === true,
       tools: opts.tools === true,
     });
@@ -345,10 +377,8 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       .option('--socks-port <n>', 'SOCKS5 proxy port (default: any free port)', parsePort),
   ).action(async (opts: PolicyOptions & { httpPort?: number; socksPort?: number }) => {
     const parent = program.opts<PolicyOptions & { debug?: boolean }>();
-    const both = (key: keyof PolicyOptions) => [...(parent[key] ?? []), ...(opts[key] ?? [])];
-    const merged: PolicyOptions = { settings: both('settings'), allowDomain: both('allowDomain'), allowWrite: both('allowWrite'), denyRead: both('denyRead') };
     const debug = debugEnabled(parent);
-    const report = await loadReport(merged, debug);
+    const report = await loadReport(mergedPolicyOptions(parent, opts), debug);
     const { runStandaloneProxy } = await import('./proxy/standalone.js');
     result.exit = await runStandaloneProxy({
       network: report.policy.network,
@@ -359,6 +389,21 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
       err: say,
     });
   });
+
+  program
+    .command('help')
+    .description('the same as --help; srt help SUBCOMMAND for a subcommand; srt help presets lists the toolchain presets')
+    .argument('[topic]', 'a subcommand, or presets')
+    .action((topic: string | undefined) => {
+      if (topic === undefined) return program.outputHelp();
+      if (topic === 'presets') {
+        process.stdout.write(presetsHelp());
+        return;
+      }
+      const cmd = program.commands.find((c) => c.name() === topic);
+      if (!cmd) throw new Fatal([`unknown command "${topic}"; srt help lists the subcommands (srt help presets: the toolchain presets)`], EXIT_USAGE);
+      cmd.outputHelp();
+    });
 
   for (const cmd of program.commands) {
     cmd.exitOverride().configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) });
@@ -384,7 +429,7 @@ async function main(argv: string[]): Promise<number> {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_SRT_FAILURE;
     if (err instanceof Fatal) {
       for (const line of err.lines) say(`srt: ${line}`);
-      return EXIT_SRT_FAILURE;
+      return err.exit;
     }
     const [first, ...rest] = String((err as Error).stack ?? err).split('\n');
     say(`srt: internal error: ${first}`);

@@ -16,6 +16,8 @@ export interface Source {
   /** A project/local file of a directory between cwd and `/` other than the project root: only
    *  its deny entries apply, and the root's own files cannot re-open them (SPEC §2.4). */
   outsideRoot?: true;
+  /** The toolchain preset (`--with npm`, `"presets": ["npm"]`) that added the entry. */
+  preset?: string;
 }
 
 /** A filesystem entry after `~`/relative resolution against its scope's base. */
@@ -26,6 +28,8 @@ export interface PathRule {
   /** The spelling in the settings file, for messages. */
   original: string;
   source: Source;
+  /** A preset's cache directory: created empty on the host when missing, before the run. */
+  create?: true;
 }
 
 export interface SourcedDomain {

@@ -21,6 +21,7 @@ import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
 import { expandGlob, readGitFile, scanProtected, SearchError } from './platform/search.js';
 import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
+import { createCacheDirs } from './platform/cache-dirs.js';
 import { removeTree } from './platform/remove.js';
 import { ownFiles } from './platform/self.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
@@ -302,7 +303,7 @@ export class Sandbox implements PlatformBackend {
     const platform = opts.platform ?? hostPlatform();
     if (platform === 'macos') return (await import('./platform/macos.js')).MacosSandbox.create(opts);
     if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build`);
-    const warnings: string[] = [];
+    const warnings: string[] = opts.dryRun ? [] : createCacheDirs(policy);
 
     const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: true });
     const credentialMounts: CredentialMounts = {

@@ -42,6 +42,7 @@ import { shellQuote } from '../shell.js';
 import { Messages, type PlatformBackend } from './backend.js';
 import { resolveLanding } from './landing.js';
 import { removeTree } from './remove.js';
+import { createCacheDirs } from './cache-dirs.js';
 import { FORWARDED_SIGNALS, signalExit } from './run.js';
 import { expandGlob, readGitFile, SearchError } from './search.js';
 import { reapStale } from './state.js';
@@ -205,6 +206,7 @@ export class MacosSandbox implements PlatformBackend {
 
   static async create(opts: SandboxOptions): Promise<MacosSandbox> {
     const { policy } = opts;
+    const created = opts.dryRun ? [] : createCacheDirs(policy);
     const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: false });
     try { reapStale(policy.home); } catch { /* the lock is busy: they stay for the next run */ }
 
@@ -260,6 +262,7 @@ export class MacosSandbox implements PlatformBackend {
         ...(hooks.name ? { hooksName: hooks.name } : {}),
       });
       if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
+      plan.warnings.push(...created);
       const sb = new MacosSandbox(policy, opts.debug ?? false, runDir, tmpDir, plan, tag, credentials);
       sb.out = new Messages(opts.onMessage);
       process.on('exit', sb.onExit);

@@ -27,6 +27,7 @@ import { parseDomainEntry, type DomainRule } from '../proxy/domains.js';
 import { describeExpose, forwardedPorts, forwardListenAddresses, parseExposeEntry, srtPortUse } from '../proxy/local-services.js';
 import { SettingsError } from './errors.js';
 import type { FileScope } from './files.js';
+import { PRESETS } from './presets.js';
 import { UNSUPPORTED_REFERENCE_KEYS, validateSettings, type PathEntry, type SettingsDocument } from './schema.js';
 
 /** One settings document with where it came from. */
@@ -49,11 +50,13 @@ export interface SettingsLayer {
   knownValid?: true;
 }
 
-/** The `--allow-domain`, `--allow-write`, `--deny-read` flags (CLI scope, relative to cwd). */
+/** The `--allow-domain`, `--allow-write`, `--deny-read`, `--with` flags (CLI scope, relative to cwd). */
 export interface CliFlags {
   allowDomain?: string[];
   allowWrite?: string[];
   denyRead?: string[];
+  /** Toolchain presets (names checked by the caller). */
+  with?: string[];
 }
 
 export interface PolicyContext {
@@ -108,6 +111,7 @@ export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[
   if (flags.allowDomain?.length) layers.push(flagLayer('--allow-domain', { network: { allowedDomains: [...flags.allowDomain] } }));
   if (flags.allowWrite?.length) layers.push(flagLayer('--allow-write', { filesystem: { allowWrite: [...flags.allowWrite] } }));
   if (flags.denyRead?.length) layers.push(flagLayer('--deny-read', { filesystem: { denyRead: [...flags.denyRead] } }));
+  if (flags.with?.length) layers.push(flagLayer('--with', { presets: [...flags.with] }));
 
   // Scope order, stable within a scope.
   const ordered = SCOPE_ORDER.flatMap((scope) => layers.filter((l) => l.scope === scope));
@@ -242,6 +246,10 @@ class Builder {
       }
       if (layer.scope === 'project' || layer.scope === 'local') {
         const who = `${layer.scope} settings (which come with the repository)`;
+        if (layer.doc.presets?.length) {
+          drop(layer.doc, ['presets']);
+          this.ignore(layer, 'presets', `${who} may not name presets: they come from your own settings only (user, --with, managed)`);
+        }
         this.depthFloor(layer, who);
         for (const rule of WEAKENING) {
           if (!rule.weakens(get(layer.doc, rule.path))) continue;
@@ -270,6 +278,7 @@ class Builder {
       }
     }
 
+    this.expandPresets();
     const managedDomainsOnly = this.scalar('network.allowManagedDomainsOnly', (d) => d.network?.allowManagedDomainsOnly, false, managedFirst);
     const managedReadOnly = this.scalar('filesystem.allowManagedReadPathsOnly', (d) => d.filesystem?.allowManagedReadPathsOnly, false, managedFirst);
     for (const layer of this.layers) {
@@ -284,6 +293,28 @@ class Builder {
       }
     }
     return { managedDomainsOnly, managedReadOnly };
+  }
+
+  /**
+   * Each preset a layer names becomes a layer of its own right after it (same scope, the preset
+   * in its source), so precedence, managed-only rules and `srt config` treat its entries like any
+   * other entry of that scope.
+   */
+  private expandPresets(): void {
+    for (let i = 0; i < this.layers.length; i++) {
+      const layer = this.layers[i]!;
+      const names = [...new Set(layer.doc.presets ?? [])];
+      delete layer.doc.presets;
+      const added: Layer[] = names.map((name) => {
+        const p = PRESETS[name]!;
+        return {
+          scope: layer.scope, source: { ...layer.source, preset: name }, base: this.ctx.home, approval: 'approved',
+          doc: { network: { allowedDomains: [...p.allowedDomains] }, filesystem: { allowWrite: [...p.caches], denyWrite: [...p.protect] } },
+        };
+      });
+      this.layers.splice(i + 1, 0, ...added);
+      i += added.length;
+    }
   }
 
   /** A repository's file may raise mandatoryDenySearchDepth, never lower it below what the user
@@ -405,7 +436,7 @@ class Builder {
       (layer.doc.filesystem?.[key] ?? []).forEach((entry, i) => {
         const r = this.resolvePath(layer, `filesystem.${key}[${i}]`, entry);
         const id = `${r.glob}:${r.path}`;
-        if (!out.has(id)) out.set(id, { ...r, source: layer.source });
+        if (!out.has(id)) out.set(id, { ...r, source: layer.source, ...(key === 'allowWrite' && layer.source.preset !== undefined ? { create: true as const } : {}) });
       });
     }
     return [...out.values()];

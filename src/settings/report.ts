@@ -22,7 +22,7 @@
 // }
 // settings.network.exposePorts: [ { "value": "127.0.0.1:3000:3000", "hostAddress", "hostPort", "sandboxPort", "source" } ];
 // forwardedPorts: derived from allowedDomains (every loopback entry with a port).
-// SOURCE = { "scope": "managed"|"cli"|"local"|"project"|"user"|"default", "file"?: abs path, "flag"?: "--allow-domain" }
+// SOURCE = { "scope": "managed"|"cli"|"local"|"project"|"user"|"default", "file"?: abs path, "flag"?: "--allow-domain", "preset"?: "npm" }
 // Lists hold only effective entries; a scalar nobody set has source { "scope": "default" }.
 
 import { relative, sep } from 'node:path';
@@ -54,7 +54,7 @@ export function configJson(report: SettingsReport, credentials?: CredentialPlan)
   const { policy: p } = report;
   const s = <T>(key: string, value: T) => scalar(report, key, value);
   const domain = (d: SourcedDomain) => ({ value: d.rule.text, source: d.source });
-  const path = (r: PathRule) => ({ value: r.path, glob: r.glob, original: r.original, source: r.source });
+  const path = (r: PathRule) => ({ value: r.path, glob: r.glob, original: r.original, ...(r.create ? { create: true } : {}), source: r.source });
   const reasons: Record<string, Sourced<string>> = {};
   for (const [entry, reason] of Object.entries(p.network.deniedDomainReasons)) {
     reasons[entry] = s(`network.deniedDomainReasons[${JSON.stringify(entry)}]`, reason);
@@ -143,6 +143,10 @@ function credentialPlanJson(plan: CredentialPlan): object {
 
 /** `managed /etc/srt/managed-settings.json`, `project .srt/settings.json`, `cli --allow-domain`, `default`. */
 export function describeSource(source: Source, policy: Pick<Policy, 'root' | 'home'>): string {
+  if (source.preset !== undefined) {
+    const { preset, ...named } = source;
+    return `preset ${preset} (${describeSource(named, policy)})`;
+  }
   if (source.flag) return `${source.scope} ${source.flag}`;
   if (!source.file) return source.scope;
   let file = source.file;
@@ -164,7 +168,7 @@ export function configText(report: SettingsReport, credentials?: CredentialPlan)
     if (entries.length === 0) rows.push([key, '(none)', '']);
     entries.forEach(([value, source], i) => rows.push([i === 0 ? key : '', value, source ? src(source) : '']));
   };
-  const pathValue = (r: PathRule) => (r.glob ? `${r.path} (glob)` : r.path);
+  const pathValue = (r: PathRule) => `${r.path}${r.glob ? ' (glob)' : ''}${r.create ? ' (created empty when missing)' : ''}`;
 
   list('network.allowedDomains', p.network.allowedDomains.map((d) => [d.rule.text, d.source]));
   list('network.deniedDomains', p.network.deniedDomains.map((d) => [d.rule.text, d.source]));

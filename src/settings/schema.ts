@@ -6,6 +6,7 @@ import { createRequire } from 'node:module';
 import type * as Zod from 'zod';
 import { SettingsError, didYouMean, formatKeyPath } from './errors.js';
 import { kindOf } from './files.js';
+import { PRESET_NAMES } from './presets.js';
 
 type ZodModule = typeof Zod;
 const require = createRequire(import.meta.url);
@@ -218,6 +219,10 @@ function build(zod: ZodModule) {
   const settings = z
     .strictObject({
       $schema: z.string().optional().describe('Ignored; for editors.'),
+      presets: z
+        .array(z.enum(PRESET_NAMES as [string, ...string[]]))
+        .optional()
+        .describe('Toolchain presets (srt help presets): each adds its registries to allowedDomains and its cache directories to allowWrite. User, CLI and managed settings only.'),
       network: network.optional(),
       filesystem: filesystem.optional(),
       credentials: credentials.optional(),

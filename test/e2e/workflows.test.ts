@@ -35,6 +35,16 @@ describe("the reference tool's muscle memory", () => {
     expect((await srt(['--', 'help'], { home, cwd })).exitCode).toBe(127);
   });
 
+  it('srt help TOPIC that is no subcommand, and srt alone, are usage errors (exit 2) in one line', async () => {
+    const run = await srt(['help', 'run'], { home, cwd });
+    expect(run.exitCode).toBe(2);
+    expect(run.stderr).toBe('srt: unknown command "run"; srt help lists the subcommands (srt help presets: the toolchain presets)');
+    expect(run.stdout).toBe('');
+    const bare = await srt([], { home, cwd });
+    expect(bare.exitCode).toBe(2);
+    expect(bare.stderr).toBe('srt: no command given; usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands');
+  });
+
   it('a reader that stops early (srt config | head) is no error', async () => {
     // `true` exits before srt writes: every write of srt meets a closed pipe.
     const r = await execa('sh', ['-c', `"${process.execPath}" "${SRT_BIN}" config | true; "${process.execPath}" "${SRT_BIN}" help | true`], {
@@ -65,11 +75,27 @@ describe('honest messages', () => {
     expect(r.stderr).toBe('srt: already inside an srt sandbox (SRT_SANDBOX=1): srt does not nest; run the command directly, it is sandboxed already');
   });
 
-  it('after a refusal srt says once how to allow the host', async () => {
-    const r = await srt(['-c', "curl -s -o /dev/null --max-time 10 http://127.0.0.3:9/ ; curl -s -o /dev/null --max-time 10 http://127.0.0.4:9/; true"], { home, cwd });
-    expect(r.stderr).toContain('srt: blocked 127.0.0.3:9 — not in network.allowedDomains');
-    expect(r.stderr.match(/srt: to allow/g)).toHaveLength(1);
-    expect(r.stderr).toContain('srt: to allow 127.0.0.3:9: run with --allow-domain 127.0.0.3:9, or add it to network.allowedDomains in ~/.srt/settings.json');
+  it('after a refusal srt says how to allow each host, next to its blocked line', async () => {
+    const r = await srt(['-c', "curl -s -o /dev/null --max-time 10 http://127.0.0.3:9/ ; curl -s -o /dev/null --max-time 10 http://127.0.0.4:80/; true"], { home, cwd });
+    const lines = r.stderr.split('\n');
+    const at = lines.indexOf('srt: blocked 127.0.0.3:9 — not in network.allowedDomains');
+    expect(at).toBeGreaterThanOrEqual(0);
+    expect(lines[at + 1]).toBe('srt: to allow 127.0.0.3:9: run with --allow-domain 127.0.0.3:9, or add "127.0.0.3:9" to network.allowedDomains in ~/.srt/settings.json');
+    const at80 = lines.indexOf('srt: blocked 127.0.0.4:80 — not in network.allowedDomains');
+    expect(lines[at80 + 1]).toBe('srt: to allow 127.0.0.4:80: run with --allow-domain 127.0.0.4, or add "127.0.0.4" to network.allowedDomains in ~/.srt/settings.json');
+  });
+
+  it('a host listed in an unapproved repository file gets srt trust as its hint', async () => {
+    const repo = join(tmp.path, 'unapproved');
+    mkdirSync(join(repo, '.srt'), { recursive: true });
+    await execa('git', ['init', '-q', repo]);
+    const file = join(repo, '.srt', 'settings.json');
+    writeFileSync(file, JSON.stringify({ network: { allowedDomains: ['*.example.test'] } }));
+    const r = await srt(['-c', 'curl -s -o /dev/null --max-time 10 http://pkg.example.test/; true'], { home, cwd: repo });
+    const lines = r.stderr.split('\n');
+    const at = lines.indexOf('srt: blocked pkg.example.test:80 — not in network.allowedDomains');
+    expect(at).toBeGreaterThanOrEqual(0);
+    expect(lines[at + 1]).toBe(`srt: to allow pkg.example.test:80: it is listed in ${file}, which you have not approved: srt trust ${file}`);
   });
 
   it('strictAllowlist: false on the command line warns that it changes nothing', async () => {
