@@ -229,6 +229,7 @@ Examples:
   srt --allow-domain github.com -- git fetch
   srt --dry-run -- ls                   print the sandbox plan without running anything
   srt --dry-run --platform macos -- ls  print the Seatbelt profile macOS would run it with (on any platform)
+  srt --with npm -- npm ci              npm's registry and cache (srt help presets lists the toolchains)
   srt config                            show the merged settings and where each value comes from
   srt trust                             approve this repository's .srt/settings.json (its allow entries then apply)
   srt -- config                         run a program named "config"
