@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { codeCacheState } from './code-cache.js';
 import { isWithin } from './glob.js';
 import type { Policy } from './policy.js';
-import { literalOf } from './profiles/bwrap.js';
+import { writeRootsOf } from './profiles/access.js';
 import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
 import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
@@ -162,17 +162,6 @@ async function dependencyChecks(): Promise<Check[]> {
   return checks;
 }
 
-/** Paths the sandboxed command may write under this policy (cwd and allowWrite, as they land). */
-function writableRoots(policy: Policy): string[] {
-  const roots = [policy.cwd];
-  for (const r of policy.filesystem.allowWrite) {
-    const lit = literalOf(r);
-    if (lit === null) continue;
-    const l = resolveLanding(lit);
-    if (l.kind === 'dir' || l.kind === 'file') roots.push(l.real);
-  }
-  return roots;
-}
 
 function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy } {
   const inspection = inspectSettings(load);
@@ -223,7 +212,7 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
   // srt, or the node that runs it, inside a path the sandbox may write: the next srt runs what is
   // there outside any sandbox. Linux runs keep srt's own files read-only (self.ts); a `node` on
   // PATH is not srt's (the launcher never runs it) but other tools do.
-  const roots = writableRoots(p);
+  const roots = writeRootsOf(p, resolveLanding).roots.map((r) => r.region.base);
   const nodeOnPath = findOnPath('node');
   const mine = [
     ...ownFiles(),

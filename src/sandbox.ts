@@ -7,10 +7,11 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, encodeMounts, globRules, literalPaths, planWriteRoots, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, globRules, literalPaths, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import type { CredentialPlan } from './credentials/plan.js';
+import { writeRootsOf } from './profiles/access.js';
 import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
 import { describeCredentialPlan } from './credentials/describe.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
@@ -348,7 +349,7 @@ export class Sandbox implements PlatformBackend {
       if (!l) landings.set(p, (l = resolveLanding(p)));
       return l;
     };
-    const roots = [...planWriteRoots(policy, landing, '', worktree).roots.keys()].filter((r) => r !== '');
+    const roots = writeRootsOf(policy, landing, worktree).roots.map((r) => r.region.base);
     let scanned, globs, bwrap: string;
     let termination: Termination | undefined;
     try {

@@ -136,6 +136,72 @@ function describe(source: Source): string {
   return source.file ? `${source.scope} ${source.file}` : source.scope;
 }
 
+export interface WriteRoots {
+  /** Real paths, one rule each, with the highest trust of the entries that land there. */
+  roots: AccessRule[];
+  warnings: string[];
+  notes: string[];
+}
+
+/**
+ * The writable roots of a policy (SPEC §3), the one derivation of every backend and of srt
+ * doctor: the current directory, each `allowWrite` entry where it lands, and a linked worktree's
+ * main `.git` and its own git dir. srt's TMPDIR is not among them (`ownWritable`). An entry is
+ * left out, with a warning, when it is a glob, when it does not exist (nothing to make writable:
+ * create it first), when it runs through a symlink (a link planted by an earlier run, `build ->
+ * ~`, must not widen a later one; links root owns in directories root owns, `/var/run -> /run`,
+ * are part of the system and stay usable unless they lie in the home directory, the current
+ * directory or another writable root), and when a project or local file's entry leads outside
+ * the project (SPEC §2.4).
+ */
+export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, worktree?: AccessFacts['worktree']): WriteRoots {
+  const warnings: string[] = [];
+  const notes: string[] = [];
+  const roots = new Map<string, AccessRule>();
+  const add = (l: Landing, kind: AccessKind, trust: number, origin: string) => {
+    if (l.kind !== 'dir' && l.kind !== 'file') {
+      notes.push(`${origin}: does not exist, not writable`);
+      return;
+    }
+    const had = roots.get(l.real);
+    if (!had || had.trust < trust) roots.set(l.real, { kind, region: { base: l.real }, trust, origin });
+  };
+  const cwd = landing(policy.cwd);
+  add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
+  const entries: { rule: PathRule; l: Landing }[] = [];
+  for (const r of policy.filesystem.allowWrite) {
+    const lit = literalOf(r);
+    if (lit === null) {
+      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths; entry ignored (name the directory instead)`);
+      continue;
+    }
+    const l = landing(lit);
+    if (l.kind === 'missing') {
+      warnings.push(`filesystem.allowWrite: ${r.original} does not exist, so it is not writable in this run (srt makes only existing paths writable; create it first)`);
+    }
+    entries.push({ rule: r, l });
+  }
+  const direct = [policy.cwd, policy.home, ...entries.filter((e) => !e.l.via?.length).map((e) => e.l.real)];
+  for (const { rule: r, l } of entries) {
+    const planted = (l.via ?? []).find((v) => !v.system || direct.some((d) => isWithin(v.link, d)));
+    if (planted) {
+      warnings.push(`filesystem.allowWrite: ${r.original}: runs through the symlink ${planted.link} -> ${planted.target}; entry ignored ` +
+        `(a sandboxed command could have planted that link; name the directory it points to instead)`);
+      continue;
+    }
+    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
+      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
+      continue;
+    }
+    add(l, 'allowWrite', trustOf(r), `allowWrite ${r.original} (${describe(r.source)})`);
+  }
+  if (worktree) {
+    // The worktree's own git dir lies inside the protected `worktrees/` directory of the main one.
+    for (const dir of [worktree.commonDir, worktree.gitDir]) add(landing(dir), 'worktree', TRUST.default, `git worktree ${dir}`);
+  }
+  return { roots: [...roots.values()], warnings, notes };
+}
+
 export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRules {
   const fs = policy.filesystem;
   const warnings: string[] = [];
@@ -172,29 +238,11 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
   readDenies.unshift(...fs.denyRead.filter((r) => resolvable('filesystem.denyRead', r)).flatMap((r) => denyRules('denyRead', r)));
   if (facts.runRoot) readDenies.push(own('srt', facts.runRoot, "other runs' directories"));
 
-  const writeRoots: AccessRule[] = [];
   const cwd = landing(policy.cwd);
-  writeRoots.push({ kind: 'cwd', region: { base: cwd.real }, trust: TRUST.default, origin: `the current directory ${cwd.real}` });
-  for (const r of fs.allowWrite) {
-    const rule = fromRule('allowWrite', r);
-    if (rule.region.tail !== undefined) {
-      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths; entry ignored (name the directory instead)`);
-      continue;
-    }
-    const l = landing(literalOf(r)!);
-    // A repository's file may only make the project writable; a symlink inside it must not
-    // carry that out of the project (SPEC §2.4).
-    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
-      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
-      continue;
-    }
-    writeRoots.push(rule);
-  }
-  if (facts.worktree) {
-    for (const dir of [facts.worktree.commonDir, facts.worktree.gitDir]) {
-      writeRoots.push({ kind: 'worktree', region: { base: landing(dir).real }, trust: TRUST.default, origin: `git worktree ${dir}` });
-    }
-  }
+  const planned = writeRootsOf(policy, landing, facts.worktree);
+  warnings.push(...planned.warnings);
+  notes.push(...planned.notes);
+  const writeRoots = planned.roots;
 
   const readAllows: AccessRule[] = [
     ...fs.allowRead.map((r) => fromRule('allowRead', r)),

@@ -16,7 +16,7 @@
 import { dirname, join } from 'node:path';
 import { isWithin } from '../glob.js';
 import type { PathRule, Policy } from '../policy.js';
-import { CREDENTIAL, literalOf, SRT_OWN, TRUST, trustOf } from './access.js';
+import { CREDENTIAL, literalOf, SRT_OWN, trustOf, writeRootsOf } from './access.js';
 import type { ProtectedTarget } from './protected.js';
 
 export { literalOf };
@@ -230,62 +230,6 @@ function depthOf(p: string): number {
 
 interface Access { read: boolean; write: boolean }
 
-/**
- * The writable roots of a policy, each with the trust of the scope that made it writable: cwd,
- * TMPDIR, each `allowWrite` entry (where it lands) and a linked worktree's main `.git`. An
- * `allowWrite` entry that runs through a symlink is refused: a link planted by an earlier run
- * (`build -> /etc`) must not widen a later one. Links root owns in directories root owns
- * (`/var/run -> /run`) are part of the system and stay usable, unless they lie in the home
- * directory, cwd or another writable root.
- */
-export function planWriteRoots(policy: Policy, landing: (p: string) => Landing, tmpDir: string, worktree?: BwrapFacts['worktree']):
-  { roots: Map<string, number>; warnings: string[]; notes: string[] } {
-  const warnings: string[] = [];
-  const notes: string[] = [];
-  const roots = new Map<string, number>();
-  const add = (l: Landing, why: string, trust: number) => {
-    if (l.kind === 'dir' || l.kind === 'file') roots.set(l.real, Math.max(trust, roots.get(l.real) ?? -1));
-    else notes.push(`allowWrite ${why}: does not exist, skipped`);
-  };
-  add(landing(policy.cwd), policy.cwd, TRUST.default);
-  roots.set(tmpDir, SRT_OWN);
-  const entries: { rule: PathRule; l: Landing }[] = [];
-  for (const r of policy.filesystem.allowWrite) {
-    const lit = literalOf(r);
-    if (lit === null) {
-      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths on Linux; entry ignored (name the directory instead)`);
-      continue;
-    }
-    const l = landing(lit);
-    if (l.kind === 'missing') {
-      warnings.push(`filesystem.allowWrite: ${r.original} does not exist, so it is not writable in this run (srt binds only existing paths; create it first)`);
-    }
-    entries.push({ rule: r, l });
-  }
-  const direct = [policy.cwd, policy.home, ...entries.filter((e) => !e.l.via?.length).map((e) => e.l.real)];
-  for (const { rule: r, l } of entries) {
-    const planted = (l.via ?? []).find((v) => !v.system || direct.some((d) => isWithin(v.link, d)));
-    if (planted) {
-      warnings.push(`filesystem.allowWrite: ${r.original}: runs through the symlink ${planted.link} -> ${planted.target}; entry ignored ` +
-        `(a sandboxed command could have planted that link; name the directory it points to instead)`);
-      continue;
-    }
-    // A repository's file may only make the project writable; a symlink inside it must not
-    // carry that out of the project (SPEC §2.4).
-    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
-      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
-      continue;
-    }
-    add(l, r.original, trustOf(r));
-  }
-  if (worktree) {
-    add(landing(worktree.commonDir), 'git worktree main repository', TRUST.default);
-    // Inside the protected `worktrees/` directory of the main repository.
-    add(landing(worktree.gitDir), 'git worktree git dir', TRUST.default);
-  }
-  return { roots, warnings, notes };
-}
-
 export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: string[]): BwrapPlan {
   const warnings: string[] = [];
   const errors: string[] = [];
@@ -327,8 +271,9 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     if (set) warnings.push(`${key} only has an effect on macOS; ignored on Linux${key === 'network.allowUnixSockets' ? ' (Linux has no per-path rule: see network.allowAllUnixSockets)' : ''}`);
   }
   // --- write roots, each with the trust of the scope that made it writable
-  const planned = planWriteRoots(policy, landing, facts.tmpDir, facts.worktree);
-  const writeRoots = planned.roots;
+  const planned = writeRootsOf(policy, landing, facts.worktree);
+  const writeRoots = new Map(planned.roots.map((r) => [r.region.base, r.trust]));
+  writeRoots.set(facts.tmpDir, SRT_OWN);
   warnings.push(...planned.warnings);
   notes.push(...planned.notes);
   const supervised = facts.seccomp?.supervisor !== undefined;

@@ -1,6 +1,6 @@
 // Everyday use (issue: workflows): the reference tool's spellings, help, honest messages, a
 // read-only working directory, nesting, and what srt says after refusing a connection.
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -183,6 +183,12 @@ describe('--log FILE', () => {
       // A log the command could write is warned about.
       const inside = await srt(['--log', join(repo, 'audit.jsonl'), '--', 'true'], { home, cwd: repo });
       expect(inside.stderr).toContain('is inside a path the command may write');
+      // So is one reached through a symlink into a writable path; not one outside them all.
+      symlinkSync(repo, join(home, 'repo-link'));
+      const linked = await srt(['--log', join(home, 'repo-link', 'audit.jsonl'), '--', 'true'], { home, cwd: repo });
+      expect(linked.stderr).toContain('is inside a path the command may write');
+      const outside = await srt(['--log', join(home, 'audit.jsonl'), '--', 'true'], { home, cwd: repo });
+      expect(outside.stderr).not.toContain('is inside a path the command may write');
     } finally {
       server.close();
     }

@@ -1,17 +1,16 @@
 // The access model itself (profiles/access.ts): the oracle every backend's translation is held
 // to, so its rules are tested directly — the same cases the bwrap plan is tested with.
 import { describe, expect, it } from 'vitest';
-import type { Landing } from '../../src/profiles/bwrap.js';
 import { buildAccessRules, mayRead, mayWrite, type AccessFacts } from '../../src/profiles/access.js';
 import type { PathRule, Policy } from '../../src/policy.js';
-import { cli, credentialFile, local, managed, policy, project, user } from './policy-fixtures.js';
+import { cli, credentialFile, Landings, local, managed, policy, project, user } from './policy-fixtures.js';
 
 const H = '/Users/ann';
 const W = `${H}/proj`;
 
 function rules(fs: Partial<Policy['filesystem']>, extra: Partial<Policy> = {}, more: Partial<AccessFacts> = {}) {
   return buildAccessRules(policy(fs, extra), {
-    landings: new Map(), tmpDir: `${H}/.srt/run/1-a/tmp`, runDir: `${H}/.srt/run/1-a`, runRoot: `${H}/.srt/run`,
+    landings: new Landings(), tmpDir: `${H}/.srt/run/1-a/tmp`, runDir: `${H}/.srt/run/1-a`, runRoot: `${H}/.srt/run`,
     protect: () => [{ region: { base: `${W}/.git/hooks` }, why: '.git/hooks' }],
     ...more,
   });
@@ -101,7 +100,7 @@ describe('access model: writes', () => {
   });
 
   it('a repository allowWrite that leads out of the project root through a symlink is ignored with a warning', () => {
-    const landings = new Map<string, Landing>([[`${W}/build`, { real: '/etc', kind: 'dir' }]]);
+    const landings = new Landings([[`${W}/build`, { real: '/etc', kind: 'dir' }]]);
     const r = rules({ allowWrite: [project(`${W}/build`)] }, {}, { landings });
     expect(writes(r, '/etc/passwd')).toBe(false);
     expect(r.warnings.join()).toContain('filesystem.allowWrite: /Users/ann/proj/build leads to /etc, outside the project root');

@@ -307,7 +307,7 @@ describe('settings that do nothing on Linux are said at start', () => {
     p.network.allowUnixSockets = ['/var/run/docker.sock'];
     const { warnings } = buildBwrapPlan(p, facts({ '/w/later': missing('/w/later') }), ['true']);
     expect(warnings).toEqual(expect.arrayContaining([
-      'filesystem.allowWrite: /w/later does not exist, so it is not writable in this run (srt binds only existing paths; create it first)',
+      'filesystem.allowWrite: /w/later does not exist, so it is not writable in this run (srt makes only existing paths writable; create it first)',
       'allowPty only has an effect on macOS; ignored on Linux',
       'allowAppleEvents only has an effect on macOS; ignored on Linux',
       'network.allowUnixSockets only has an effect on macOS; ignored on Linux (Linux has no per-path rule: see network.allowAllUnixSockets)',

@@ -1,5 +1,6 @@
 // Policies built directly (no settings files), for the pure profile generators' tests.
 import type { FileCredential, PathRule, Policy, Scope } from '../../src/policy.js';
+import type { Landing } from '../../src/profiles/bwrap.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 import { isGlob } from '../../src/glob.js';
 
@@ -35,4 +36,16 @@ export function policy(fs: Partial<Policy['filesystem']> = {}, extra: Partial<Po
     allowPty: false, allowAppleEvents: false, enableWeakerNetworkIsolation: false, warnings: [], ignored: [],
     ...extra,
   };
+}
+
+/** Landings for a pure generator's facts: every path named in `known` as given, every other path
+ *  an existing directory where it is written (as if srt had resolved it on a plain tree). */
+export class Landings extends Map<string, Landing> {
+  constructor(known: Iterable<readonly [string, Landing]> = []) {
+    super(known);
+  }
+
+  override get(path: string): Landing {
+    return super.get(path) ?? { real: path, kind: 'dir' };
+  }
 }

@@ -5,11 +5,10 @@ import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Policy } from '../../src/policy.js';
 import { mayRead, mayWrite } from '../../src/profiles/access.js';
-import type { Landing } from '../../src/profiles/bwrap.js';
 import {
   buildSeatbeltProfile, HTTP_PROXY_PARAM, SOCKS_PROXY_PARAM, type SeatbeltFacts, type SeatbeltPlan,
 } from '../../src/profiles/seatbelt.js';
-import { allowDomains, cli, credentialFile, local, managed, policy, project, user } from './policy-fixtures.js';
+import { allowDomains, cli, credentialFile, Landings, local, managed, policy, project, user } from './policy-fixtures.js';
 import { loadProfile, type Query } from './sbpl-checker.js';
 
 const HOME = '/Users/ann';
@@ -18,7 +17,7 @@ const RUN = `${HOME}/.srt/run/4242-abc`;
 
 function facts(more: Partial<SeatbeltFacts> = {}): SeatbeltFacts {
   return {
-    landings: new Map(), tmpDir: `${RUN}/tmp`, runDir: RUN, runRoot: `${HOME}/.srt/run`,
+    landings: new Landings(), tmpDir: `${RUN}/tmp`, runDir: RUN, runRoot: `${HOME}/.srt/run`,
     runtimeFiles: [{ path: '/opt/srt/dist/proxy/node-preload.cjs' }],
     cwdIsRepository: true, cwdGitFile: false, terminals: ['/dev/ttys003'], managedDir: '/Library/Application Support/srt', logTag: 'srt-0123456789ab',
     ...more,
@@ -96,7 +95,7 @@ const scenarios: Record<string, () => SeatbeltPlan> = {
     credentials: { envVars: [], files: [credentialFile(`${HOME}/.ssh`), credentialFile(`${HOME}/.config/gh/hosts.yml`, 'mask')], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
   }), facts()),
   'unix-sockets': () => buildSeatbeltProfile(policy({}, {}, { allowUnixSockets: ['/var/run/docker.sock', `${HOME}/.colima/default/docker.sock`] }),
-    facts({ landings: new Map<string, Landing>([['/var/run/docker.sock', { real: '/private/var/run/docker.sock', kind: 'file' }]]) })),
+    facts({ landings: new Landings([['/var/run/docker.sock', { real: '/private/var/run/docker.sock', kind: 'file' }]]) })),
   'all-unix-sockets': () => buildSeatbeltProfile(policy({}, {}, { allowAllUnixSockets: true }), facts()),
   'every-rule-group': () => buildSeatbeltProfile(policy({}, {
     allowPty: true, allowAppleEvents: true, enableWeakerNetworkIsolation: true,
@@ -309,9 +308,33 @@ describe('Seatbelt profile semantics', () => {
     expect(ev.allows(q('file-write-data', `${HOME}/.netrc`))).toBe(false);
   });
 
+  it('an allowWrite entry through a symlink a sandbox could have planted is refused, as on Linux (one derivation of the write roots)', () => {
+    const via = (link: string, target: string, system = false) => ({ link, target, system });
+    // An earlier run made `build` a link to the home directory; the settings name `./build`.
+    const plan = buildSeatbeltProfile(policy({ allowWrite: [project(`${CWD}/build`, './build'), user('/var/run/x'), user(`${HOME}/sys/x`)] }), facts({
+      landings: new Landings([
+        [CWD, { real: CWD, kind: 'dir' }],
+        [`${CWD}/build`, { real: HOME, kind: 'dir', via: [via(`${CWD}/build`, HOME)] }],
+        // A root-owned link in a root-owned directory (the system's own layout) stays usable…
+        ['/var/run/x', { real: '/private/var/run/x', kind: 'dir', via: [via('/var/run', '/private/var/run', true)] }],
+        // …but not inside the home directory, cwd or another writable root.
+        [`${HOME}/sys/x`, { real: '/opt/x', kind: 'dir', via: [via(`${HOME}/sys`, '/opt', true)] }],
+      ]),
+    }));
+    expect(plan.warnings).toContain(`filesystem.allowWrite: ./build: runs through the symlink ${CWD}/build -> ${HOME}; entry ignored (a sandboxed command could have planted that link; name the directory it points to instead)`);
+    expect(plan.warnings.some((w) => w.includes(`${HOME}/sys -> /opt`))).toBe(true);
+    expect(plan.writable).toEqual([CWD, '/private/var/run/x']);
+    const ev = load(plan);
+    for (const path of [`${HOME}/notes.txt`, `${HOME}/.cache/x`, '/opt/x/y']) {
+      expect(mayWrite(plan.rules, path).allowed, path).toBe(false);
+      expect(ev.allows(q('file-write-data', path)), path).toBe(false);
+    }
+    expect(ev.allows(q('file-write-data', '/private/var/run/x/y'))).toBe(true);
+  });
+
   it('a deny entry whose symlinks loop stops the run (fail closed)', () => {
     const plan = buildSeatbeltProfile(policy({ denyRead: [user(`${HOME}/loop`)] }), facts({
-      landings: new Map<string, Landing>([[`${HOME}/loop`, { real: `${HOME}/loop`, kind: 'impossible', why: 'loop' }]]),
+      landings: new Landings([[`${HOME}/loop`, { real: `${HOME}/loop`, kind: 'impossible', why: 'loop' }]]),
     }));
     expect(plan.errors.join()).toMatch(/filesystem.denyRead: .*loop: srt cannot tell where/);
   });
