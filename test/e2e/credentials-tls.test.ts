@@ -4,12 +4,12 @@
 // but is not; 127.0.0.4 is an excludeDomains host, whose tunnel srt does not open.
 import { createHash } from 'node:crypto';
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
 import { createServer as createTlsServer, type Server as TlsServer } from 'node:tls';
-import { gzipSync } from 'node:zlib';
+import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
 import { keyValues, srt, SRT_BIN, tempDir } from './helpers.js';
@@ -61,6 +61,7 @@ async function upstream(host: string, cert: { cert: string; key: string }): Prom
     }
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
+      if (url.startsWith('/reflect')) return reflect(req, res, Buffer.concat(chunks));
       // Every header and the body as received (h2 pseudo-headers included): an echo.
       const echo = JSON.stringify({ url, version: req.httpVersion, headers: req.headers, body: Buffer.concat(chunks).toString() });
       if (url.startsWith('/gzip')) {
@@ -80,6 +81,47 @@ async function upstream(host: string, cert: { cert: string; key: string }): Prom
   await new Promise<void>((r) => server.listen(0, host, r));
   servers.push(server);
   return { server, port: (server.address() as AddressInfo).port, raw: () => received.join(''), reset: () => { received.length = 0; } };
+}
+
+/** Echo encodings a reflecting server applies to the whole request (`?enc=`), each with the
+ *  decoding a reader of the echo would apply. `pre` bytes before the request shift base64's
+ *  alignment. */
+const ENCODINGS: Record<string, { encode: (b: Buffer, pre: number) => Buffer; decode: (b: Buffer, pre: number) => Buffer }> = {
+  raw: { encode: (b) => b, decode: (b) => b },
+  base64: { encode: (b, pre) => Buffer.from(Buffer.concat([Buffer.alloc(pre, 42), b]).toString('base64')), decode: (b, pre) => Buffer.from(b.toString(), 'base64').subarray(pre) },
+  base64url: { encode: (b, pre) => Buffer.from(Buffer.concat([Buffer.alloc(pre, 42), b]).toString('base64url')), decode: (b, pre) => Buffer.from(b.toString(), 'base64url').subarray(pre) },
+  hex: { encode: (b) => Buffer.from(b.toString('hex')), decode: (b) => Buffer.from(b.toString(), 'hex') },
+  HEX: { encode: (b) => Buffer.from(b.toString('hex').toUpperCase()), decode: (b) => Buffer.from(b.toString(), 'hex') },
+  // Every character as \uXXXX, and Gson's HTML-safe escapes (`=` of the Basic padding too).
+  'json-u': { encode: (b) => Buffer.from(`"${[...b.toString('latin1')].map((c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')}"`), decode: (b) => Buffer.from(JSON.parse(b.toString()) as string, 'latin1') },
+  'json-gson': { encode: (b) => Buffer.from(JSON.stringify(b.toString('latin1')).replace(/[<>&='\u2028\u2029]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`)), decode: (b) => Buffer.from(JSON.parse(b.toString()) as string, 'latin1') },
+  // A login redirect's `?next=` holds the request's URL percent-encoded (again).
+  percent: { encode: (b) => Buffer.from(encodeURIComponent(b.toString('latin1'))), decode: (b) => Buffer.from(decodeURIComponent(b.toString()), 'latin1') },
+};
+const COMPRESS: Record<string, (b: Buffer) => Buffer> = { gzip: gzipSync, deflate: deflateSync, br: brotliCompressSync };
+
+/**
+ * `/reflect?enc=E&pre=N&ce=gzip,br~gzip&te=gzip`: the request as received (line, headers, body),
+ * encoded with E, then compressed per `ce` (`~` separates Content-Encoding header lines) and, over
+ * HTTP/1.1, a `Transfer-Encoding: gzip, chunked` on top.
+ */
+function reflect(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse, body: Buffer): void {
+  const q = new URL(req.url ?? '/', 'https://x').searchParams;
+  const heads: string[] = [];
+  for (let i = 0; i < req.rawHeaders.length; i += 2) heads.push(`${req.rawHeaders[i]}: ${req.rawHeaders[i + 1]}\r\n`);
+  const request = Buffer.concat([Buffer.from(`${req.method} ${req.url} HTTP/${req.httpVersion}\r\n${heads.join('')}\r\n`, 'latin1'), body]);
+  let out = ENCODINGS[q.get('enc') ?? 'raw']!.encode(request, Number(q.get('pre') ?? 0));
+  const lines = (q.get('ce') ?? '').split('~').filter(Boolean);
+  for (const line of lines) for (const c of line.split(',')) out = COMPRESS[c]!(out);
+  const headers: Record<string, string | string[]> = { 'content-type': 'application/octet-stream' };
+  // HTTP/2 takes one Content-Encoding field: its lines joined.
+  if (lines.length) headers['content-encoding'] = req.httpVersion === '2.0' ? lines.join(', ') : lines.map((l) => l.replace(/,/g, ', '));
+  if (q.get('te') === 'gzip' && req.httpVersion === '1.1') {
+    out = gzipSync(out);
+    headers['transfer-encoding'] = 'gzip, chunked';
+  }
+  res.writeHead(200, headers);
+  res.end(out);
 }
 
 let pki: ReturnType<typeof testPki>;
@@ -177,6 +219,79 @@ describe('over terminated TLS', () => {
     expect(r.kv.gzip).toContain(`"authorization":"Bearer ${r.kv.gh}"`);
   });
 
+  it('a reflecting upstream hands curl, python and node the request srt wrote in every form and encoding stack: they read only sentinels, the Basic credential as they sent it', async () => {
+    inject.reset();
+    mkdirSync(join(cwd, 'out'), { recursive: true });
+    const base = `https://127.0.0.2:${inject.port}`;
+    // enc:pre:ce:te — `ce` lists Content-Encoding header lines (`~`) of codings (`,`).
+    const specs = [
+      ...Object.keys(ENCODINGS).flatMap((e) => (e.startsWith('base64') ? ['0', '1', '2'] : ['0']).map((p) => `${e}:${p}::`)),
+      'raw:0:gzip~gzip:', 'base64:1:gzip,br:', 'hex:0:deflate~br:', 'raw:0::gzip', 'base64url:2:br:gzip', 'json-u:0:gzip:',
+    ];
+    const few = ['raw:0::', 'base64:2:gzip~gzip:', 'hex:0:br:gzip', 'json-gson:0::', 'percent:0:deflate:'];
+    writeFileSync(join(cwd, 'reflect.py'), [
+      'import base64, os, sys, urllib.request',
+      "auth = 'Basic ' + base64.b64encode(('x:' + os.environ['GH_TOKEN']).encode()).decode()",
+      'for spec in sys.argv[2:]:',
+      "    enc, pre, ce, te = spec.split(':')",
+      "    url = f\"{sys.argv[1]}/reflect?enc={enc}&pre={pre}&ce={ce}&te={te}&private_token={os.environ['GL_TOKEN']}\"",
+      "    req = urllib.request.Request(url, data=('key=' + os.environ['BODY_KEY']).encode(), headers={'Authorization': auth, 'Accept-Encoding': 'gzip, br'})",
+      '    with urllib.request.urlopen(req) as r:',
+      "        open(f'out/py_{enc}_{pre}_{ce}_{te}', 'wb').write(r.read())",
+    ].join('\n'));
+    writeFileSync(join(cwd, 'reflect.mjs'), [
+      "import { writeFileSync } from 'node:fs';",
+      'const [base, ...specs] = process.argv.slice(2);',
+      "const auth = 'Basic ' + Buffer.from('x:' + process.env.GH_TOKEN).toString('base64');",
+      'for (const spec of specs) {',
+      "  const [enc, pre, ce, te] = spec.split(':');",
+      '  const r = await fetch(`${base}/reflect?enc=${enc}&pre=${pre}&ce=${ce}&te=${te}&private_token=${process.env.GL_TOKEN}`, { method: \'POST\', headers: { authorization: auth }, body: \'key=\' + process.env.BODY_KEY });',
+      '  writeFileSync(`out/node_${enc}_${pre}_${ce}_${te}`, Buffer.from(await r.arrayBuffer()));',
+      '}',
+    ].join('\n'));
+    const curl = (v: string, name: string) => (spec: string) => {
+      const [e, p, c, t] = spec.split(':');
+      return `curl -s ${v} -u "x:$GH_TOKEN" -d "key=$BODY_KEY" "${base}/reflect?enc=${e}&pre=${p}&ce=${c}&te=${t}&private_token=$GL_TOKEN" -o "out/${name}_${e}_${p}_${c}_${t}"`;
+    };
+    const r = await run([
+      ...specs.map(curl('--http1.1', 'curl1')),
+      ...few.map(curl('--http2', 'curl2')),
+      `python3 reflect.py ${base} ${few.join(' ')}`,
+      `node reflect.mjs ${base} ${few.join(' ')}`,
+      'echo "gh=$GH_TOKEN"', 'echo "gl=$GL_TOKEN"', 'echo "key=$BODY_KEY"',
+    ].join('\n'));
+    expect(r.exitCode, r.stderr).toBe(0);
+    // srt did inject: the upstream got the real values (else nothing could come back).
+    expect(inject.raw()).toContain(Buffer.from(`x:${GH}`).toString('base64'));
+    expect(inject.raw()).toContain(`private_token=${GL}`);
+    expect(inject.raw()).toContain(`key=${encodeURIComponent(KEY).replace(/%2B/g, '%2B')}`.slice(0, 12));
+    const pairs: Array<[string, string]> = [[GH, r.kv.gh!], [GL, r.kv.gl!], [KEY, r.kv.key!]];
+    /** An 8-byte run of a real value its sentinel does not share, or a Basic credential decoding to one. */
+    const leak = (text: string, inner = false): string | undefined => {
+      for (const [real, sentinel] of pairs) {
+        for (let i = 0; i + 8 <= real.length; i++) if (text.includes(real.slice(i, i + 8)) && !sentinel.includes(real.slice(i, i + 8))) return real.slice(i, i + 8);
+      }
+      if (!inner) for (const m of text.matchAll(/Basic ([A-Za-z0-9+/=]+)/gi)) if (leak(Buffer.from(m[1]!, 'base64').toString('latin1'), true)) return `Basic ${m[1]}`;
+      return undefined;
+    };
+    expect(leak(r.stdout + r.stderr)).toBeUndefined();
+    const files = readdirSync(join(cwd, 'out'));
+    expect(files).toHaveLength(specs.length + 3 * few.length);
+    for (const f of files) {
+      const [, e, p] = f.split('_');
+      const content = readFileSync(join(cwd, 'out', f));
+      const decoded = ENCODINGS[e!]!.decode(content, Number(p)).toString('latin1');
+      expect(leak(content.toString('latin1')), f).toBeUndefined();
+      expect(leak(decoded), `${f}: ${decoded.slice(0, 400)}`).toBeUndefined();
+      // The echo is the request the client sent: its Basic credential decodes to its own sentinel
+      // (inside a base64 echo, the blob's edge characters keep their bits: the last byte or two).
+      expect(decoded, f).toMatch(/^(GET|POST) \/reflect\?/);
+      const basic = Buffer.from(/authorization: Basic ([A-Za-z0-9+/=]+)/i.exec(decoded)?.[1] ?? '', 'base64').toString('latin1');
+      if (e!.startsWith('base64')) expect(basic.startsWith(`x:${r.kv.gh!.slice(0, -2)}`), `${f}: ${basic}`).toBe(true);
+      else expect(basic, f).toBe(`x:${r.kv.gh}`);
+    }
+  }, 180_000);
+
   it('the tripwire: a sentinel in a header or mid-body to a non-inject host is refused inside TLS, and never leaves', async () => {
     other.reset();
     const base = `https://127.0.0.3:${other.port}`;
@@ -187,15 +302,21 @@ describe('over terminated TLS', () => {
       `echo "why=$(curl -s -D - -o /dev/null -H "X-Note: $GH_TOKEN" ${base}/h | grep -i x-proxy-error | tr -d '\\r')"`,
       `echo "body=$(sh body.sh | curl -s -o /dev/null -w '%{http_code}' --data-binary @- ${base}/body)"`,
       `echo "clean=$(curl -s -o /dev/null -w '%{http_code}' ${base}/clean)"`,
+      // The same sentinel base64- or hex-encoded (any alignment) in a header, the query, a body.
+      `echo "b64=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Data: $(printf %s "$GH_TOKEN" | base64 -w0)" ${base}/b64)"`,
+      `echo "hex=$(curl -s -o /dev/null -w '%{http_code}' "${base}/hex?d=$(printf %s "$GH_TOKEN" | od -An -tx1 | tr -d ' \\n')")"`,
+      `echo "b64body=$(printf 'ab%s' "$GH_TOKEN" | base64 -w0 | tr '+/' '-_' | python3 -c 'import sys, urllib.request; print(urllib.request.urlopen(urllib.request.Request(sys.argv[1], data=sys.stdin.buffer.read())).status)' ${base}/b64body 2>&1 | grep -o 'Error 403' | head -1)"`,
+      'echo "gh=$GH_TOKEN"',
     ].join('\n'));
     expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.kv).toMatchObject({ header: '403', header_h2: '403', body: '403', clean: '200' });
+    expect(r.kv).toMatchObject({ header: '403', header_h2: '403', body: '403', clean: '200', b64: '403', hex: '403', b64body: 'Error 403' });
     expect(r.kv.why).toMatch(/x-proxy-error: sentinel-not-allowed-here/i);
     const seen = other.raw();
     noReal(seen);
     expect(seen).not.toMatch(/ghp_[A-Za-z0-9]{36}/);
     expect(seen).not.toContain('bbbb');
     expect(seen).toContain('/clean');
+    for (const path of ['/b64', '/hex', '/b64body']) expect(seen).not.toContain(path);
     expect(r.stderr).toMatch(/^srt: blocked GH_TOKEN's sentinel on its way to 127\.0\.0\.3$/m);
   });
 
