@@ -39,6 +39,8 @@ export interface Frontend {
   reply(status: number, statusPhrase: string, body: string, headers: Record<string, string>): void;
   respond(res: ProxyResponse): void;
   upgrade(res: ProxyResponse, socket: Duplex, head: Buffer): void;
+  /** Stop an answer that has begun (HTTP/1.1: close the connection; HTTP/2: reset the stream). */
+  reset(): void;
 }
 
 export interface ExchangeContext {
@@ -67,68 +69,139 @@ export function refusalReply(reply: Frontend['reply'], display: string, r: Refus
   reply(status, status === 403 ? `Blocked by srt: ${r.refuse}` : r.refuse, body, { 'X-Proxy-Error': r.proxyError ?? BLOCKED });
 }
 
-/** Run one request through the stages, upstream and back. Never throws. */
-export async function exchange(front: Frontend, req: ProxyRequest, ctx: ExchangeContext): Promise<void> {
-  const refuse = (r: Refusal) => {
-    req.body?.resume(); // let the rest of the request body go, so the connection stays usable
-    ctx.refused(req.target, r);
-    refusalReply(front.reply, req.target.display, r);
+/**
+ * Every stream that is ever `msg.body` is watched from the moment it is set: a stage's stream (a
+ * tripwire, a re-signer, a decoder) can fail before whoever reads it has attached, and an
+ * 'error' event nobody listens to would end srt.
+ */
+function watchBodies(msg: { body: Readable | null }, onError: (e: Error) => void): void {
+  const watched = new WeakSet<Readable>();
+  const watch = (b: Readable | null) => {
+    if (!b || watched.has(b)) return;
+    watched.add(b);
+    b.on('error', onError);
   };
-  let reply: UpstreamReply;
-  try {
-    const r = await runRequestStages(ctx.stages, req);
-    if (r) return refuse(r);
-    if (front.signal.aborted) {
-      req.body?.destroy();
-      return;
+  let body = msg.body;
+  watch(body);
+  Object.defineProperty(msg, 'body', {
+    configurable: true,
+    enumerable: true,
+    get: () => body,
+    set: (b: Readable | null) => {
+      body = b;
+      watch(b);
+    },
+  });
+}
+
+/**
+ * Run one request through the stages, upstream and back. Never throws, and answers the client
+ * exactly once: a response, a reply of srt's own (refusal, 502), or — when a body fails after the
+ * response has begun — a reset of this exchange alone. A refusal raised at any point (a stage, the
+ * request body before or while it is sent, the response body) is recorded for the end-of-run
+ * report; srt and the connection's other exchanges go on.
+ */
+export async function exchange(front: Frontend, req: ProxyRequest, ctx: ExchangeContext): Promise<void> {
+  // The upstream request stops when the client goes away or a body fails.
+  const upstreamAbort = new AbortController();
+  const stopUpstream = () => upstreamAbort.abort();
+  if (front.signal.aborted) stopUpstream();
+  else front.signal.addEventListener('abort', stopUpstream, { once: true });
+  let state: 'pending' | 'answering' | 'done' = 'pending';
+  let reply: UpstreamReply | undefined;
+  const dropReply = () => {
+    reply?.res.body?.destroy();
+    if (reply?.kind === 'upgrade') reply.socket.destroy();
+  };
+  /** Answer with srt's own reply, or reset an answer that has begun. */
+  const settle = (answer: () => void) => {
+    if (state === 'done') return;
+    const begun = state === 'answering';
+    state = 'done';
+    stopUpstream();
+    dropReply();
+    try {
+      if (begun || front.signal.aborted) front.reset();
+      else answer();
+    } catch {
+      front.reset();
     }
-    reply = await ctx.upstream.send(req, front.signal);
-  } catch (e) {
-    if (e instanceof RefusedError) return refuse(e.refusal);
-    if (front.signal.aborted) return;
-    const why = `upstream ${req.target.display}: ${upstreamErrorReason(e)}`;
+  };
+  const refuse = (r: Refusal) => {
+    if (state === 'done') return;
+    ctx.refused(req.target, r);
+    req.body?.resume(); // let the rest of the request body go, so the connection stays usable
+    settle(() => refusalReply(front.reply, req.target.display, r));
+  };
+  const fail = (status: number, why: string, proxyError: string) => {
     ctx.log(`proxy: ${req.scheme} ${why}`);
-    front.reply(502, why, `srt: ${why}\n`, { 'X-Proxy-Error': 'upstream-error' });
-    return;
-  }
-  let r: Refusal | undefined;
+    settle(() => front.reply(status, why, `srt: ${why}\n`, { 'X-Proxy-Error': proxyError }));
+  };
+  const bodyFailed = (e: Error) => {
+    if (e instanceof RefusedError) return refuse(e.refusal);
+    if (state === 'done' || front.signal.aborted) return settle(() => undefined);
+    fail(502, `upstream ${req.target.display}: ${upstreamErrorReason(e)}`, 'upstream-error');
+  };
+  watchBodies(req, bodyFailed);
+
   try {
-    r = await runResponseStages(ctx.stages, reply.res, req);
+    let r: Refusal | undefined;
+    try {
+      r = await runRequestStages(ctx.stages, req);
+    } catch (e) {
+      if (e instanceof RefusedError) return refuse(e.refusal);
+      return fail(502, `request stage failed: ${(e as Error).message}`, 'proxy-error');
+    }
+    if (r) return refuse(r);
+    if (state !== 'pending' || front.signal.aborted) {
+      req.body?.destroy();
+      return settle(() => undefined);
+    }
+    try {
+      reply = await ctx.upstream.send(req, upstreamAbort.signal);
+    } catch (e) {
+      if (e instanceof RefusedError) return refuse(e.refusal);
+      if (state !== 'pending' || front.signal.aborted) return settle(() => undefined);
+      return fail(502, `upstream ${req.target.display}: ${upstreamErrorReason(e)}`, 'upstream-error');
+    }
+    if (state !== 'pending') return dropReply();
+    watchBodies(reply.res, bodyFailed);
+    try {
+      r = await runResponseStages(ctx.stages, reply.res, req);
+    } catch (e) {
+      r = e instanceof RefusedError ? e.refusal : { refuse: `response stage failed: ${(e as Error).message}`, status: 502, proxyError: 'proxy-error' };
+    }
+    if (r) return refuse(r);
+    if (state !== 'pending' || front.signal.aborted) return settle(() => undefined);
+    state = 'answering';
+    if (reply.kind === 'upgrade') front.upgrade(reply.res, reply.socket, reply.head);
+    else front.respond(reply.res);
   } catch (e) {
-    r = e instanceof RefusedError ? e.refusal : { refuse: `response stage failed: ${(e as Error).message}`, status: 502, proxyError: 'proxy-error' };
+    // A frontend that could not write what it was given (a header node refuses): this exchange ends.
+    ctx.log(`proxy: ${req.scheme} ${req.target.display}: ${(e as Error).message}`);
+    if (state === 'pending') state = 'answering';
+    settle(() => undefined);
   }
-  if (r) {
-    reply.res.body?.destroy();
-    if (reply.kind === 'upgrade') reply.socket.destroy();
-    return refuse(r);
-  }
-  if (front.signal.aborted) {
-    reply.res.body?.destroy();
-    if (reply.kind === 'upgrade') reply.socket.destroy();
-    return;
-  }
-  if (reply.kind === 'upgrade') front.upgrade(reply.res, reply.socket, reply.head);
-  else front.respond(reply.res);
 }
 
 /**
  * Pump `from` into `to` with backpressure (a fraction of pipe()'s per-request listeners, on the
- * path every body takes); `onEnd` when `from` ends, `onError` when it fails.
+ * path every body takes); `onEnd` when `from` ends. A failure of `from` is the exchange's to
+ * answer (it watches every body).
  */
-function pump(from: Readable, to: NodeJS.WritableStream & { on(e: 'drain', l: () => void): unknown }, onEnd: () => void, onError: (e: Error) => void): void {
+function pump(from: Readable, to: NodeJS.WritableStream & { on(e: 'drain', l: () => void): unknown }, onEnd: () => void): void {
   from.on('data', (chunk: Buffer) => {
     if (!to.write(chunk)) from.pause();
   });
   to.on('drain', () => from.resume());
   from.once('end', onEnd);
-  from.once('error', onError);
 }
 
 // ---------------------------------------------------------------------------------------------
 // Frontends
 
 /** An HTTP/1.1 response (plain proxy requests and terminated HTTP/1.1 connections). */
-export function h1Frontend(res: http.ServerResponse, display: string): Frontend {
+export function h1Frontend(res: http.ServerResponse): Frontend {
   const ac = new AbortController();
   res.on('close', () => {
     if (!res.writableFinished) ac.abort();
@@ -164,15 +237,13 @@ export function h1Frontend(res: http.ServerResponse, display: string): Frontend 
         if (!wrote && !res.destroyed && !res.writableEnded) res.flushHeaders();
       });
       ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
-      pump(body, res, () => res.end(), (e) => {
-        if (e instanceof RefusedError && !res.headersSent) refusalReply(reply, display, e.refusal);
-        else res.destroy();
-      });
+      pump(body, res, () => res.end());
     },
     upgrade(_r, socket) {
       socket.destroy();
       res.destroy();
     },
+    reset: () => res.destroy(),
   };
 }
 
@@ -213,7 +284,7 @@ export function upgradeFrontend(client: Duplex, splice: (a: Duplex, b: Duplex) =
       }
       const body = r.body;
       ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
-      pump(body, client, () => client.end(), () => client.destroy());
+      pump(body, client, () => client.end());
     },
     upgrade(r, socket, head) {
       if (client.destroyed) {
@@ -229,6 +300,7 @@ export function upgradeFrontend(client: Duplex, splice: (a: Duplex, b: Duplex) =
       if (head.length > 0) client.write(head);
       splice(client, socket);
     },
+    reset: () => client.destroy(),
   };
 }
 
@@ -272,11 +344,14 @@ export function h2Frontend(stream: ServerHttp2Stream): Frontend {
       // With none, an empty trailer block ends the stream (close() would reset it instead).
       stream.once('wantTrailers', () => stream.sendTrailers(toH2Headers(r.trailers())));
       ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
-      pump(body, stream, () => stream.end(), () => stream.close(0x2));
+      pump(body, stream, () => stream.end());
     },
     upgrade(_r, socket) {
       socket.destroy();
       stream.close(0x2);
+    },
+    reset() {
+      if (!stream.destroyed && !stream.closed) stream.close(0x2); // INTERNAL_ERROR
     },
   };
 }

@@ -80,14 +80,15 @@ export class Gate {
     this.opts.log?.(line);
   }
 
-  /** Record a refusal (once per distinct host, port and reason) and log it. `by`: the rule that
-   *  refused it, or the credential whose sentinel it was (its own report line). */
+  /** Record a refusal (once per distinct host, port and reason; a sentinel's once per credential
+   *  and host, as its line says) and log it. `by`: the rule that refused it, or the credential
+   *  whose sentinel it was (its own report line). */
   refuse(host: string, port: number, reason: string, via: Via, by: {
     rule?: DomainRule; source?: Policy['network']['deniedDomains'][number]['source']; sentinel?: string; proxyError?: string;
   } = {}): Authorization {
     const v: Violation = { host, port, reason };
     if (by.sentinel !== undefined) v.sentinel = by.sentinel;
-    const key = `${host}\0${port}\0${reason}`;
+    const key = by.sentinel !== undefined ? `${host}\0${by.sentinel}` : `${host}\0${port}\0${reason}`;
     if (!this.refusals.has(key)) this.refusals.set(key, v);
     const display = displayHostPort(host, port);
     this.log(`proxy: ${via} deny ${display}: ${reason}`);

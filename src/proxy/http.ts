@@ -165,22 +165,22 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     const parsed = parseAbsoluteTarget(req.url ?? '');
     if (typeof parsed === 'string') {
       req.resume();
-      h1Frontend(res, '').reply(400, parsed, `srt: ${parsed}\n`, { 'X-Proxy-Error': 'bad-request' });
+      h1Frontend(res).reply(400, parsed, `srt: ${parsed}\n`, { 'X-Proxy-Error': 'bad-request' });
       return;
     }
     void gate.authorize(parsed.host, parsed.port, 'http').then((auth) => {
       if (!auth.ok) {
         req.resume();
-        refusalReply(h1Frontend(res, auth.display).reply, auth.display, refusalOfAuth(auth));
+        refusalReply(h1Frontend(res).reply, auth.display, refusalOfAuth(auth));
         return;
       }
       const t = auth.target;
-      return exchange(h1Frontend(res, t.display), {
+      return exchange(h1Frontend(res), {
         scheme: 'http', target: t, method: req.method!, path: parsed.path,
         authority: formatAuthority(t.host, t.port, 80), headers: endToEndHeaders(req.rawHeaders),
         body: hasBody(req) ? req : null, upgrade: undefined,
       }, context(req.socket));
-    }, (e: Error) => h1Frontend(res, '').reply(502, `proxy error: ${e.message}`, `srt: proxy error: ${e.message}\n`, { 'X-Proxy-Error': 'proxy-error' }));
+    }, (e: Error) => h1Frontend(res).reply(502, `proxy error: ${e.message}`, `srt: proxy error: ${e.message}\n`, { 'X-Proxy-Error': 'proxy-error' }));
   });
 
   // A CONNECT or upgrade pipelined behind requests on one connection takes the raw socket as

@@ -512,7 +512,7 @@ export class Terminator implements TlsTerminator {
     res.sendDate = false;
     session.begin();
     res.once('close', () => session.end());
-    const front = h1Frontend(res, session.t.target.display);
+    const front = h1Frontend(res);
     const f = this.h1Fields(session, req, front);
     if (!f) return void req.resume();
     void exchange(front, this.request(session, { method: req.method!, ...f, body: hasBody(req) ? req : null }), this.context(session));

@@ -40,6 +40,9 @@ function recorder() {
     upgrade() {
       throw new Error('not an upgrade');
     },
+    reset() {
+      throw new Error('no answer was begun');
+    },
   };
   return { front, got, done, abort: () => ac.abort() };
 }
