@@ -1,10 +1,11 @@
 // The credential plan in words, for `--dry-run` and `srt config`. Never a real value: variables
 // are shown as the kind of sentinel they get, files by what the command reads there.
 
+import { SIGN_ONLY } from '../proxy/pipeline.js';
 import type { CredentialPlan, Secret } from './plan.js';
 
 function where(s: Secret): string {
-  if (!s.inject) return 'never sent anywhere (AWS requests are re-signed with it instead)';
+  if (!s.inject) return `never sent anywhere (${SIGN_ONLY})`;
   const hosts = s.injectHosts ? s.injectHosts.map((r) => r.text).join(', ') : 'every allowed host';
   return `swapped back for ${hosts} (in ${s.injectInto.join(', ')})`;
 }

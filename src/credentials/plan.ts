@@ -60,8 +60,8 @@ export interface Secret {
   /** Where the real value may be sent (canonical rules); undefined = every allowed host. */
   injectHosts?: DomainRule[];
   injectInto: InjectPlace[];
-  /** false: never swapped back; its sentinel may go nowhere (an AWS secret key: the proxy
-   *  re-signs requests instead of sending it). */
+  /** false: never swapped back; its sentinel may go nowhere. Every AWS secret access key, paired
+   *  with its key id or not: it is only ever used to sign (the proxy re-signs requests with it). */
   inject: boolean;
 }
 
@@ -367,11 +367,23 @@ function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<st
   }
   const d = DEFAULT_AWS;
   if (!pairs.some((p) => p.accessKeyIdVar === d.accessKeyIdVar)) pairs.push(d);
+  // An AWS secret key is only ever used to sign: whatever its pairing, its sentinel may go nowhere
+  // (a header or body that carries it is stopped everywhere). So is any masked variable whose
+  // name says it is one (MY_AWS_SECRET_ACCESS_KEY) without an awsPairs entry.
+  const secretVars = new Set(pairs.map((p) => p.secretAccessKeyVar));
+  for (const e of policy.credentials.envVars) if (/SECRET_ACCESS_KEY$/i.test(e.name)) secretVars.add(e.name);
+  for (const s of plan.secrets) if (secretVars.has(s.label)) s.inject = false;
+  for (const name of secretVars) {
+    const secret = secretOf(name);
+    if (secret) secret.inject = false;
+  }
   for (const p of pairs) {
     const keyMasked = wholeMask(p.accessKeyIdVar);
     const secretMasked = wholeMask(p.secretAccessKeyVar);
     if (secretMasked && !keyMasked) {
-      plan.warnings.push(`credentials: ${p.secretAccessKeyVar} is masked but ${p.accessKeyIdVar} is not: srt cannot re-sign AWS requests without masking the key id too`);
+      plan.warnings.push(`credentials: ${p.secretAccessKeyVar} is masked but ${p.accessKeyIdVar} is not: srt cannot re-sign AWS requests without masking the key id too, and an AWS secret key's sentinel may go nowhere (it is only ever used to sign)`);
+    } else if (secretMasked && secretOf(p.secretAccessKeyVar) && !secretOf(p.accessKeyIdVar)) {
+      plan.warnings.push(`credentials: ${p.secretAccessKeyVar} is masked but ${p.accessKeyIdVar} is not set: srt cannot re-sign AWS requests without the key id, and an AWS secret key's sentinel may go nowhere (it is only ever used to sign)`);
     }
     if (keyMasked && !secretMasked && input.env[p.secretAccessKeyVar] !== undefined) {
       plan.warnings.push(`credentials: ${p.accessKeyIdVar} is masked but ${p.secretAccessKeyVar} is not: the command sees the real secret key; mask it too`);
@@ -379,8 +391,6 @@ function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<st
     const accessKeyId = secretOf(p.accessKeyIdVar);
     const secretAccessKey = secretOf(p.secretAccessKeyVar);
     if (!accessKeyId || !secretAccessKey) continue;
-    // The secret key never leaves: requests are re-signed with it (its sentinel may go nowhere).
-    secretAccessKey.inject = false;
     const cred: AwsCredential = { accessKeyId, secretAccessKey };
     const token = p.sessionTokenVar !== undefined && wholeMask(p.sessionTokenVar) ? secretOf(p.sessionTokenVar) : undefined;
     if (token) cred.sessionToken = token;
@@ -402,11 +412,12 @@ function awsFilePairing(file: AwsFile, plan: CredentialPlan, byReal: ReadonlyMap
   for (const p of file.profiles) {
     const accessKeyId = p.accessKeyId === undefined ? undefined : byReal.get(p.accessKeyId);
     const secretAccessKey = p.secretAccessKey === undefined ? undefined : byReal.get(p.secretAccessKey);
+    // Only ever used to sign, with or without a key id beside it.
+    if (secretAccessKey) secretAccessKey.inject = false;
     if (!accessKeyId || !secretAccessKey) {
       plan.warnings.push(`credentials: ${file.path}: profile [${p.profile}] has no ${accessKeyId ? 'aws_secret_access_key' : 'aws_access_key_id'}, so srt cannot re-sign its requests (its values are masked)`);
       continue;
     }
-    secretAccessKey.inject = false;
     const token = p.sessionToken === undefined ? undefined : byReal.get(p.sessionToken);
     // The same key pair in the environment and the file is one credential.
     if (plan.aws.some((a) => a.accessKeyId === accessKeyId && a.secretAccessKey === secretAccessKey && a.sessionToken === token)) continue;

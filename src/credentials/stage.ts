@@ -19,7 +19,7 @@ import { Transform } from 'node:stream';
 import { codings, DECODABLE, decode } from '../proxy/codings.js';
 import { ruleMatches } from '../proxy/domains.js';
 import type { Target } from '../proxy/gate.js';
-import { RefusedError, through, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage, type TunnelInfo } from '../proxy/pipeline.js';
+import { RefusedError, SIGN_ONLY, through, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage, type TunnelInfo } from '../proxy/pipeline.js';
 import { formPairs, MIN_FORM_LENGTH, spellingPairs } from './forms.js';
 import type { Secret } from './plan.js';
 import { Matcher, Substitution, type Pattern } from './substitute.js';
@@ -226,10 +226,13 @@ export class CredentialStage implements Stage {
   /** The proxy answers it and records it (a violation with its own report line). */
   private refusal(s: Secret, host: string): Refusal {
     return {
-      refuse: `${s.label}'s sentinel may not be sent to ${host} (not in its injectHosts)`,
+      refuse: s.inject
+        ? `${s.label}'s sentinel may not be sent to ${host} (not in its injectHosts)`
+        : `${s.label}'s sentinel may go nowhere, ${host} included: ${SIGN_ONLY}`,
       status: 403,
       proxyError: 'sentinel-not-allowed-here',
       sentinel: s.label,
+      ...(s.inject ? {} : { nowhere: true }),
     };
   }
 

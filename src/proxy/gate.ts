@@ -7,7 +7,7 @@ import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
 import type { DomainRule } from './domains.js';
 import type { NormalizedHost } from './domains.js';
-import type { Refusal } from './pipeline.js';
+import { SIGN_ONLY, type Refusal } from './pipeline.js';
 import { addressBlockReason, guardDestination, isLoopbackAddress, judgeResolved, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
 import { namedLoopback } from './domains.js';
@@ -19,6 +19,8 @@ export interface Violation {
   reason: string;
   /** A credential's sentinel on its way outside its injectHosts (the tripwire): its label. */
   sentinel?: string;
+  /** That sentinel may go nowhere at all (SIGN_ONLY). */
+  nowhere?: boolean;
 }
 
 /** The line srt prints for a refusal: `srt: blocked evil.example:443 — not in network.allowedDomains`,
@@ -26,7 +28,8 @@ export interface Violation {
 export function formatViolation(v: Violation): string {
   if (v.sentinel !== undefined) {
     const host = displayHostPort(v.host, v.port);
-    return `srt: blocked ${v.sentinel}'s sentinel on its way to ${host.slice(0, host.lastIndexOf(':'))}`;
+    const line = `srt: blocked ${v.sentinel}'s sentinel on its way to ${host.slice(0, host.lastIndexOf(':'))}`;
+    return v.nowhere ? `${line} — it may go nowhere (${SIGN_ONLY})` : line;
   }
   return `srt: blocked ${displayHostPort(v.host, v.port)} — ${v.reason}`;
 }
@@ -84,10 +87,11 @@ export class Gate {
    *  and host, as its line says) and log it. `by`: the rule that refused it, or the credential
    *  whose sentinel it was (its own report line). */
   refuse(host: string, port: number, reason: string, via: Via, by: {
-    rule?: DomainRule; source?: Policy['network']['deniedDomains'][number]['source']; sentinel?: string; proxyError?: string;
+    rule?: DomainRule; source?: Policy['network']['deniedDomains'][number]['source']; sentinel?: string; nowhere?: boolean; proxyError?: string;
   } = {}): Authorization {
     const v: Violation = { host, port, reason };
     if (by.sentinel !== undefined) v.sentinel = by.sentinel;
+    if (by.nowhere) v.nowhere = true;
     const key = by.sentinel !== undefined ? `${host}\0${by.sentinel}` : `${host}\0${port}\0${reason}`;
     if (!this.refusals.has(key)) this.refusals.set(key, v);
     const display = displayHostPort(host, port);

@@ -57,7 +57,12 @@ export interface Refusal {
   /** A credential's sentinel on its way where it may not go (the tripwire): reported as its own
    *  line, `srt: blocked GH_TOKEN's sentinel on its way to paste.example`. */
   sentinel?: string;
+  /** That sentinel may go nowhere at all (SIGN_ONLY). */
+  nowhere?: boolean;
 }
+
+/** Why a secret srt never injects may go nowhere. */
+export const SIGN_ONLY = 'an AWS secret key is only ever used to sign';
 
 export interface TunnelInfo {
   target: Target;

@@ -130,7 +130,7 @@ describe('settings checks on a crafted tree', () => {
       'credentials: GH_TOKEN: injectHosts entry "nothere.example" is not covered by network.allowedDomains, so the proxy never connects there and the value is never sent',
     ]);
     expect(checks['credentials.masking']!.status).toBe('warn');
-    expect(checks['credentials.masking']!.items).toContain('credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too');
+    expect(checks['credentials.masking']!.items).toContain("credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too, and an AWS secret key's sentinel may go nowhere (it is only ever used to sign)");
 
     // Broken files: all of them reported, the run would refuse (exit 1).
     writeTree(w.home, { '.srt/settings.json': '{"network": {"allowedDomain": []}}', '.srt-settings.json': '{ nope' });

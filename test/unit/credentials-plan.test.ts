@@ -239,6 +239,23 @@ describe('credential plan: start-up report and AWS', () => {
     expect(aws!.sessionToken!.real).toBe(env.AWS_SESSION_TOKEN);
   });
 
+  it('an AWS secret key is never injected, paired or not, its key id set or not (its sentinel may go nowhere)', () => {
+    const SECRET = 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY';
+    const injectable = (p: ReturnType<typeof plan>) => p.secrets.filter((s) => s.real === SECRET).map((s) => s.inject);
+    // Alone; beside a key-id entry whose variable is unset; in an awsPairs entry whose key id is
+    // unset; extracted from a larger value; under a name that says what it is, unpaired.
+    expect(injectable(plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }, { env: { AWS_SECRET_ACCESS_KEY: SECRET } }))).toEqual([false]);
+    expect(injectable(plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_ACCESS_KEY_ID', mode: 'mask' }, { name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }, { env: { AWS_SECRET_ACCESS_KEY: SECRET } }))).toEqual([false]);
+    expect(injectable(plan({ network: TLS, credentials: { envVars: [{ name: 'K', mode: 'mask' }, { name: 'S', mode: 'mask' }], awsPairs: [{ accessKeyIdVar: 'K', secretAccessKeyVar: 'S' }] } }, { env: { S: SECRET } }))).toEqual([false]);
+    expect(injectable(plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask', extract: 'key=(\\S+)' }] } }, { env: { AWS_SECRET_ACCESS_KEY: `key=${SECRET}` } }))).toEqual([false]);
+    expect(injectable(plan({ network: TLS, credentials: { envVars: [{ name: 'CI_AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }, { env: { CI_AWS_SECRET_ACCESS_KEY: SECRET } }))).toEqual([false]);
+    // A credentials file's profile with a secret and no key id.
+    const fromFile = plan({ network: TLS, credentials: { files: [{ path: '~/.aws/credentials', mode: 'mask' }] } }, { files: new Map([['/home/u/.aws/credentials', file(`[half]\naws_secret_access_key = ${SECRET}\n`)]]) });
+    expect(injectable(fromFile)).toEqual([false]);
+    // Other secrets are injected as always.
+    expect(plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }, { name: 'GH_TOKEN', mode: 'mask' }] } }, { env: { AWS_SECRET_ACCESS_KEY: SECRET, GH_TOKEN: GH } }).secrets.find((s) => s.real === GH)!.inject).toBe(true);
+  });
+
   it('awsPairs group other names, each of which must be a whole-value mask entry', () => {
     const env = { K: 'AKIAIOSFODNN7EXAMPLE', S: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' };
     const ok = plan({ network: TLS, credentials: { envVars: [{ name: 'K', mode: 'mask' }, { name: 'S', mode: 'mask' }], awsPairs: [{ accessKeyIdVar: 'K', secretAccessKeyVar: 'S' }] } }, { env });
@@ -276,7 +293,9 @@ describe('credential plan: start-up report and AWS', () => {
 
   it('the secret key masked without its key id (and the reverse) is reported', () => {
     const secretOnly = plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }, { env: { AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' } });
-    expect(secretOnly.warnings).toContain('credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too');
+    expect(secretOnly.warnings).toContain("credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not: srt cannot re-sign AWS requests without masking the key id too, and an AWS secret key's sentinel may go nowhere (it is only ever used to sign)");
+    const keyUnset = plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_ACCESS_KEY_ID', mode: 'mask' }, { name: 'AWS_SECRET_ACCESS_KEY', mode: 'mask' }] } }, { env: { AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY' } });
+    expect(keyUnset.warnings).toContain("credentials: AWS_SECRET_ACCESS_KEY is masked but AWS_ACCESS_KEY_ID is not set: srt cannot re-sign AWS requests without the key id, and an AWS secret key's sentinel may go nowhere (it is only ever used to sign)");
     const keyOnly = plan({ network: TLS, credentials: { envVars: [{ name: 'AWS_ACCESS_KEY_ID', mode: 'mask' }] } }, { env: { AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE', AWS_SECRET_ACCESS_KEY: 'x' } });
     expect(keyOnly.warnings).toContain('credentials: AWS_ACCESS_KEY_ID is masked but AWS_SECRET_ACCESS_KEY is not: the command sees the real secret key; mask it too');
   });

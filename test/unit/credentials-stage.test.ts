@@ -166,9 +166,12 @@ describe('credential stage: tripwire', () => {
     expect(stage().s.request(own)).toBeUndefined();
   });
 
-  it('a sentinel that may go nowhere (the AWS secret key) trips even at an inject host', () => {
+  it('a sentinel that may go nowhere (the AWS secret key) trips even at an inject host, and says why', () => {
     const { s } = stage();
-    expect(s.request(req('api.github.com', { headers: [['X', AWS_SECRET.sentinel]] }))?.sentinel).toBe('AWS_SECRET_ACCESS_KEY');
+    expect(s.request(req('api.github.com', { headers: [['X', AWS_SECRET.sentinel]] }))).toEqual({
+      refuse: "AWS_SECRET_ACCESS_KEY's sentinel may go nowhere, api.github.com included: an AWS secret key is only ever used to sign",
+      status: 403, proxyError: 'sentinel-not-allowed-here', sentinel: 'AWS_SECRET_ACCESS_KEY', nowhere: true,
+    });
   });
 
   it('a sentinel mid-body fails the body before its bytes are forwarded', async () => {
