@@ -124,7 +124,12 @@ export async function exchange(front: Frontend, req: ProxyRequest, ctx: Exchange
       if (begun || front.signal.aborted) front.reset();
       else answer();
     } catch {
-      front.reset();
+      // The frontend could not write srt's reply (its client is gone): end the exchange there.
+      try {
+        front.reset();
+      } catch {
+        // Nothing is left to answer.
+      }
     }
   };
   const refuse = (r: Refusal) => {

@@ -162,6 +162,7 @@ async function roundTrip(stage: CredentialStage, rnd: (n: number) => number, c: 
     reply: (status, phrase, body) => settle({ status: `${status} ${phrase}`, headers: [], trailers: () => [], body: Readable.from([Buffer.from(body)]) }),
     respond: (res) => settle({ status: `${res.status} ${res.statusMessage}`, headers: res.headers, trailers: () => res.trailers(), body: res.body }),
     upgrade: () => { throw new Error('not an upgrade'); },
+    reset: () => settle({ status: 'reset', headers: [], trailers: () => [], body: null }),
   };
   await exchange(front, commandRequest(rnd, small), { stages: [stage], upstream, refused: () => undefined, log: () => undefined });
   const r = await got;
