@@ -7,7 +7,7 @@ import { createRequire } from 'node:module';
 import { dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
-import { buildBwrapPlan, encodeMounts, globRules, literalPaths, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, globRules, literalPaths, plannedMounts, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import type { CredentialPlan } from './credentials/plan.js';
@@ -153,12 +153,14 @@ export async function runCredentialPlan(policy: Policy, opts: { dryRun?: boolean
  * loopback port (one proxy socket per forward, shared by its 127.0.0.1 and ::1 listeners); on the
  * host, every exposed port, on descriptors from 6 up (0-2 stdio, 3 bwrap's status, 4-5 the pty's).
  */
-function relayPlan(policy: Policy, runDir: string, warnings: string[]): { relays: RelayListen[]; exposes: HostListen[]; forwards: ForwardListen[] } {
+function relayPlan(policy: Policy, runDir: string, warnings: string[]):
+  { relays: RelayListen[]; exposes: HostListen[]; forwards: ForwardListen[]; proxySockets: ProxySockets } {
   // The proxies on both loopbacks: `localhost:3128` reaches them too, and the command cannot
   // put a listener of its own on [::1]:3128.
+  const proxySockets = { http: join(runDir, 'http.sock'), socks: join(runDir, 'socks.sock') };
   const relays: RelayListen[] = ['127.0.0.1', '::1'].flatMap((address) => [
-    { address, port: HTTP_RELAY_PORT, socketPath: join(runDir, 'http.sock') },
-    { address, port: SOCKS_RELAY_PORT, socketPath: join(runDir, 'socks.sock') },
+    { address, port: HTTP_RELAY_PORT, socketPath: proxySockets.http },
+    { address, port: SOCKS_RELAY_PORT, socketPath: proxySockets.socks },
   ]);
   // For a caller other than root, bubblewrap runs the sandbox in a second user namespace (its
   // first one owns the network namespace): nothing inside may listen below 1024 there.
@@ -179,8 +181,11 @@ function relayPlan(policy: Policy, runDir: string, warnings: string[]): { relays
   if (relays.length + exposes.length > MAX_LISTENERS) {
     throw new SandboxError(`too many local services: ${relays.length - 4} forwarded and ${exposes.length} exposed port listeners; srt supports ${MAX_LISTENERS - 4} in all`);
   }
-  return { relays, exposes, forwards };
+  return { relays, exposes, forwards, proxySockets };
 }
+
+/** The Unix sockets of srt's HTTP and SOCKS proxies, where the relays lead. */
+interface ProxySockets { http: string; socks: string }
 
 /** The argv a command spec runs: a string goes to bash -c (sh -c where there is no bash). */
 export function commandArgv(cmd: CommandSpec): string[] {
@@ -263,6 +268,8 @@ export class Sandbox implements PlatformBackend {
   private running = false;
   private ran = false;
   private proxy: ProxyHandle | undefined;
+  /** Where the relays lead (none without srt-init: the sandbox has no network). */
+  private proxySockets: ProxySockets | undefined;
   /** Injects, re-masks and guards credentials in the proxy (only when something is masked). */
   private stage: import('./credentials/stage.js').CredentialStage | undefined;
   private proxyModule: typeof import('./proxy/server.js') | undefined;
@@ -434,6 +441,7 @@ export class Sandbox implements PlatformBackend {
     }
     let facts: BwrapFacts;
     let forwards: ForwardListen[] = [];
+    let proxySockets: ProxySockets | undefined;
     let tls: { termination: Termination; bundlePath: string; javaTrustStorePath: string } | undefined;
     try {
       if (termination) {
@@ -452,7 +460,7 @@ export class Sandbox implements PlatformBackend {
       const deniedFile = join(runDir, 'denied');
       writeFileSync(deniedFile, '', { mode: 0o000 });
       if (seccompHelper) writeFileSync(join(runDir, 'git-proxy'), gitProxyScript(seccompHelper.path, HTTP_RELAY_PORT), { mode: 0o500 });
-      const { relays, exposes, forwards: planned } = relayPlan(policy, runDir, warnings);
+      const { relays, exposes, forwards: planned, proxySockets: sockets } = relayPlan(policy, runDir, warnings);
       let seccomp: SeccompLaunch | undefined;
       const filterPath = join(runDir, 'filter.bpf');
       if (seccompHelper) {
@@ -468,6 +476,7 @@ export class Sandbox implements PlatformBackend {
         };
         mkdirSync(seccomp.stageDir!, { mode: 0o700 });
         forwards = planned;
+        proxySockets = sockets;
       } else {
         warnings.push('without srt-init the command gets no network at all, and no forwarded or exposed ports (the helper runs the relays)');
         if (terminalStdio()) warnings.push('without srt-init the command gets no terminal: srt relays your terminal through pipes (the helper makes the pty)');
@@ -517,6 +526,7 @@ export class Sandbox implements PlatformBackend {
       supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))), tls, credentials);
     sb.warnings.push(...warnings);
     sb.audit = opts.audit;
+    sb.proxySockets = proxySockets;
     sb.out = new Messages(opts.onMessage);
     process.on('exit', sb.onExit);
     for (const s of FORWARDED_SIGNALS) process.on(s, sb.onSignal);
@@ -559,8 +569,8 @@ export class Sandbox implements PlatformBackend {
 
   /** Start the filtering proxy on the Unix sockets the relays connect to (only for a real run). */
   private async startProxy(): Promise<void> {
-    const relays = this.facts.seccomp?.relays;
-    if (!relays?.length) return;
+    const sockets = this.proxySockets;
+    if (!sockets) return;
     this.proxyModule = await loadProxyModule();
     const log = this.debug ? (line: string) => this.out.say(`srt[debug]: ${line}`) : undefined;
     // Loaded only when something is masked (`srt -- true` pays for no credential code).
@@ -571,8 +581,8 @@ export class Sandbox implements PlatformBackend {
     this.proxy = await this.proxyModule.startProxy({
       network: this.policy.network,
       listen: {
-        http: { socketPath: relays.find((r) => r.port === HTTP_RELAY_PORT)!.socketPath },
-        socks: { socketPath: relays.find((r) => r.port === SOCKS_RELAY_PORT)!.socketPath },
+        http: { socketPath: sockets.http },
+        socks: { socketPath: sockets.socks },
         forwards: this.forwards,
       },
       ...(stages.length ? { stages } : {}),
@@ -590,30 +600,23 @@ export class Sandbox implements PlatformBackend {
   dryRun(cmd: CommandSpec): string {
     const plan = this.plan(cmd);
     // One option per line with its values; the command after `--` on the last line.
-    const sep = plan.args.indexOf('--');
-    const groups: string[][] = [[this.bwrap]];
-    for (const a of plan.args.slice(0, sep)) {
-      if (a.startsWith('--')) groups.push([a]); else groups[groups.length - 1]!.push(a);
-    }
-    groups.push(plan.args.slice(sep));
-    const launcher = this.facts.seccomp && plan.hostListen.length ? [[this.facts.seccomp.helperPath, ...plan.hostListen, '--']] : [];
+    const groups = [...(plan.launcher.length ? [plan.launcher] : []), [this.bwrap], ...plan.argGroups];
     const lines = [
-      launcher.length ? '# bubblewrap command (started by srt-init, which first binds the exposed host ports)' : '# bubblewrap command',
-      [...launcher, ...groups].map((g) => g.map(shellQuote).join(' ')).join(' \\\n  '),
+      plan.launcher.length ? '# bubblewrap command (started by srt-init, which first binds the exposed host ports)' : '# bubblewrap command',
+      groups.map((g) => g.map(shellQuote).join(' ')).join(' \\\n  '),
     ];
-    const helperDenies = plan.mounts.filter((m) => m.kind === 'bind' && m.deny).map((m) => m.dest);
+    const helperDenies = plan.ops.filter((m) => m.kind === 'bind' && m.deny).map((m) => m.dest);
     if (helperDenies.length) {
       lines.push('', "# denied files: srt-init binds srt's empty unreadable file over each, after bubblewrap", ...helperDenies.map(shellQuote));
     }
-    const seccomp = this.facts.seccomp;
+    const sockets = this.proxySockets;
     lines.push('', '# network');
-    if (!seccomp) lines.push('none: the sandbox has no network interface but loopback');
+    if (!sockets) lines.push('none: the sandbox has no network interface but loopback');
     else {
-      for (const [port, own, kind] of [
-        [HTTP_RELAY_PORT, this.policy.network.httpProxyPort, 'HTTP'],
-        [SOCKS_RELAY_PORT, this.policy.network.socksProxyPort, 'SOCKS5'],
+      for (const [port, own, kind, socketPath] of [
+        [HTTP_RELAY_PORT, this.policy.network.httpProxyPort, 'HTTP', sockets.http],
+        [SOCKS_RELAY_PORT, this.policy.network.socksProxyPort, 'SOCKS5', sockets.socks],
       ] as const) {
-        const socketPath = seccomp.relays.find((r) => r.port === port)!.socketPath;
         const target = own === undefined ? `srt's filtering ${kind} proxy` : `your own ${kind} proxy on 127.0.0.1:${own}`;
         lines.push(`sandbox 127.0.0.1:${port}, [::1]:${port} → ${socketPath} → ${target}`);
       }
@@ -699,9 +702,8 @@ export class Sandbox implements PlatformBackend {
     for (const l of this.facts.landings.values()) if (l.kind === 'file' || l.kind === 'dir') kinds.set(l.real, l.kind);
     for (const ph of plan.placeholders) kinds.set(ph.path, ph.kind);
     const bound = new Map<string, 'file' | 'dir'>();
-    for (let i = 0; i < plan.args.length - 2; i++) {
-      const dest = plan.args[i + 2]!;
-      if (plan.args[i] === '--ro-bind' && plan.args[i + 1] === dest && kinds.has(dest)) bound.set(dest, kinds.get(dest)!);
+    for (const m of plan.ops) {
+      if (m.kind === 'bind' && m.ro && !m.optional && !m.byHelper && m.source === m.dest && kinds.has(m.dest)) bound.set(m.dest, kinds.get(m.dest)!);
     }
     try {
       this.placeholders.create(plan.placeholders, bound, this.watched);
@@ -717,7 +719,7 @@ export class Sandbox implements PlatformBackend {
       const ids = realIdentifier();
       let encoded;
       try {
-        encoded = encodeMounts(plan.mounts, ids.identify, this.facts.landings.get(plan.chdir)?.id);
+        encoded = encodeMounts(plannedMounts(plan.ops), ids.identify, this.facts.landings.get(plan.chdir)?.id);
       } finally {
         ids.close();
       }
@@ -758,10 +760,9 @@ export class Sandbox implements PlatformBackend {
     try {
       terminal = stdio ? new Terminal(stdio) : undefined;
       // With exposed ports the helper starts first, outside: it binds them, then execs bwrap.
-      const helper = this.facts.seccomp;
       const res = await launch({
-        ...(helper && plan.hostListen.length
-          ? { bwrap: helper.helperPath, args: [...plan.hostListen, '--', this.bwrap, ...plan.args] }
+        ...(plan.launcher.length
+          ? { bwrap: plan.launcher[0]!, args: [...plan.launcher.slice(1), this.bwrap, ...plan.args] }
           : { bwrap: this.bwrap, args: plan.args }),
         env, cwd: this.policy.cwd,
         viaHelper: this.facts.seccomp !== undefined,

@@ -17,6 +17,9 @@ import { dirname, join } from 'node:path';
 import { isWithin } from '../glob.js';
 import type { PathRule, Policy } from '../policy.js';
 import { CREDENTIAL, literalOf, SRT_OWN, trustOf, writeRootsOf } from './access.js';
+import { hostListenArgv, initArgv, type HostListen, type InitArgs, type RelayListen } from './init-args.js';
+
+export type { HostListen, RelayListen };
 import type { ProtectedTarget } from './protected.js';
 
 export { literalOf };
@@ -46,23 +49,6 @@ export interface Landing {
   via?: { link: string; target: string; system: boolean }[];
 }
 
-/** A listener inside the sandbox (a loopback address) whose connections go to a Unix socket of the proxy. */
-export interface RelayListen {
-  address: string;
-  port: number;
-  socketPath: string;
-}
-
-/** A listener on the host's loopback, relayed into the sandbox's 127.0.0.1:sandboxPort
- *  (`network.exposePorts`). The helper's `--host-listen` binds it on descriptor `fd`
- *  before bwrap starts; bwrap hands the descriptor on. */
-export interface HostListen {
-  fd: number;
-  hostAddress: string;
-  hostPort: number;
-  sandboxPort: number;
-}
-
 export interface SeccompLaunch {
   helperPath: string;
   filterPath: string;
@@ -80,26 +66,65 @@ export interface SeccompLaunch {
 }
 
 /**
- * A mount as planned, for the helper's check (init/verify.c): what must be found at `dest`,
- * walked without following any symlink, once bwrap is done. `source` is a real path whose
- * identity srt records when it writes the plan; `optional`: the source may vanish meanwhile
- * (an entry of a snapshot), then nothing may be at `dest`; `byHelper`: the helper makes this
- * bind itself, from the stage of the snapshot holding it. A `stage` (at `dest`) is bwrap's
- * read-only bind of the host's `dir`, which the helper checks and takes the snapshot's entries
- * from; `cover`: the empty read-only tmpfs the helper mounts over the stages once used.
- * `deny` (with `byHelper`): the helper binds `source`, srt's denied file, at `dest` itself, after
- * bwrap (bwrap's cost per bind grows with the mounts already made: 1,000 denied files took 2 s).
+ * One operation of the sandbox's mount plan, in order: bubblewrap performs them (`bwrapArgs`
+ * renders them, the one place argv is written) but `byHelper` binds and the `cover`, which
+ * srt-init makes. Each is also what srt-init's check (init/verify.c) must find at `dest`, walked
+ * without following any symlink, once the mounts are made (`plannedMounts`: the last one per
+ * destination, but `dev`, `proc`, `remount-ro` and `unchecked` ones). A `bind`'s `source` is a
+ * real path whose identity srt records when it writes the plan; `ro`: read-only; `dev`: devices
+ * usable (`--dev-bind`); `optional`: the source may vanish meanwhile (an entry of a snapshot),
+ * then nothing may be at `dest`; `byHelper`: srt-init makes this bind itself, from the stage of
+ * the snapshot holding it; `deny` (with `byHelper`): srt-init binds `source`, srt's denied file,
+ * at `dest` itself, after bwrap (bwrap's cost per bind grows with the mounts already made: 1,000
+ * denied files took 2 s). `data`: a read-only copy bwrap makes from descriptor `fd` (a sentinel
+ * copy), never the host file `hides`. A `stage` (at `dest`) is bwrap's read-only bind of the
+ * host's `dir`, which srt-init checks and takes the snapshot's entries from; `cover`: the empty
+ * read-only tmpfs srt-init mounts over the stages once used.
  */
-export type PlannedMount =
-  | { kind: 'bind'; dest: string; source: string; ro: boolean; optional?: boolean; byHelper?: boolean; deny?: boolean }
-  /** A read-only copy bwrap made from a descriptor (a sentinel copy): never the host file `hides`. */
-  | { kind: 'data'; dest: string; hides: string }
-  | { kind: 'tmpfs'; dest: string }
+export type MountOp =
+  | { kind: 'bind'; dest: string; source: string; ro: boolean; dev?: true; optional?: true; byHelper?: true; deny?: true; unchecked?: true }
+  | { kind: 'data'; dest: string; hides: string; fd: number; mode: number }
+  | { kind: 'tmpfs'; dest: string; unchecked?: true }
   | { kind: 'symlink'; dest: string; target: string }
   | { kind: 'stage'; dest: string; dir: string }
-  | { kind: 'cover'; dest: string };
+  | { kind: 'cover'; dest: string }
+  | { kind: 'dev'; dest: string }
+  | { kind: 'proc'; dest: string }
+  | { kind: 'remount-ro'; dest: string };
 
-const bracketed = (address: string) => (address.includes(':') ? `[${address}]` : address);
+/** A mount srt-init checks. */
+export type PlannedMount = Extract<MountOp, { kind: 'bind' | 'data' | 'tmpfs' | 'symlink' | 'stage' | 'cover' }>;
+
+/** bubblewrap's filesystem options for `ops`, in order, one option with its values each. */
+export function bwrapMountArgs(ops: readonly MountOp[]): string[][] {
+  return ops.flatMap((m): string[][] => {
+    switch (m.kind) {
+      case 'bind':
+        if (m.byHelper) return [];
+        return [[m.dev ? '--dev-bind' : !m.ro ? '--bind' : m.optional ? '--ro-bind-try' : '--ro-bind', m.source, m.dest]];
+      case 'data': return [['--perms', m.mode.toString(8).padStart(4, '0')], ['--ro-bind-data', String(m.fd), m.dest]];
+      case 'tmpfs': return [['--tmpfs', m.dest]];
+      case 'symlink': return [['--symlink', m.target, m.dest]];
+      case 'stage': return [['--ro-bind', m.dir, m.dest]];
+      case 'cover': return [];
+      case 'dev': return [['--dev', m.dest]];
+      case 'proc': return [['--proc', m.dest]];
+      case 'remount-ro': return [['--remount-ro', m.dest]];
+    }
+  });
+}
+
+/** What srt-init checks of `ops`: the last checked mount per destination, in order. */
+export function plannedMounts(ops: readonly MountOp[]): PlannedMount[] {
+  const out = new Map<string, PlannedMount>();
+  for (const m of ops) {
+    if (m.kind === 'dev' || m.kind === 'proc' || m.kind === 'remount-ro') continue;
+    if ((m.kind === 'bind' || m.kind === 'tmpfs') && m.unchecked) continue;
+    out.delete(m.dest);
+    out.set(m.dest, m);
+  }
+  return [...out.values()];
+}
 
 /** An absolute path, then each directory above it up to "/": every path `isWithin` it is within. */
 function selfAndAncestors(p: string): string[] {
@@ -170,8 +195,14 @@ export interface BwrapFacts {
 }
 
 export interface BwrapPlan {
-  /** Arguments for `bwrap` (without the program name). */
+  /** Arguments for `bwrap` (without the program name), rendered from the fields below. */
   args: string[];
+  /** The same, one option with its values per group; the last: `--` and what bwrap runs. */
+  argGroups: string[][];
+  /** The mount operations, in order. */
+  ops: MountOp[];
+  /** srt-init's options, when it is the sandbox's first process. */
+  init?: InitArgs;
   /** Mount points srt must create on the host before the run (and remove after): none with the supervisor. */
   placeholders: ProtectedTarget[];
   /** For the supervisor: the writable roots its name rules apply in (TMPDIR excepted)… */
@@ -185,11 +216,9 @@ export interface BwrapPlan {
   notes: string[];
   /** The paths bound read-write (outermost only). */
   writable: string[];
-  /** Arguments of the helper's `--host-listen` launcher, which binds the exposed host ports and
-   *  then runs `-- bwrap ARGS`; empty when nothing is exposed (bwrap is run directly). */
-  hostListen: string[];
-  /** Every mount of `args` (and the snapshot entries the helper binds) but bwrap's own /dev and /proc, the last one per destination, in order. */
-  mounts: PlannedMount[];
+  /** What runs bwrap (`LAUNCHER… bwrap ARGS`): srt-init binding the exposed host ports, or
+   *  nothing when no port is exposed (bwrap is run directly). */
+  launcher: string[];
   /** bwrap's `--chdir`: the helper checks it landed in the directory `landings` has for it. */
   chdir: string;
   /** Directories made snapshots (a read-only tmpfs, each entry bound back): the platform lists them in `facts.snapshots`. */
@@ -541,20 +570,14 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   }
 
   const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
-  const fsArgs: string[] = [];
+  const ops: MountOp[] = [];
   const stageDir = facts.seccomp?.mountsPath !== undefined ? facts.seccomp.stageDir : undefined;
   const byHelper = stageDir !== undefined;
   /** The helper's snapshots: each one's stage, bound once every other mount is made (the stages
    *  lie in the run directory, bound deeper than most snapshots). */
   const stages: { dir: string; stage: string }[] = [];
   const remountRo: string[] = [];
-  // Every mount as it is pushed, for the helper's check: the last one per destination counts.
-  const mounts = new Map<string, PlannedMount>();
-  const planMount = (m: PlannedMount) => { mounts.delete(m.dest); mounts.set(m.dest, m); };
-  const bind = (source: string, dest: string, ro: boolean, how = ro ? '--ro-bind' : '--bind') => {
-    fsArgs.push(how, source, dest);
-    planMount({ kind: 'bind', dest, source, ro });
-  };
+  const bind = (source: string, dest: string, ro: boolean) => ops.push({ kind: 'bind', dest, source, ro });
   /** Paths bound read-write: srt-init's Landlock rules allow writes beneath exactly these. */
   const writable: string[] = [];
   const parentAccess = (p: string): Access => {
@@ -566,7 +589,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   if (fsPolicy.disabled) {
     warnings.push('filesystem isolation is disabled (filesystem.disabled): the command can read and write every file you can');
-    bind('/', '/', false, '--dev-bind');
+    ops.push({ kind: 'bind', dest: '/', source: '/', ro: false, dev: true });
   } else {
     bind('/', '/', true);
   }
@@ -577,17 +600,17 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     maskRead('/');
     bind('/sys', '/sys', true);
   }
-  fsArgs.push('--dev', '/dev');
+  ops.push({ kind: 'dev', dest: '/dev' });
   if (policy.enableWeakerNestedSandbox) {
     warnings.push('enableWeakerNestedSandbox: reusing the existing /proc instead of a fresh one; the sandbox is weaker (host processes may be visible)');
-    fsArgs.push('--bind', '/proc', '/proc');
+    ops.push({ kind: 'bind', dest: '/proc', source: '/proc', ro: false, unchecked: true });
   } else {
-    fsArgs.push('--proc', '/proc');
+    ops.push({ kind: 'proc', dest: '/proc' });
   }
   // bwrap leaves /proc/sys writable for a root caller (uid 0 maps to host root); never allow it.
   // With srt-init the command sees the helper's own fresh /proc (which it covers
   // itself), and covering bwrap's /proc would stop the helper from mounting one.
-  if (!facts.seccomp) fsArgs.push('--ro-bind', '/proc/sys', '/proc/sys');
+  if (!facts.seccomp) ops.push({ kind: 'bind', dest: '/proc/sys', source: '/proc/sys', ro: true, unchecked: true });
 
   if (fsPolicy.disabled) {
     // Only credential denies survive; the filesystem is otherwise the host's.
@@ -623,41 +646,36 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       errors.push(`srt did not list ${dir}, which it must snapshot; nothing ran`);
       return;
     }
-    fsArgs.push('--tmpfs', dir);
-    planMount({ kind: 'tmpfs', dest: dir });
+    ops.push({ kind: 'tmpfs', dest: dir });
     if (byHelper) stages.push({ dir, stage: join(stageDir!, String(stages.length)) });
     else remountRo.push(dir);
     for (const e of listed) {
       const at = join(dir, e.name);
       if (nodes.has(at) || maskedCopies.has(at) || appeared.has(at)) continue;
       if (e.kind === 'symlink') {
-        fsArgs.push('--symlink', e.target!, at);
-        planMount({ kind: 'symlink', dest: at, target: e.target! });
+        ops.push({ kind: 'symlink', dest: at, target: e.target! });
       } else if (byHelper && !holdsMounts.has(at)) {
-        planMount({ kind: 'bind', dest: at, source: at, ro: true, optional: true, byHelper: true });
+        ops.push({ kind: 'bind', dest: at, source: at, ro: true, optional: true, byHelper: true });
       } else {
-        // `-try`: an entry removed meanwhile is left out (the check then wants nothing there).
-        fsArgs.push('--ro-bind-try', at, at);
-        planMount({ kind: 'bind', dest: at, source: at, ro: true, optional: true });
+        // Optional: an entry removed meanwhile is left out (the check then wants nothing there).
+        ops.push({ kind: 'bind', dest: at, source: at, ro: true, optional: true });
       }
     }
   }
 
   function maskRead(p: string) {
     if (kindOf.get(p) === 'dir') {
-      fsArgs.push('--tmpfs', p);
-      planMount({ kind: 'tmpfs', dest: p });
+      ops.push({ kind: 'tmpfs', dest: p });
       remountRo.push(p);
     } else if (byHelper) {
-      planMount({ kind: 'bind', dest: p, source: facts.deniedFile, ro: true, byHelper: true, deny: true });
+      ops.push({ kind: 'bind', dest: p, source: facts.deniedFile, ro: true, byHelper: true, deny: true });
     } else {
       bind(facts.deniedFile, p, true);
     }
   }
   for (const [link, target] of facts.symlinks ?? []) {
     if (!fsPolicy.disabled && !readable(dirname(link)) && readable(landing(link).real)) {
-      fsArgs.push('--symlink', target, link);
-      planMount({ kind: 'symlink', dest: link, target });
+      ops.push({ kind: 'symlink', dest: link, target });
     }
   }
   // Sentinel copies over masked files, on top of every bind above (bwrap writes the copy into
@@ -667,24 +685,20 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     const l = landing(m.path);
     if (l.kind !== 'file') continue;
     if (!fsPolicy.disabled && !readable(l.real)) continue;
-    fsArgs.push('--perms', m.mode.toString(8).padStart(4, '0'), '--ro-bind-data', String(m.fd), l.real);
-    planMount({ kind: 'data', dest: l.real, hides: l.real });
+    ops.push({ kind: 'data', dest: l.real, hides: l.real, fd: m.fd, mode: m.mode });
   }
   if (stages.length) {
-    fsArgs.push('--tmpfs', stageDir!);
-    for (const { dir, stage } of stages) {
-      fsArgs.push('--ro-bind', dir, stage);
-      planMount({ kind: 'stage', dest: stage, dir });
-    }
-    planMount({ kind: 'cover', dest: stageDir! });
+    ops.push({ kind: 'tmpfs', dest: stageDir!, unchecked: true });
+    for (const { dir, stage } of stages) ops.push({ kind: 'stage', dest: stage, dir });
+    ops.push({ kind: 'cover', dest: stageDir! });
   }
   // Read-only last: carve-outs inside a tmpfs need their mount points created first.
-  for (const p of remountRo) fsArgs.push('--remount-ro', p);
+  for (const p of remountRo) ops.push({ kind: 'remount-ro', dest: p });
 
   const nsArgs = [
     '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--new-session', '--die-with-parent',
-  ];
+  ].map((o) => [o]);
   // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc), CAP_SETPCAP
   // (clearing the bounding set) and CAP_SYS_RESOURCE (the sandbox's share of the per-user limits,
   // init/limits.c) in bwrap's user namespace only, and drops them before exec.
@@ -693,35 +707,26 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // may pass a directory with no search permission (a root caller's mode-000 directory).
   const lowPort = facts.seccomp?.relays.some((r) => r.port < 1024) ?? false;
   const capArgs = facts.seccomp
-    ? ['--as-pid-1', '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
-      ...(lowPort ? ['--cap-add', 'CAP_NET_BIND_SERVICE'] : [])]
-    : ['--cap-drop', 'ALL'];
-  const statusArgs = facts.jsonStatusFd !== undefined ? ['--json-status-fd', String(facts.jsonStatusFd)] : [];
+    ? [['--as-pid-1'], ['--cap-drop', 'ALL'], ...['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH', 'CAP_SYS_RESOURCE', ...(lowPort ? ['CAP_NET_BIND_SERVICE'] : [])].map((c) => ['--cap-add', c])]
+    : [['--cap-drop', 'ALL']];
+  const statusArgs = facts.jsonStatusFd !== undefined ? [['--json-status-fd', String(facts.jsonStatusFd)]] : [];
+  const launch = facts.seccomp;
   // Landlock in the helper denies writes outside the read-write binds (a read-only bind still lets
   // a FIFO or device be opened for writing). Left out when the filesystem is not isolated, and
   // for nested sandboxes: Landlock refuses mount(2) to everything below it.
-  const landlockArgs = fsPolicy.disabled || policy.allowNestedUserNamespaces
-    ? ['--no-landlock']
-    : [...writable.flatMap((w) => ['--writable', w]), ...(policy.network.allowAllUnixSockets ? ['--socket-files'] : [])];
-  const term = facts.seccomp?.terminal;
-  const sup = facts.seccomp?.supervisor;
-  const inner = facts.seccomp
-    ? [
-      facts.seccomp.helperPath,
-      ...facts.seccomp.relays.flatMap((r) => ['--relay', `${bracketed(r.address)}:${r.port}:${r.socketPath}`]),
-      ...facts.seccomp.exposes.flatMap((e) => ['--expose', `${e.fd}:${e.sandboxPort}`]),
-      ...landlockArgs,
-      ...(term ? ['--pty', `${term.channelFd}:${term.parentStatFd}:${term.stdio}`] : []),
-      ...(sup ? ['--protect', sup.rulesPath, '--report-fd', String(sup.reportFd)] : []),
-      ...(facts.seccomp.mountsPath ? ['--verify', facts.seccomp.mountsPath] : []),
-      '--filter', facts.seccomp.filterPath, '--',
-    ]
-    : [];
-  const args = [...nsArgs, ...capArgs, ...fsArgs, '--chdir', policy.cwd, ...statusArgs, '--', ...inner, ...command];
-  const hostListen = (facts.seccomp?.exposes ?? []).flatMap((e) => ['--host-listen', `${e.fd}:${bracketed(e.hostAddress)}:${e.hostPort}`]);
+  const init: InitArgs | undefined = launch && {
+    helperPath: launch.helperPath, relays: launch.relays, exposes: launch.exposes,
+    landlock: fsPolicy.disabled || policy.allowNestedUserNamespaces ? 'off' : { writable, socketFiles: policy.network.allowAllUnixSockets },
+    ...(launch.terminal ? { pty: launch.terminal } : {}),
+    ...(launch.supervisor ? { protect: launch.supervisor } : {}),
+    ...(launch.mountsPath !== undefined ? { verify: launch.mountsPath } : {}),
+    filter: launch.filterPath,
+  };
+  const argGroups = [...nsArgs, ...capArgs, ...bwrapMountArgs(ops), ['--chdir', policy.cwd], ...statusArgs, ['--', ...(init ? initArgv(init) : []), ...command]];
   return {
-    args, placeholders: [...placeholders.values()], warnings, errors, notes, writable, hostListen,
-    mounts: [...mounts.values()], chdir: policy.cwd, snapshots: [...snapshotDirs].sort(), gated,
+    args: argGroups.flat(), argGroups, ops, ...(init ? { init } : {}), placeholders: [...placeholders.values()], warnings, errors, notes, writable,
+    launcher: launch ? hostListenArgv(launch.helperPath, launch.exposes) : [],
+    chdir: policy.cwd, snapshots: [...snapshotDirs].sort(), gated,
     protectedRoots: fsPolicy.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),
     protectedPaths: [...protectedPaths],
   };

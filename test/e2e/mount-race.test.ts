@@ -10,6 +10,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { initArgv } from '../../src/profiles/init-args.js';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
 import { SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
@@ -183,7 +184,7 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
     const r = spawnSync(BWRAP, ['--unshare-user', '--unshare-net', '--unshare-pid', '--die-with-parent', '--as-pid-1',
       '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
       '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', base, base, ...binds, '--chdir', chdir,
-      '--', INIT_HELPER_PATH, '--verify', planFile, '--no-landlock', '--filter', filter, '--',
+      '--', ...initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes: [], landlock: 'off', verify: planFile, filter }),
       ...(script ? ['sh', '-c', `touch ${marker}; ${script}`] : ['touch', marker])], { encoding: 'utf8', timeout: 20_000 });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr, ran: existsSync(marker) };
   }

@@ -8,6 +8,7 @@ import { createConnection, createServer as createTcpServer, type Server as TcpSe
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { hostListenArgv, initArgv } from '../../src/profiles/init-args.js';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
 import { processesWith, REPO, tempDir } from './helpers.js';
@@ -67,17 +68,15 @@ function bwrapArgs(opts: RunOptions): string[] {
   ];
 }
 
-function helperArgs(opts: RunOptions): string[] {
-  return opts.helperArgs ?? [
-    ...(opts.relay ? ['--relay', `127.0.0.1:${RELAY_PORT}:${socketPath}`] : []),
-    // As srt does: a nested sandbox needs mount(2), which Landlock refuses.
-    ...(opts.filter === 'ns' ? ['--no-landlock'] : []),
-    '--filter', filters[opts.filter ?? 'strict'],
-  ];
-}
-
+/** srt-init's argv as srt writes it (or the raw `helperArgs` a test gives), then the command. */
 function sandboxArgv(cmd: string[], opts: RunOptions): string[] {
-  return [...bwrapArgs(opts), '--', INIT_HELPER_PATH, ...helperArgs(opts), '--', ...cmd];
+  const init = opts.helperArgs ? [INIT_HELPER_PATH, ...opts.helperArgs, '--'] : initArgv({
+    helperPath: INIT_HELPER_PATH, exposes: [], filter: filters[opts.filter ?? 'strict'],
+    relays: opts.relay ? [{ address: '127.0.0.1', port: RELAY_PORT, socketPath }] : [],
+    // As srt does: a nested sandbox needs mount(2), which Landlock refuses.
+    landlock: opts.filter === 'ns' ? 'off' : { writable: [], socketFiles: false },
+  });
+  return [...bwrapArgs(opts), '--', ...init, ...cmd];
 }
 
 const ENV = { PATH: '/usr/local/bin:/usr/bin:/bin', LANG: 'C.UTF-8', HOME: tmp.path };
@@ -588,7 +587,9 @@ class H(http.server.BaseHTTPRequestHandler):
 srv = S(('::1', 3000), H); srv.timeout = 10
 print('ready', flush=True)
 srv.handle_request()`;
-    const argv = ['--host-listen', `4:127.0.0.1:${port}`, '--', BWRAP!, ...bwrapArgs({}), '--', INIT_HELPER_PATH, '--expose', '4:3000', '--filter', filters.strict, '--', PYTHON, '-c', py];
+    const exposes = [{ fd: 4, hostAddress: '127.0.0.1', hostPort: port, sandboxPort: 3000 }];
+    const init = initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes, landlock: { writable: [], socketFiles: false }, filter: filters.strict });
+    const argv = [...hostListenArgv(INIT_HELPER_PATH, exposes).slice(1), BWRAP!, ...bwrapArgs({}), '--', ...init, PYTHON, '-c', py];
     const child = execa(INIT_HELPER_PATH, argv, { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
     await new Promise<void>((resolve) => {
       child.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });

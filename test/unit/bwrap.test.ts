@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { buildBwrapPlan, encodeMounts, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, literalOf, plannedMounts, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
 
 const src = { scope: 'cli' as const };
 const rule = (path: string, glob = /[*?[]/.test(path)): PathRule => ({ path, glob, original: path, source: src });
@@ -65,7 +65,7 @@ describe('bwrap argv', () => {
     expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-init', '--relay', '127.0.0.1:3128:/r/http.sock',
       '--writable', '/w', '--writable', '/r/tmp', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
-    expect(plan.hostListen).toEqual([]); // nothing exposed: bwrap runs directly
+    expect(plan.launcher).toEqual([]); // nothing exposed: bwrap runs directly
   });
 
   it('a terminal on stdin: the helper gets --pty with the channel, srt\'s stat descriptor and the stdio on the pty; bwrap keeps --new-session', () => {
@@ -88,7 +88,7 @@ describe('bwrap argv', () => {
     expect(plan.args.slice(plan.args.indexOf('/h/srt-init'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-init',
       '--relay', '127.0.0.1:3128:/r/http.sock', '--relay', '127.0.0.1:80:/r/fwd-0.sock', '--relay', '[::1]:80:/r/fwd-0.sock',
       '--expose', '6:3000', '--expose', '7:80']);
-    expect(plan.hostListen).toEqual(['--host-listen', '6:127.0.0.1:3000', '--host-listen', '7:[::1]:8080']);
+    expect(plan.launcher).toEqual(['/h/srt-init', '--host-listen', '6:127.0.0.1:3000', '--host-listen', '7:[::1]:8080', '--']);
   });
 
   const seccomp = { seccomp: { helperPath: '/h/srt-init', filterPath: '/r/f.bpf', relays: [], exposes: [] } };
@@ -446,7 +446,7 @@ describe('the mount plan the helper checks', () => {
       facts({ '/h/.ssh': dir('/h/.ssh'), '/h/.ssh/config': file('/h/.ssh/config'), '/w/.env': file('/w/.env') }),
       ['true'],
     );
-    expect(plan.mounts).toEqual([
+    expect(plannedMounts(plan.ops)).toEqual([
       { kind: 'bind', dest: '/', source: '/', ro: true },
       { kind: 'bind', dest: '/w', source: '/w', ro: false },
       { kind: 'tmpfs', dest: '/h/.ssh' },
@@ -456,7 +456,7 @@ describe('the mount plan the helper checks', () => {
     ]);
     expect(plan.chdir).toBe('/w');
     const hidden = buildBwrapPlan(policy({ denyRead: [rule('/')], allowRead: [rule('/usr')] }), facts({ '/': dir('/'), '/usr': dir('/usr') }), ['true']);
-    expect(hidden.mounts.slice(0, 2)).toEqual([{ kind: 'tmpfs', dest: '/' }, { kind: 'bind', dest: '/sys', source: '/sys', ro: true }]);
+    expect(plannedMounts(hidden.ops).slice(0, 2)).toEqual([{ kind: 'tmpfs', dest: '/' }, { kind: 'bind', dest: '/sys', source: '/sys', ro: true }]);
   });
 
   it('is handed to the helper (--verify) and encoded as NUL-terminated records; a source that changed stops the run', () => {
@@ -520,23 +520,23 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(args).toContain('--ro-bind-try /h/.config /h/.config');
     expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeLessThan(args.indexOf('--tmpfs /h/.config/gh'));
     expect(args).toContain('--symlink .aws /h/link');
-    expect(plan.mounts).toEqual(expect.arrayContaining([
+    expect(plannedMounts(plan.ops)).toEqual(expect.arrayContaining([
       { kind: 'tmpfs', dest: '/h' }, { kind: 'stage', dest: '/r/stage/0', dir: '/h' }, { kind: 'cover', dest: '/r/stage' },
       { kind: 'bind', dest: '/h/.bashrc', source: '/h/.bashrc', ro: true, optional: true, byHelper: true },
       { kind: 'bind', dest: '/h/.aws/config', source: '/h/.aws/config', ro: true, optional: true, byHelper: true },
       { kind: 'bind', dest: '/h/.config', source: '/h/.config', ro: true, optional: true },
     ]));
     // The denied file too is the helper's bind (bwrap's cost grows with every mount it makes).
-    expect(plan.mounts.filter((m) => m.dest === '/h/.aws/credentials')).toEqual([{ kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true, byHelper: true, deny: true }]);
+    expect(plannedMounts(plan.ops).filter((m) => m.dest === '/h/.aws/credentials')).toEqual([{ kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true, byHelper: true, deny: true }]);
     expect(args).not.toContain('/h/.aws/credentials');
     const denyIds = new Map([['/r/denied', { dev: '2', ino: '9' }]]);
-    const denyEnc = encodeMounts(plan.mounts.filter((m) => m.dest === '/h/.aws/credentials'), (p) => denyIds.get(p) ?? null, undefined);
+    const denyEnc = encodeMounts(plannedMounts(plan.ops).filter((m) => m.dest === '/h/.aws/credentials'), (p) => denyIds.get(p) ?? null, undefined);
     expect('data' in denyEnc && denyEnc.data.toString().split('\0')).toEqual(['F', '/r/denied', '2', '9', 'B', '/h/.aws/credentials', '2', '9', 'rd', '']);
     expect(encodeMounts([{ kind: 'bind', dest: '/a', source: '/r/denied', ro: true, byHelper: true, deny: true },
       { kind: 'bind', dest: '/b', source: '/r/other', ro: true, byHelper: true, deny: true }], () => ({ dev: '1', ino: '1' }), undefined))
       .toEqual({ error: 'more than one denied file' });
     const ids = new Map([['/h', { dev: '1', ino: '5' }], ['/h/.bashrc', { dev: '1', ino: '6' }]]);
-    const enc = encodeMounts(plan.mounts.filter((m) => m.dest === '/r/stage/0' || m.dest === '/r/stage' || m.dest === '/h/.bashrc'), (p) => ids.get(p) ?? null, undefined);
+    const enc = encodeMounts(plannedMounts(plan.ops).filter((m) => m.dest === '/r/stage/0' || m.dest === '/r/stage' || m.dest === '/h/.bashrc'), (p) => ids.get(p) ?? null, undefined);
     expect('data' in enc && enc.data.toString().split('\0')).toEqual(['B', '/h/.bashrc', '1', '6', 'ros', 'S', '/h', '/r/stage/0', '1', '5', 'K', '/r/stage', '']);
     expect(encodeMounts([{ kind: 'stage', dest: '/h/.s', dir: '/h' }], () => null, undefined))
       .toEqual({ error: '/h changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
@@ -552,7 +552,7 @@ describe('denies that hold while the command runs (a host program replacing a de
     const args = plan.args.join(' ');
     expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeGreaterThan(-1);
     expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeLessThan(args.indexOf('--ro-bind-data 9 /h/.config/gh/hosts.yml'));
-    expect(plan.mounts).toContainEqual({ kind: 'bind', dest: '/h/.bashrc', source: '/h/.bashrc', ro: true, optional: true, byHelper: true });
+    expect(plannedMounts(plan.ops)).toContainEqual({ kind: 'bind', dest: '/h/.bashrc', source: '/h/.bashrc', ro: true, optional: true, byHelper: true });
   });
 
   it('a directory too large to snapshot is left as it is, with a warning; one srt did not list stops the run', () => {
@@ -605,10 +605,10 @@ describe('denies that hold while the command runs (a host program replacing a de
           ['/h', [{ name: '.config', kind: 'dir' as const }, { name: '.env', kind: 'file' as const }]]]),
       }), ['true']);
       expect(plan.snapshots).toEqual(['/h', '/h/.config']);
-      expect(plan.mounts.filter((m) => m.dest === '/h/.config/gh' || m.dest === '/h/.env')).toEqual([]);
+      expect(plannedMounts(plan.ops).filter((m) => m.dest === '/h/.config/gh' || m.dest === '/h/.env')).toEqual([]);
       expect(plan.args).not.toContain('/h/.config/gh');
       expect(plan.args).not.toContain('/h/.env');
-      expect(plan.mounts.some((m) => m.dest === '/h/.config/other')).toBe(true);
+      expect(plannedMounts(plan.ops).some((m) => m.dest === '/h/.config/other')).toBe(true);
     }
   });
 });
