@@ -17,7 +17,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import asn1 from 'node-forge/lib/asn1.js';
 import type { asn1 as Asn1Types } from 'node-forge';
 import { ipBytes } from './address-guard.js';
-import type { NormalizedHost } from './domains.js';
+import { namedLoopback, type NormalizedHost } from './domains.js';
 
 type Asn1 = Asn1Types.Asn1;
 
@@ -257,9 +257,10 @@ export class CertificateAuthority {
       this.leafKey = { pem: privateKey.export({ type: 'pkcs8', format: 'pem' }) as string, spki, keyId: keyIdOf(spki) };
     }
     const notAfter = new Date(Math.min(now.getTime() + LEAF_LIFETIME_MS, this.notAfter));
-    let san: Asn1;
-    if (host.ip !== undefined) san = asn1.create(Class.CONTEXT_SPECIFIC, 7, false, bin(ipBytes(host.host)!));
-    else san = asn1.create(Class.CONTEXT_SPECIFIC, 2, false, host.host);
+    const ip = (addr: string) => asn1.create(Class.CONTEXT_SPECIFIC, 7, false, bin(ipBytes(addr)!));
+    // `localhost` is also the addresses it stands for: a client of a forwarded `localhost:PORT`
+    // may name it https://127.0.0.1:PORT (no SNI) as well.
+    const san: Asn1[] = host.ip !== undefined ? [ip(host.host)] : [asn1.create(Class.CONTEXT_SPECIFIC, 2, false, host.host), ...(namedLoopback(host.host) ?? []).map(ip)];
     const subject: Array<[string, string]> = [[OID.organization, 'srt']];
     if (host.host.length <= 64) subject.push([OID.commonName, host.host]);
     const certDer = buildCertificate(
@@ -273,7 +274,7 @@ export class CertificateAuthority {
           extension(OID.basicConstraints, true, seq([])),
           extension(OID.keyUsage, true, KU_DIGITAL_SIGNATURE),
           extension(OID.extKeyUsage, false, seq([oid(OID.serverAuth)])),
-          extension(OID.subjectAltName, false, seq([san])),
+          extension(OID.subjectAltName, false, seq(san)),
           extension(OID.subjectKeyId, false, octets(this.leafKey.keyId)),
           extension(OID.authorityKeyId, false, seq([asn1.create(Class.CONTEXT_SPECIFIC, 0, false, bin(this.issuer.keyId))])),
         ],

@@ -181,7 +181,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     servers.push(socksServer);
     const socks = await listen(socksServer, opts.listen.socks, (p) => socketPaths.push(p));
     for (const f of opts.listen.forwards ?? []) {
-      const server = createForwardServer(gate, f.host, f.port, stages);
+      const server = createForwardServer(gate, tunnels, f.host, f.port);
       servers.push(server);
       await listen(server, { socketPath: f.socketPath }, (p) => socketPaths.push(p));
     }

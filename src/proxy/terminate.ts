@@ -23,7 +23,7 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import http2, { type ClientHttp2Session, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
-import { normalizeHost, type NormalizedHost } from './domains.js';
+import { namedLoopback, normalizeHost, type NormalizedHost } from './domains.js';
 import {
   DialAgent,
   exchange,
@@ -232,12 +232,18 @@ function upstreamTls(raw: Duplex, target: Target, trust: UpstreamTrust, alpn: st
   });
 }
 
+/** Is `host` (as a client wrote it) the tunnel's host? `localhost` is also the addresses it stands
+ *  for: a forwarded `localhost:PORT` is reached as https://127.0.0.1:PORT too. */
+function isTargetHost(host: string, target: Target): boolean {
+  const h = normalizeHost(host);
+  return h !== null && (h.host === target.host.host || (namedLoopback(target.host.host)?.includes(h.host) ?? false));
+}
+
 /** The one question every terminated request answers first: does it name the tunnel's host? */
 function namesTarget(authority: string, target: Target): boolean {
   const a = parseAuthority(authority, target.port);
   if (typeof a === 'string') return false;
-  const h = normalizeHost(a.host);
-  return h !== null && h.host === target.host.host && a.port === target.port;
+  return isTargetHost(a.host, target) && a.port === target.port;
 }
 
 export class Terminator implements TlsTerminator {
@@ -484,8 +490,7 @@ export class Terminator implements TlsTerminator {
     if (url.startsWith('/') || url === '*') return { path: url };
     const parsed = parseAbsoluteTarget(url, 'https');
     if (typeof parsed === 'string') return { refuse: parsed };
-    const h = normalizeHost(parsed.host);
-    if (!h || h.host !== target.host.host || parsed.port !== target.port) return { refuse: `request target ${url.slice(0, 100)}` };
+    if (!isTargetHost(parsed.host, target) || parsed.port !== target.port) return { refuse: `request target ${url.slice(0, 100)}` };
     return { path: parsed.path };
   }
 

@@ -1,4 +1,5 @@
-// What happens to a tunnel (CONNECT or SOCKS5) once its destination is authorized and dialled.
+// What happens to a tunnel (CONNECT, SOCKS5, or a forwarded host loopback port) once its
+// destination is authorized and dialled.
 // Without TLS termination, or for an `excludeDomains` host: an opaque byte stream, as always.
 // With termination: srt waits for the first bytes. A server that speaks first (SMTP, SSH
 // banners, MySQL) or a client whose first byte is not a TLS handshake record gets the opaque
@@ -6,10 +7,17 @@
 // starts a TLS record but is no valid ClientHello closes the tunnel: it must not reach the
 // upstream uninspected. The whole wait, up to the end of the client's TLS handshake, is bounded
 // by `handshakeTimeoutMs`.
+// A forwarded port has no CONNECT line naming its host: a client that reaches it by another name
+// (a hosts-file name for a loopback service) says so in its SNI. That name is judged like a
+// CONNECT to it, and the tunnel becomes that name's only if it leads to the very address this
+// connection was dialled to; otherwise the tunnel is closed (terminate.ts refuses an SNI that
+// is not the tunnel's host).
 
+import type { Socket } from 'node:net';
 import type { Duplex, Transform } from 'node:stream';
 import type { Gate, Target } from './gate.js';
-import { ruleMatches } from './domains.js';
+import { displayHostPort } from './decide.js';
+import { namedLoopback, normalizeHost, ruleMatches } from './domains.js';
 import { looksLikeTls, MAX_CLIENT_HELLO, parseClientHello } from './clienthello.js';
 import { RefusedError, runTunnelStages, tunnelGuard, type Refusal, type Stage, type TunnelInfo } from './pipeline.js';
 
@@ -24,7 +32,7 @@ export interface TlsTerminator {
 /** A tunnel admitted by `Tunnels.admit`: holds a termination slot until it is released. */
 export interface AdmittedTunnel {
   target: Target;
-  via: 'connect' | 'socks';
+  via: 'connect' | 'socks' | 'forward';
   /** Termination applies (tlsTerminate on, host not excluded). */
   terminate: boolean;
   /** Give the slot back (idempotent): the tunnel turned out opaque, failed, or closed. */
@@ -54,15 +62,14 @@ export class Tunnels {
   ) {}
 
   /** Before dialling: the tunnel stages and, for tunnels that may be terminated, maxTunnels. */
-  admit(target: Target, via: 'connect' | 'socks'): { ok: true; slot: AdmittedTunnel } | { ok: false; refusal: Refusal } {
+  admit(target: Target, via: AdmittedTunnel['via']): { ok: true; slot: AdmittedTunnel } | { ok: false; refusal: Refusal } {
     const refusal = runTunnelStages(this.opts.stages, { target, via });
     if (refusal) {
       this.gate.refuse(target.host.host, target.port, refusal.refuse, via, refusal);
       return { ok: false, refusal };
     }
     const tls = this.gate.network.tlsTerminate;
-    const terminate =
-      this.opts.terminator !== undefined && tls !== undefined && !tls.excludeDomains.some((r) => ruleMatches(r, target.host.host, target.port));
+    const terminate = this.terminates(target);
     if (terminate && this.active >= tls!.maxTunnels) {
       const reason = `too many TLS tunnels open (network.tlsTerminate.maxTunnels: ${tls!.maxTunnels})`;
       this.gate.log(`proxy: ${via} ${target.display}: ${reason}`);
@@ -82,6 +89,34 @@ export class Tunnels {
         },
       },
     };
+  }
+
+  /** Termination applies to a tunnel to `target`: tlsTerminate on, the host not excluded. */
+  private terminates(target: Target): boolean {
+    const tls = this.gate.network.tlsTerminate;
+    return this.opts.terminator !== undefined && tls !== undefined && !tls.excludeDomains.some((r) => ruleMatches(r, target.host.host, target.port));
+  }
+
+  /**
+   * A forwarded port's client named `sni` (not the forward's host): that name's tunnel, if the
+   * policy allows it and it leads to the address `upstream` was dialled to; else undefined (the
+   * gate recorded why).
+   */
+  private async retarget(t: AdmittedTunnel, sni: string, upstream: Duplex): Promise<AdmittedTunnel | undefined> {
+    const canonical = (a: string | undefined) => (a === undefined ? undefined : normalizeHost(a)?.host);
+    const dialled = canonical((upstream as Socket).remoteAddress);
+    const port = t.target.port;
+    // `localhost` is the host's loopback by definition: the address already decided, by its name.
+    if (sni.toLowerCase().replace(/\.$/, '') === 'localhost' && dialled !== undefined && namedLoopback('localhost')!.includes(dialled)) {
+      return { ...t, target: { host: { host: 'localhost' }, port, addresses: [dialled], display: displayHostPort('localhost', port) } };
+    }
+    const auth = await this.gate.authorize(sni, port, 'forward');
+    if (!auth.ok) return undefined;
+    if (dialled === undefined || !auth.target.addresses.some((a) => canonical(a) === dialled)) {
+      this.gate.refuse(auth.target.host.host, t.target.port, `TLS server name "${sni}" does not lead to the forwarded port ${t.target.display}`, 'forward');
+      return undefined;
+    }
+    return { ...t, target: { ...auth.target, addresses: [dialled] } };
   }
 
   /** The tunnel is established (client told so): relay it, or terminate its TLS. */
@@ -149,16 +184,35 @@ export class Tunnels {
       }
       stopListening();
       const { sni, alpn } = parsed;
-      this.terminator ??= this.opts.terminator!();
-      this.terminator.then(
-        (terminator) => {
-          if (this.closed || client.destroyed) return fail();
-          terminator.terminate(t, client, upstream, hello, { ...(sni ? { sni } : {}), ...(alpn ? { alpn } : {}) }, deadline);
+      const terminate = (tunnel: AdmittedTunnel) => {
+        this.terminator ??= this.opts.terminator!();
+        this.terminator.then(
+          (terminator) => {
+            if (this.closed || client.destroyed) return fail();
+            terminator.terminate(tunnel, client, upstream, hello, { ...(sni ? { sni } : {}), ...(alpn ? { alpn } : {}) }, deadline);
+          },
+          (e: Error) => {
+            gate.log(`proxy: cannot load TLS termination: ${e.message}`);
+            fail();
+          },
+        );
+      };
+      const named = sni === undefined ? undefined : normalizeHost(sni)?.host;
+      if (t.via !== 'forward' || named === undefined || named === t.target.host.host) return terminate(t);
+      void this.retarget(t, sni!, upstream).then(
+        (tunnel) => {
+          if (!tunnel || this.closed || client.destroyed) return fail();
+          if (this.terminates(tunnel.target)) return terminate(tunnel);
+          // The name is an excludeDomains host: its tunnel stays opaque.
+          t.release();
+          deadline.cancel();
+          const guard = guardTunnel(gate, this.opts.stages, tunnel);
+          (guard ?? upstream).write(hello);
+          splice(client, upstream, guard);
+          client.resume();
+          upstream.resume();
         },
-        (e: Error) => {
-          gate.log(`proxy: cannot load TLS termination: ${e.message}`);
-          fail();
-        },
+        () => fail(),
       );
     };
     function fromClient(chunk: Buffer) {
