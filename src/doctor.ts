@@ -262,7 +262,7 @@ function staleCheck(home: string, fix: boolean): Check {
 /** The credential plan a run would follow (files read, `source` commands not run), as checks. */
 async function credentialChecks(policy: Policy): Promise<Check[]> {
   const plan = await hostCredentialPlan(policy);
-  const hosts = plan.warnings.filter((w) => w.includes('injectHosts entry') || w.includes('network.allowedDomains is empty'));
+  const hosts = plan.warnings.filter((w) => w.includes('injectHosts entry') || /network\.allowedDomains (is empty|names no single host)/.test(w));
   const masking = [...plan.errors, ...plan.warnings.filter((w) => !hosts.includes(w))];
   const any = [...policy.credentials.envVars, ...policy.credentials.files].some((e) => e.injectHosts);
   return [

@@ -45,7 +45,7 @@ export interface EnvCredential {
   name: string;
   mode: CredentialMode;
   /** Where the real value may be sent, parsed like allowedDomains (canonical hosts, optional
-   *  port, wildcards); undefined = every allowed host. */
+   *  port, wildcards); undefined = every allowedDomains entry that names one host. */
   injectHosts?: DomainRule[];
   /** Default `['headers']`. */
   injectInto: InjectPlace[];

@@ -6,7 +6,7 @@ import type { CredentialPlan, Secret } from './plan.js';
 
 function where(s: Secret): string {
   if (!s.inject) return `never sent anywhere (${SIGN_ONLY})`;
-  const hosts = s.injectHosts ? s.injectHosts.map((r) => r.text).join(', ') : 'every allowed host';
+  const hosts = s.injectHosts.length ? s.injectHosts.map((r) => r.text).join(', ') : 'no host (network.allowedDomains names none)';
   return `swapped back for ${hosts} (in ${s.injectInto.join(', ')})`;
 }
 

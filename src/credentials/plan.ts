@@ -7,6 +7,7 @@
 // output of `source` commands, jose when some entry decodes JWTs); nothing here does I/O.
 
 import type { AwsPair, EnvCredential, FileCredential, InjectPlace, PathRule, Policy } from '../policy.js';
+import { effectiveAllowList } from '../proxy/decide.js';
 import type { DomainRule } from '../proxy/domains.js';
 import { extractAwsCredentials, type AwsProfile } from './aws-files.js';
 import { extract } from './extract.js';
@@ -57,8 +58,9 @@ export interface Secret {
   label: string;
   real: string;
   sentinel: string;
-  /** Where the real value may be sent (canonical rules); undefined = every allowed host. */
-  injectHosts?: DomainRule[];
+  /** Where the real value may be sent (canonical rules): the entry's injectHosts, else every
+   *  allowedDomains entry that names one host (never a wildcard: it must be listed). */
+  injectHosts: DomainRule[];
   injectInto: InjectPlace[];
   /** false: never swapped back; its sentinel may go nowhere. Every AWS secret access key, paired
    *  with its key id or not: it is only ever used to sign (the proxy re-signs requests with it). */
@@ -163,6 +165,22 @@ function overlaps(allow: DomainRule, inject: DomainRule): boolean {
   }
   if (allow.kind === 'host') return allow.ip === undefined && allow.host.endsWith(`.${inject.host}`);
   return under(allow.host, inject.host) || under(inject.host, allow.host);
+}
+
+/** Where an entry without injectHosts sends its value: every allowedDomains entry that names one
+ *  host. A wildcard (`*.example.com`, `*`) would send it to hosts nobody named. */
+export function defaultInjectHosts(policy: Policy): DomainRule[] {
+  return effectiveAllowList(policy.network).map((d) => d.rule).filter((r) => r.kind === 'host');
+}
+
+/** Said at start: the allow entries a mask without injectHosts does not go to. */
+function defaultInjectNotice(policy: Policy, maskings: readonly Masking[], plan: CredentialPlan): void {
+  const labels = [...new Set(maskings.filter((m) => m.entry.injectHosts === undefined).map((m) => m.label))];
+  const left = effectiveAllowList(policy.network).map((d) => d.rule).filter((r) => r.kind !== 'host').map((r) => r.text);
+  if (labels.length === 0 || left.length === 0) return;
+  plan.warnings.push(
+    `credentials: ${labels.join(', ')} ${labels.length === 1 ? 'has' : 'have'} no injectHosts: the real value goes only to the allowedDomains entries that name one host, not to ${[...new Set(left)].join(', ')}; list ${left.length === 1 ? 'it' : 'them'} in injectHosts to send it there`,
+  );
 }
 
 /** Replace every occurrence of the long enough real values in `text`. */
@@ -285,11 +303,12 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   const mint = new SentinelMint(found.map((f) => f.real), random);
   const byReal = new Map<string, Secret>();
   const extended = new Set<string>();
+  const defaultHosts = defaultInjectHosts(policy);
   for (const { real, label, entry, jwt } of found) {
     const known = byReal.get(real);
     if (known) {
       // The same value under several entries: each entry's hosts and places authorise it.
-      known.injectHosts = known.injectHosts && entry.injectHosts ? [...known.injectHosts, ...entry.injectHosts] : undefined;
+      known.injectHosts = [...known.injectHosts, ...(entry.injectHosts ?? defaultHosts)];
       known.injectInto = [...new Set([...known.injectInto, ...entry.injectInto])];
       continue;
     }
@@ -300,8 +319,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
       sentinel = shape.sentinel;
       if (shape.extendedBy > 0) extended.add(label);
     }
-    const secret: Secret = { label, real, sentinel, injectInto: [...entry.injectInto], inject: true };
-    if (entry.injectHosts) secret.injectHosts = [...entry.injectHosts];
+    const secret: Secret = { label, real, sentinel, injectHosts: [...(entry.injectHosts ?? defaultHosts)], injectInto: [...entry.injectInto], inject: true };
     byReal.set(real, secret);
     plan.secrets.push(secret);
   }
@@ -309,6 +327,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     plan.warnings.push(`credentials: ${label}: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length), and any response that contains the value is rewritten`);
   }
   const sentinelOf = (real: string) => byReal.get(real)!.sentinel;
+  defaultInjectNotice(policy, maskings, plan);
 
   // --- what the command sees
   const maskedNames = new Set<string>();
@@ -442,7 +461,8 @@ function injectionWarnings(policy: Policy, plan: CredentialPlan): void {
   for (const e of entries) {
     const label = 'name' in e ? e.name : e.path;
     if (!e.injectHosts) {
-      if (network.allowedDomains.length === 0) plan.warnings.push(`credentials: ${label}: network.allowedDomains is empty, so its real value is never sent anywhere`);
+      const why = network.allowedDomains.length === 0 ? 'is empty' : 'names no single host (a wildcard must be listed in injectHosts)';
+      if (defaultInjectHosts(policy).length === 0) plan.warnings.push(`credentials: ${label}: network.allowedDomains ${why}, so its real value is never sent anywhere`);
       continue;
     }
     for (const rule of e.injectHosts) {

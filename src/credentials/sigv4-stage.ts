@@ -94,8 +94,7 @@ export class SigV4Stage implements Stage {
   ) {}
 
   private mayGo(c: AwsCredential, t: ProxyRequest['target']): boolean {
-    const hosts = c.accessKeyId.injectHosts;
-    return hosts === undefined || hosts.some((r) => ruleMatches(r, t.host.host, t.port));
+    return c.accessKeyId.injectHosts.some((r) => ruleMatches(r, t.host.host, t.port));
   }
 
   /** The credential whose key-id sentinel the request's signature (header or query) names. */

@@ -220,7 +220,7 @@ export class CredentialStage implements Stage {
   }
 
   private mayGo(s: Secret, d: Destination): boolean {
-    return s.inject && (s.injectHosts === undefined || s.injectHosts.some((r) => ruleMatches(r, d.host.host, d.port)));
+    return s.inject && s.injectHosts.some((r) => ruleMatches(r, d.host.host, d.port));
   }
 
   /** The proxy answers it and records it (a violation with its own report line). */

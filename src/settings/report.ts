@@ -136,7 +136,7 @@ function credentialPlanJson(plan: CredentialPlan): object {
     errors: plan.errors,
     secrets: plan.secrets.map((s) => ({
       from: s.label, inject: s.inject, injectInto: s.injectInto,
-      injectHosts: s.injectHosts ? s.injectHosts.map((r) => r.text) : 'every allowed host',
+      injectHosts: s.injectHosts.map((r) => r.text),
     })),
   };
 }
@@ -201,7 +201,7 @@ export function configText(report: SettingsReport, credentials?: CredentialPlan)
   scalarRow('filesystem.disabled', p.filesystem.disabled);
   scalarRow('filesystem.allowManagedReadPathsOnly', p.filesystem.allowManagedReadPathsOnly);
   const injection = (e: { mode: string; injectHosts?: Array<{ text: string }>; injectInto: string[] }) =>
-    e.mode === 'mask' ? ` → ${e.injectHosts ? e.injectHosts.map((r) => r.text).join(', ') : 'every allowed host'} (${e.injectInto.join(', ')})` : '';
+    e.mode === 'mask' ? ` → ${e.injectHosts ? e.injectHosts.map((r) => r.text).join(', ') : 'every allowed single host'} (${e.injectInto.join(', ')})` : '';
   list(
     'credentials.envVars',
     p.credentials.envVars.map((e) => [`${e.name} ${e.mode}${injection(e)}${e.sourceCommand ? ` from \`${e.sourceCommand.join(' ')}\`` : ''}`, e.source]),

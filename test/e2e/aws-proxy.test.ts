@@ -47,11 +47,12 @@ const endpoint = () => `https://s3.test:${server.port}`;
 
 function credential(real: AwsCreds, injectHosts?: string[]): AwsCredential {
   const fake = SENTINELS.get(real)!;
+  const hosts = rules(injectHosts ?? ['*'], 'allow').map((r) => r.rule);
   const c: AwsCredential = {
-    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: real.accessKeyId, sentinel: fake.accessKeyId, injectInto: ['headers'], inject: true, ...(injectHosts ? { injectHosts: rules(injectHosts, 'allow').map((r) => r.rule) } : {}) },
-    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: real.secretAccessKey, sentinel: fake.secretAccessKey, injectInto: ['headers'], inject: false },
+    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: real.accessKeyId, sentinel: fake.accessKeyId, injectHosts: hosts, injectInto: ['headers'], inject: true },
+    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: real.secretAccessKey, sentinel: fake.secretAccessKey, injectHosts: hosts, injectInto: ['headers'], inject: false },
   };
-  if (real.sessionToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: real.sessionToken, sentinel: fake.sessionToken!, injectInto: ['headers'], inject: true };
+  if (real.sessionToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: real.sessionToken, sentinel: fake.sessionToken!, injectHosts: hosts, injectInto: ['headers'], inject: true };
   return c;
 }
 

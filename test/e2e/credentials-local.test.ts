@@ -188,3 +188,28 @@ open('python.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().de
     expect(r.stderr).toContain(`srt: blocked elsewhere.fake.test:${port} — TLS server name "elsewhere.fake.test" does not lead to the forwarded port 127.0.0.1:${port}`);
   });
 });
+
+describe('a mask without injectHosts', () => {
+  it('goes to every allowedDomains entry that names one host, never to a wildcard entry; srt says which it left out', async () => {
+    service.reset();
+    const port = service.port;
+    const r = await run({
+      network: { allowedDomains: ['*.fake.test', `127.0.0.1:${port}`], tlsTerminate: tls() },
+      credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }] },
+    }, [
+      `echo "named=$(curl -s -o /dev/null -w '%{http_code}' -H "Authorization: Bearer $GH_TOKEN" https://api.fake.test:${port}/wildcard)"`,
+      `curl -sS -H "Authorization: Bearer $GH_TOKEN" https://127.0.0.1:${port}/single > single.json`,
+      'echo "gh=$GH_TOKEN"',
+    ].join('\n'));
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.kv.named).toBe('403');
+    expect(r.stderr).toContain('srt: warning: credentials: GH_TOKEN has no injectHosts: the real value goes only to the allowedDomains entries that name one host, not to *.fake.test; list it in injectHosts to send it there');
+    expect(r.stderr).toMatch(/^srt: blocked GH_TOKEN's sentinel on its way to api\.fake\.test$/m);
+    const seen = service.raw();
+    expect(seen).not.toContain('/wildcard');
+    expect(seen).toMatch(new RegExp(`GET /single HTTP/\\S+\\r\\n(?:[^\\r\\n]+\\r\\n)*authorization: Bearer ${GH}\\r\\n`));
+    const single = readFileSync(join(cwd, 'single.json'), 'utf8');
+    expect(JSON.parse(single).headers.authorization).toBe(`Bearer ${r.kv.gh}`);
+    noReal(r.stdout, r.stderr, single);
+  });
+});

@@ -9,6 +9,8 @@ const ctx = { cwd: '/work/repo', home: '/home/u', root: '/work/repo' };
 const user = (settings: unknown): SettingsLayer => ({ scope: 'user', file: '/home/u/.srt/settings.json', base: '/home/u/.srt', settings });
 const GH = 'ghp_16C7e42F292c6912E7710c838347Ae178B4a';
 const TLS = { tlsTerminate: {}, allowedDomains: ['api.github.com', '*.example.com'] };
+/** What srt says at start for masks without injectHosts under TLS's allowedDomains. */
+const leftOut = (labels: string) => `credentials: ${labels} ${labels.includes(',') ? 'have' : 'has'} no injectHosts: the real value goes only to the allowedDomains entries that name one host, not to *.example.com; list it in injectHosts to send it there`;
 
 function plan(settings: unknown, extra: Partial<PlanInput> = {}) {
   const policy = buildPolicy(ctx, [user(settings)]);
@@ -62,6 +64,7 @@ describe('credential plan: environment', () => {
     expect(p.setEnv.find((c) => c.name === 'URL')!.value).toBe(`https://x:${sentinel}@github.com`);
     expect(p.unsetEnv).toEqual(['NPM_TOKEN', 'NPM_CONFIG_TOKEN']);
     expect(p.warnings).toEqual([
+      leftOut('GH_TOKEN'),
       'credentials: GITHUB_TOKEN holds the value of masked GH_TOKEN; the command sees the sentinel there too',
       'credentials: URL holds the value of masked GH_TOKEN; the command sees the sentinel there too',
       'credentials: NPM_CONFIG_TOKEN holds the value of a denied variable; unset too',
@@ -119,6 +122,34 @@ describe('credential plan: environment', () => {
     expect(p.secrets[0]!.injectHosts!.map((r) => r.text)).toEqual(['api.github.com', 'x.example.com']);
     expect(p.secrets[0]!.injectInto).toEqual(['headers', 'body']);
     expect(p.setEnv.map((c) => c.value)).toEqual([p.secrets[0]!.sentinel, p.secrets[0]!.sentinel]);
+  });
+});
+
+describe('credential plan: where a mask without injectHosts goes', () => {
+  const allowed = ['api.github.com', '*.example.com', '127.0.0.1:3000', '[::1]', 'example.org:8443', '*:22'];
+
+  it('every allowedDomains entry that names one host; wildcards are left out, and srt says which', () => {
+    const p = plan({ network: { tlsTerminate: {}, allowedDomains: allowed }, credentials: { envVars: [{ name: 'A', mode: 'mask' }, { name: 'B', mode: 'mask' }] } }, { env: { A: GH, B: 'npm_abcdefghijklmnopqrstuvwxyz0123456789' } });
+    for (const s of p.secrets) expect(s.injectHosts.map((r) => r.text)).toEqual(['api.github.com', '127.0.0.1:3000', '[::1]', 'example.org:8443']);
+    expect(p.warnings).toEqual(['credentials: A, B have no injectHosts: the real value goes only to the allowedDomains entries that name one host, not to *.example.com, *:22; list them in injectHosts to send it there']);
+  });
+
+  it('a wildcard listed in injectHosts is used as listed; nothing is said when nothing is left out', () => {
+    const p = plan({ network: { tlsTerminate: {}, allowedDomains: allowed }, credentials: { envVars: [{ name: 'A', mode: 'mask', injectHosts: ['*.example.com'] }] } }, { env: { A: GH } });
+    expect(p.secrets[0]!.injectHosts.map((r) => r.text)).toEqual(['*.example.com']);
+    expect(p.warnings).toEqual([]);
+    const hostsOnly = plan({ network: { tlsTerminate: {}, allowedDomains: ['api.github.com'] }, credentials: { envVars: [{ name: 'A', mode: 'mask' }] } }, { env: { A: GH } });
+    expect(hostsOnly.warnings).toEqual([]);
+  });
+
+  it('the same value under an entry with injectHosts and one without goes to both sets; under allowManagedDomainsOnly only managed entries count', () => {
+    const p = plan({ network: { tlsTerminate: {}, allowedDomains: allowed }, credentials: { envVars: [{ name: 'A', mode: 'mask', injectHosts: ['*.example.com'] }, { name: 'B', mode: 'mask' }] } }, { env: { A: GH, B: GH } });
+    expect(p.secrets[0]!.injectHosts.map((r) => r.text)).toEqual(['*.example.com', 'api.github.com', '127.0.0.1:3000', '[::1]', 'example.org:8443']);
+    const managed: SettingsLayer = { scope: 'managed', file: '/etc/srt/managed-settings.json', base: '/etc/srt', settings: { network: { allowedDomains: ['corp.example', '*.corp.example'], allowManagedDomainsOnly: true } } };
+    const policy = buildPolicy(ctx, [managed, user({ network: { tlsTerminate: {}, allowedDomains: ['api.github.com'] }, credentials: { envVars: [{ name: 'A', mode: 'mask' }] } })]);
+    const q = buildCredentialPlan({ policy, env: { A: GH }, files: new Map(), bindFiles: true, jose });
+    expect(q.secrets[0]!.injectHosts.map((r) => r.text)).toEqual(['corp.example']);
+    expect(q.warnings).toContain('credentials: A has no injectHosts: the real value goes only to the allowedDomains entries that name one host, not to *.corp.example; list it in injectHosts to send it there');
   });
 });
 
@@ -223,7 +254,10 @@ describe('credential plan: start-up report and AWS', () => {
   it('a value too short to hide gets a longer sentinel and a warning', () => {
     const p = plan({ network: TLS, credentials: { envVars: [{ name: 'PIN', mode: 'mask' }] } }, { env: { PIN: '1234' } });
     expect(p.setEnv[0]!.value!.length).toBeGreaterThan(4);
-    expect(p.warnings).toEqual(['credentials: PIN: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length), and any response that contains the value is rewritten']);
+    expect(p.warnings).toEqual([
+      'credentials: PIN: the value is too short to hide behind a sentinel of the same length; its sentinel is longer (requests that carry it change length), and any response that contains the value is rewritten',
+      leftOut('PIN'),
+    ]);
   });
 
   it('AWS variables masked together are one credential; the secret key is never swapped back', () => {
@@ -288,7 +322,10 @@ describe('credential plan: start-up report and AWS', () => {
     expect(temp!.secretAccessKey.inject).toBe(false);
     expect(temp!.sessionToken!.real).toBe('IQoJb3JpZ2luX2VjEXAMPLE+/token==');
     expect(inside).toContain(`aws_session_token = ${temp!.sessionToken!.sentinel}\n`);
-    expect(p.warnings).toEqual(['credentials: /home/u/.aws/credentials: profile [half] has no aws_secret_access_key, so srt cannot re-sign its requests (its values are masked)']);
+    expect(p.warnings).toEqual([
+      leftOut('AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY'),
+      'credentials: /home/u/.aws/credentials: profile [half] has no aws_secret_access_key, so srt cannot re-sign its requests (its values are masked)',
+    ]);
   });
 
   it('the secret key masked without its key id (and the reverse) is reported', () => {

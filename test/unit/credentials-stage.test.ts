@@ -14,7 +14,7 @@ const rule = (e: string) => {
 };
 const GH: Secret = { label: 'GH_TOKEN', real: 'ghp_REALREALREALREALREALREALREALREAL00', sentinel: 'ghp_SENTSENTSENTSENTSENTSENTSENTSENT11', injectHosts: [rule('api.github.com')], injectInto: ['headers'], inject: true };
 const SLASHY: Secret = { label: 'KEY', real: 'real/key+with=chars0', sentinel: 'fake/abc+defg=hijkl1', injectHosts: [rule('*.example.com')], injectInto: ['headers', 'query', 'body'], inject: true };
-const AWS_SECRET: Secret = { label: 'AWS_SECRET_ACCESS_KEY', real: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', sentinel: 'ab12CDefGHijK/LmnOPqr/STuvWXyz0123456789', injectInto: ['headers'], inject: false };
+const AWS_SECRET: Secret = { label: 'AWS_SECRET_ACCESS_KEY', real: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', sentinel: 'ab12CDefGHijK/LmnOPqr/STuvWXyz0123456789', injectHosts: [rule('*')], injectInto: ['headers'], inject: false };
 
 const dest = (host: string, port = 443) => ({ host: { host }, port, addresses: [], display: `${host}:${port}` });
 const tunnel = (host: string) => ({ target: dest(host), via: 'connect' as const });

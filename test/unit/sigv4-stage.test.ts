@@ -28,15 +28,15 @@ const HOST = 'bucket.s3.example.test';
 const DATE = new Date('2026-03-01T12:00:00Z');
 
 function credential(withToken: boolean, injectHosts?: string[]): AwsCredential {
-  const rules = injectHosts?.flatMap((h) => {
+  const hosts = (injectHosts ?? ['*']).flatMap((h) => {
     const p = parseDomainEntry(h, 'allow');
     return p.ok ? p.rules : [];
   });
   const c: AwsCredential = {
-    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: REAL.accessKeyId, sentinel: FAKE.accessKeyId, injectInto: ['headers'], inject: true, ...(rules ? { injectHosts: rules } : {}) },
-    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: REAL.secretAccessKey, sentinel: FAKE.secretAccessKey, injectInto: ['headers'], inject: false },
+    accessKeyId: { label: 'AWS_ACCESS_KEY_ID', real: REAL.accessKeyId, sentinel: FAKE.accessKeyId, injectHosts: hosts, injectInto: ['headers'], inject: true },
+    secretAccessKey: { label: 'AWS_SECRET_ACCESS_KEY', real: REAL.secretAccessKey, sentinel: FAKE.secretAccessKey, injectHosts: hosts, injectInto: ['headers'], inject: false },
   };
-  if (withToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: REAL.sessionToken!, sentinel: FAKE.sessionToken!, injectInto: ['headers'], inject: true };
+  if (withToken) c.sessionToken = { label: 'AWS_SESSION_TOKEN', real: REAL.sessionToken!, sentinel: FAKE.sessionToken!, injectHosts: hosts, injectInto: ['headers'], inject: true };
   return c;
 }
 
