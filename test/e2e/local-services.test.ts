@@ -304,7 +304,7 @@ except urllib.error.HTTPError as e: print('python=%d' % e.code)"`,
       expect(r.stderr).toContain(`srt: blocked api.fake.test:${PORT} — resolves only to blocked addresses: 127.0.0.1 is a loopback address (allow 127.0.0.1:${PORT} to reach it)`);
     }
     expect(seen.slice(before)).toEqual([]);
-  });
+  }, 120_000);
 });
 
 describe('exposed ports (network.exposePorts)', () => {
