@@ -183,7 +183,8 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       process.stdout.write(printableBlock(sandbox.dryRun(spec)));
       return 0;
     }
-    if (opts.controlFd !== undefined) stopControl = (await import('./control-fd.js')).followControlFd(opts.controlFd, report, sandbox);
+    let policy = report.policy;
+    if (opts.controlFd !== undefined) stopControl = (await import('./control-fd.js')).followControlFd(opts.controlFd, report, sandbox, (p) => { policy = p; });
     const code = await sandbox.run(spec);
     const violations = sandbox.violations();
     const { networkAdvice, splitHostPort } = await import('./settings/advice.js');
@@ -192,7 +193,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       // What would allow it stands next to each destination refused for not being listed.
       const m = /^(?:srt: )?blocked (\S+) — not in (?:the managed )?network\.allowedDomains/.exec(line);
       const dest = m ? splitHostPort(m[1]!) : null;
-      if (dest) say(`srt: to allow ${m![1]}: ${networkAdvice(report.policy, dest.host, dest.port)}`);
+      if (dest) say(`srt: to allow ${m![1]}: ${networkAdvice(policy, dest.host, dest.port)}`);
     }
     return code;
   } catch (err) {
@@ -279,7 +280,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .option('--dry-run', 'print the sandbox plan (mounts, environment, proxy) and exit without running')
     .option('--platform <name>', 'the sandbox to build: linux (bubblewrap) or macos (Seatbelt); default: this host\'s. With --dry-run, macos prints the Seatbelt profile on any platform', parsePlatform)
     .option('-d, --debug', 'print details to stderr (same as SRT_DEBUG=1)')
-    .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs', parseFd)
+    .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs; each replaces every setting below managed scope, its network lists from the next connection', parseFd)
     .option('--log <file>', 'append one JSON line per network decision, finished connection and refused protected write to FILE')
     .addHelpText('after', HELP_AFTER)
     .exitOverride()

@@ -32,8 +32,10 @@ export interface SettingsReport {
   /** Source of each scalar, keyed by dotted key (see PolicyBuild.sources). */
   sources: Record<string, Source>;
   /**
-   * The policy with one more CLI-scope document on top (`--control-fd`), built from the files
-   * as they were read at start: a file the sandboxed command can write cannot change it later.
+   * `--control-fd`: the policy when one document replaces the whole configuration below managed
+   * scope (every user, repository and CLI file and flag), as in the reference tool. It is read as
+   * CLI scope under the managed files as they were read at start, which it can neither revoke nor
+   * widen.
    */
   withControl(control: { label: string; settings: unknown }): Policy;
 }
@@ -75,8 +77,9 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   cache.add(unchecked); // every layer passed: the build throws at the first invalid file
   if (recorded?.warning) policy.warnings.unshift(recorded.warning);
   policy.warnings.unshift(...skipped);
+  const managed = layers.filter((l) => l.scope === 'managed');
   const withControl = (control: { label: string; settings: unknown }) =>
-    buildPolicyWithSources(ctx, [...layers, { scope: 'cli', file: control.label, base: ctx.cwd, settings: control.settings }], opts.flags ?? {}).policy;
+    buildPolicyWithSources(ctx, [...managed, { scope: 'cli', file: control.label, base: ctx.cwd, settings: control.settings }]).policy;
   return { files, policy, sources, withControl };
 }
 

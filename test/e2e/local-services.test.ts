@@ -197,7 +197,8 @@ describe('forwarded host loopback ports (allowedDomains localhost:PORT)', () => 
         child.stdin!.write('\n');
       };
       if (out.includes('waiting1') && !out.includes('sent1')) { out += 'sent1'; send({ network: { deniedDomains: [`localhost:${PORT}`] } }); }
-      if (out.includes('waiting2') && !out.includes('sent2')) { out += 'sent2'; send({}); child.stdin!.end(); }
+      // Each line is the whole configuration below managed scope: the grant is named again.
+      if (out.includes('waiting2') && !out.includes('sent2')) { out += 'sent2'; send({ network: { allowedDomains: [`localhost:${PORT}`] } }); child.stdin!.end(); }
     });
     const r = await child;
     const results = keyValues(String(r.stdout));

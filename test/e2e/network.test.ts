@@ -271,4 +271,31 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
     expect(r.stderr).toMatch(/srt: --control-fd 5 line 1: network\.allowedDomains: .*\(ignored; the previous policy stays\)/);
     expect(r.exitCode).toBe(0);
   });
+
+  it('--control-fd: a line replaces the whole configuration below managed scope, so it revokes what a --settings file granted', async () => {
+    const url = `http://${HOST}:${httpPort}/revoke`;
+    const granted = join(cwd, 'granted.json');
+    writeFileSync(granted, JSON.stringify({ network: { allowedDomains: [`${HOST}:${httpPort}`] } }));
+    const script = [
+      `echo first=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${url})`,
+      // Wait (bounded) until the next connection is refused.
+      `for i in $(seq 1 100); do code=$(curl -s --max-time 10 -o /dev/null -w '%{http_code}' ${url}); [ "$code" != 200 ] && break; sleep 0.1; done`,
+      'echo second=$code',
+    ].join('; ');
+    const child = execa(process.execPath, [SRT_BIN, '--settings', granted, '--control-fd', '5', '-c', script], {
+      cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, timeout: 60_000,
+      stdio: ['ignore', 'pipe', 'pipe', 'ignore', 'ignore', 'pipe'],
+    });
+    const control = (child.stdio as unknown as import('node:stream').Writable[])[5]!;
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('first=')) control.write('{"network": {"allowedDomains": []}, "filesystem": {"allowWrite": ["elsewhere"]}}\n');
+    });
+    const r = await child;
+    expect(r.stdout).toContain('first=200');
+    expect(r.stdout).toContain('second=403');
+    expect(r.stderr).toContain(`srt: blocked ${HOST}:${httpPort} — not in network.allowedDomains`);
+    // What cannot change mid-run is said, not silently dropped.
+    expect(r.stderr).toContain('srt: warning: --control-fd 5 line 1: filesystem.allowWrite cannot change while the command runs');
+    expect(r.exitCode).toBe(0);
+  });
 });
