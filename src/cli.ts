@@ -123,6 +123,7 @@ async function loadReport(opts: PolicyOptions, debug: boolean): Promise<Settings
     for (const f of report.files) say(`srt[debug]: settings: ${f.scope} ${f.path}`);
   }
   for (const w of report.policy.warnings) say(`srt: warning: ${w}`);
+  for (const n of report.policy.notices ?? []) say(`srt: ${n}`);
   return report;
 }
 

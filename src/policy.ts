@@ -150,6 +150,9 @@ export interface Policy {
     allowRead: PathRule[];
     disabled: boolean;
     allowManagedReadPathsOnly: boolean;
+    /** A reference-tool settings file that sets `allowWrite`: its list is every writable path, as
+     *  there, so the current directory is writable only where an entry covers it (SPEC §3). */
+    wholeWriteList?: Source;
   };
 
   credentials: {
@@ -169,5 +172,7 @@ export interface Policy {
 
   /** Human-readable warnings (each printed once as `srt: warning: ...`). */
   warnings: string[];
+  /** Lines worth one mention that are no warning (printed as `srt: ...`). */
+  notices?: string[];
   ignored: IgnoredEntry[];
 }

@@ -27,6 +27,7 @@ import { removeTree } from './platform/remove.js';
 import { ownFiles } from './platform/self.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
 import { isWithin } from './glob.js';
+import { cwdIsWriteRoot } from './profiles/access.js';
 import { describeSource } from './settings/report.js';
 import { shellQuote } from './shell.js';
 import { gitProxyScript, NODE_PRELOAD_PATH, sandboxProxyEnv } from './proxy/env.js';
@@ -415,7 +416,7 @@ export class Sandbox implements PlatformBackend {
     const hardLinked = hardLinksBelow(targets.map((t) => landings.get(t.path)).filter((l) => l?.kind === 'dir').map((l) => l!.real));
     // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
     const readOnlyDirs = new Set<string>();
-    try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
+    if (cwdIsWriteRoot(policy)) try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
       warnings.push(`the current directory ${policy.cwd} is not writable by you, so it is read-only inside the sandbox too`);
     }
     for (const t of targets) {

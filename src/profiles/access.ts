@@ -32,6 +32,12 @@ export const CREDENTIAL = Infinity;
  *  nested repository cannot re-open its parents' denies. */
 const OUTSIDE_ROOT = 0.5;
 
+/** The current directory is a write root by default (SPEC §3), except under a reference-tool file
+ *  whose allowWrite lists every writable path (then only an entry covering it makes it one). */
+export function cwdIsWriteRoot(policy: Pick<Policy, 'filesystem'>): boolean {
+  return policy.filesystem.wholeWriteList === undefined;
+}
+
 export function trustOf(rule: Pick<PathRule, 'source'>): number {
   return rule.source.outsideRoot ? OUTSIDE_ROOT : TRUST[rule.source.scope];
 }
@@ -167,7 +173,7 @@ export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, wo
     if (!had || had.trust < trust) roots.set(l.real, { kind, region: { base: l.real }, trust, origin });
   };
   const cwd = landing(policy.cwd);
-  add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
+  if (cwdIsWriteRoot(policy)) add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
   const entries: { rule: PathRule; l: Landing }[] = [];
   for (const r of policy.filesystem.allowWrite) {
     const lit = literalOf(r);
@@ -198,6 +204,9 @@ export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, wo
   if (worktree) {
     // The worktree's own git dir lies inside the protected `worktrees/` directory of the main one.
     for (const dir of [worktree.commonDir, worktree.gitDir]) add(landing(dir), 'worktree', TRUST.default, `git worktree ${dir}`);
+  }
+  if (!cwdIsWriteRoot(policy) && ![...roots.keys()].some((r) => isWithin(cwd.real, r))) {
+    notes.push(`the current directory is read-only: ${policy.filesystem.wholeWriteList!.file ?? 'a reference-tool file'} lists every writable path in filesystem.allowWrite, and not it (add "." there to make it writable)`);
   }
   return { roots: [...roots.values()], warnings, notes };
 }

@@ -4,7 +4,7 @@
 import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join, resolve } from 'node:path';
 import type { Scope } from '../policy.js';
 import { SettingsError } from './errors.js';
 import { JsonSyntaxError, parseJson } from './json.js';
@@ -19,6 +19,18 @@ export interface SettingsFile {
   /** A project/local file of a directory between cwd and `/` other than `<root>` (SPEC §2.4):
    *  only its deny entries apply. */
   outsideRoot?: true;
+  /** Written for the reference tool (its file name, `~/.srt-settings.json`): see isReferenceFile. */
+  reference?: true;
+}
+
+/**
+ * A settings file written for the reference tool (@anthropic-ai/sandbox-runtime) is known by its
+ * name, `srt-settings.json` with or without the dot (`.yaml`/`.yml` too), wherever it is: at the
+ * reference tool's location `~/.srt-settings.json`, or given with `--settings`. srt's own files are
+ * `settings.json`, `settings.local.json` and `managed-settings.json`.
+ */
+export function isReferenceFile(path: string): boolean {
+  return /^\.?srt-settings\.(json|ya?ml)$/.test(basename(path));
 }
 
 /** Managed locations in load order: a `.json` path is a file location (`.yaml`/`.yml` siblings
@@ -164,7 +176,8 @@ export function discoverSettingsFiles(opts: DiscoverOptions, onError?: (err: Set
       opts.warnings?.push(`${path}: ignored — it belongs to another user (uid ${stranger}), not to you or root`);
       return;
     }
-    found.push({ scope, path, base, ...(outsideRoot ? { outsideRoot: true as const } : {}) });
+    const reference = scope === 'user' && isReferenceFile(path);
+    found.push({ scope, path, base, ...(outsideRoot ? { outsideRoot: true as const } : {}), ...(reference ? { reference: true as const } : {}) });
   });
 
   for (const location of opts.managedPaths ?? defaultManagedPaths()) {
@@ -175,7 +188,7 @@ export function discoverSettingsFiles(opts: DiscoverOptions, onError?: (err: Set
     attempt(() => {
       const path = resolve(opts.cwd, file);
       if (!existsOrDangling(path)) throw new SettingsError(`${path}: no such settings file (given with --settings)`);
-      found.push({ scope: 'cli', path, base: opts.cwd });
+      found.push({ scope: 'cli', path, base: opts.cwd, ...(isReferenceFile(path) ? { reference: true as const } : {}) });
     });
   }
   // A home directory that is itself a repository (dotfiles) has the user file there, not a project file.

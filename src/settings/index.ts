@@ -65,7 +65,7 @@ export function loadSettingsReport(opts: LoadOptions): SettingsReport {
   const unchecked: string[] = [];
   const layers: SettingsLayer[] = files.map((f) => {
     const { settings, sha256 } = readSettingsFile(f.path);
-    const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings };
+    const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings, ...(f.reference ? { reference: true as const } : {}) };
     if (cache.has(sha256)) layer.knownValid = true;
     else unchecked.push(sha256);
     if (f.scope === 'project' || f.scope === 'local') {
@@ -109,7 +109,7 @@ export function inspectSettings(opts: LoadOptions): SettingsInspection {
     const out: FileInspection = { ...f, errors: [] };
     try {
       const { settings, sha256 } = readSettingsFile(f.path);
-      const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings };
+      const layer: SettingsLayer = { scope: f.scope, file: f.path, base: f.base, settings, ...(f.reference ? { reference: true as const } : {}) };
       if (f.scope === 'project' || f.scope === 'local') {
         layer.approval = f.outsideRoot ? 'outside-root' : approvals.isApproved({ path: f.path, sha256 }) ? 'approved' : 'unapproved';
         out.approval = layer.approval;

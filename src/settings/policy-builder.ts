@@ -48,6 +48,9 @@ export interface SettingsLayer {
   approval?: 'approved' | 'unapproved' | 'outside-root';
   /** These exact bytes passed validation before (valid-cache.ts): not validated again. */
   knownValid?: true;
+  /** A file written for the reference tool (files.ts isReferenceFile): its allowWrite is the
+   *  whole list of writable paths, and the keys srt handles differently are summed up per file. */
+  reference?: true;
 }
 
 /** The `--allow-domain`, `--allow-write`, `--deny-read`, `--with` flags (CLI scope, relative to cwd). */
@@ -68,6 +71,8 @@ export interface PolicyContext {
   /** This host's own addresses, which project/local IP-literal allow entries may not name
    *  (default: the interfaces' addresses). */
   localAddresses?: () => string[];
+  /** Default: this host's (`process.platform`). */
+  platform?: NodeJS.Platform;
 }
 
 export interface PolicyBuild {
@@ -87,6 +92,7 @@ interface Layer {
   base: string;
   doc: SettingsDocument;
   approval: NonNullable<SettingsLayer['approval']>;
+  reference?: true;
 }
 
 /** Build the policy from layers (any order; stable within a scope, a later layer wins). */
@@ -105,6 +111,7 @@ export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[
       scope: l.scope, source, base: l.base,
       doc: structuredClone(l.knownValid ? l.settings as SettingsDocument : validateSettings(l.settings, where)),
       approval: repoScope ? l.approval ?? 'unapproved' : 'approved',
+      ...(l.reference ? { reference: true as const } : {}),
     };
   });
   const flagLayer = (flag: string, doc: SettingsDocument): Layer => ({ scope: 'cli', source: { scope: 'cli', flag }, base: ctx.cwd, doc, approval: 'approved' });
@@ -167,6 +174,11 @@ function entryText(entry: PathEntry): string {
   return typeof entry === 'string' ? entry : entry.path;
 }
 
+const MAC_ONLY: Array<[string[], (v: unknown) => boolean]> = [
+  [['allowPty'], (v) => v === true], [['allowAppleEvents'], (v) => v === true], [['enableWeakerNetworkIsolation'], (v) => v === true],
+  [['network', 'allowLocalBinding'], (v) => v === true], [['network', 'allowUnixSockets'], (v) => Array.isArray(v) && v.length > 0],
+];
+
 const MANAGED_ONLY: string[][] = [
   ['network', 'allowManagedDomainsOnly'],
   ['filesystem', 'allowManagedReadPathsOnly'],
@@ -188,6 +200,7 @@ function drop(doc: SettingsDocument, path: string[]): void {
 
 class Builder {
   private readonly warnings: string[] = [];
+  private readonly notices: string[] = [];
   private readonly ignored: IgnoredEntry[] = [];
   private readonly sources: Record<string, Source> = {};
 
@@ -223,13 +236,28 @@ class Builder {
     const managed = this.layers.filter((l) => l.scope === 'managed');
     const managedFirst = [...managed].reverse();
 
+    // Keys of the reference tool srt does not implement: each listed by srt config, one line per file.
     for (const layer of this.layers) {
+      let n = 0;
       for (const [key, why] of Object.entries(UNSUPPORTED_REFERENCE_KEYS)) {
         const path = key.split('.');
         if (get(layer.doc, path) === undefined) continue;
         drop(layer.doc, path);
-        this.ignore(layer, key, `not supported by srt (${why})`);
+        this.ignored.push({ key, source: layer.source, reason: `a reference-tool key srt does not implement (${why})` });
+        n++;
       }
+      // macOS-only keys do nothing on Linux, for the reference tool as for srt: in its files they
+      // are counted here instead of warned about on every run (a --platform macos dry run on
+      // Linux then goes without them).
+      if (layer.reference && (this.ctx.platform ?? process.platform) !== 'darwin') {
+        for (const [path, set] of MAC_ONLY) {
+          if (!set(get(layer.doc, path))) continue;
+          drop(layer.doc, path);
+          this.ignored.push({ key: path.join('.'), source: layer.source, reason: 'only has an effect on macOS (the reference tool ignores it on Linux too)' });
+          n++;
+        }
+      }
+      if (n > 0) this.notices.push(`${label(layer.source)}: ${n === 1 ? '1 reference-tool key' : `${n} reference-tool keys`} handled differently (srt config lists them)`);
       delete (layer.doc as Record<string, unknown>).$schema;
     }
 
@@ -782,6 +810,9 @@ class Builder {
       warnings: this.warnings,
       ignored: this.ignored,
     };
+    const whole = this.layers.find((l) => l.reference && l.doc.filesystem?.allowWrite !== undefined);
+    if (whole) policy.filesystem.wholeWriteList = whole.source;
+    if (this.notices.length) policy.notices = this.notices;
     if (tls) this.protectTlsFiles(policy, tls);
     this.startWarnings(policy);
     return { policy, sources: this.sources };

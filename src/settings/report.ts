@@ -91,6 +91,9 @@ export function configJson(report: SettingsReport, credentials?: CredentialPlan)
         allowRead: p.filesystem.allowRead.map(path),
         disabled: s('filesystem.disabled', p.filesystem.disabled),
         allowManagedReadPathsOnly: s('filesystem.allowManagedReadPathsOnly', p.filesystem.allowManagedReadPathsOnly),
+        currentDirectoryWritable: p.filesystem.wholeWriteList
+          ? { value: 'only where allowWrite covers it', source: p.filesystem.wholeWriteList }
+          : { value: true, source: { scope: 'default' } },
       },
       credentials: {
         envVars: p.credentials.envVars.map((e) => ({ value: e.name, ...withoutSource(e), ...hostTexts(e), source: e.source })),
@@ -238,7 +241,10 @@ export function configText(report: SettingsReport, credentials?: CredentialPlan)
   const forwards = forwardedPorts(p.network);
   if (forwards.length === 0) lines.push('  (none)');
   for (const f of forwards) lines.push(`  ${describeForward(f)}  (${f.rule}, ${src(f.source)})`);
-  lines.push('', 'Always writable: the current directory and a per-run temporary directory (TMPDIR).');
+  const whole = p.filesystem.wholeWriteList;
+  lines.push('', whole
+    ? `Always writable: a per-run temporary directory (TMPDIR). ${src(whole)} is a reference-tool file whose filesystem.allowWrite lists every writable path: the current directory is writable only where an entry covers it.`
+    : 'Always writable: the current directory and a per-run temporary directory (TMPDIR).');
   if (credentials) {
     const described = describeCredentialPlan(credentials);
     lines.push('', 'Credentials in a run (real values are never shown):');
