@@ -114,3 +114,15 @@ describe('access model: writes', () => {
     expect(writes(r, `${H}/.netrc`)).toBe(false);
   });
 });
+
+describe('access model: a reference-tool file whose allowWrite is the whole list', () => {
+  it('the current directory is writable only where an entry covers it; TMPDIR always', () => {
+    const whole = { wholeWriteList: { scope: 'user' as const, file: `${H}/.srt-settings.json` } };
+    expect(writes(rules({ ...whole }), `${W}/a`)).toBe(false);
+    expect(writes(rules({ ...whole }), `${H}/.srt/run/1-a/tmp/x`)).toBe(true);
+    expect(writes(rules({ ...whole, allowWrite: [user(`${W}/src`)] }), `${W}/a`)).toBe(false);
+    expect(writes(rules({ ...whole, allowWrite: [user(`${W}/src`)] }), `${W}/src/a`)).toBe(true);
+    expect(writes(rules({ ...whole, allowWrite: [user(W)] }), `${W}/a`)).toBe(true);
+    expect(writes(rules({}), `${W}/a`)).toBe(true);
+  });
+});

@@ -272,3 +272,12 @@ describe('srt schema', () => {
     expect(JSON.parse(JSON.stringify(doc))).toEqual(doc);
   });
 });
+
+describe('reference-tool files', () => {
+  it('a reference file that sets allowWrite makes its list the whole one; srt files and reference files without it do not', () => {
+    const ref = (settings: unknown): SettingsLayer => ({ ...user(settings, '/home/u/.srt-settings.json'), reference: true });
+    expect(build(ref({ filesystem: { allowWrite: [] } })).filesystem.wholeWriteList).toEqual({ scope: 'user', file: '/home/u/.srt-settings.json' });
+    expect(build(ref({ filesystem: { denyRead: ['~/.ssh'] } })).filesystem.wholeWriteList).toBeUndefined();
+    expect(build(user({ filesystem: { allowWrite: [] } })).filesystem.wholeWriteList).toBeUndefined();
+  });
+});
