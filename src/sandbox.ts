@@ -20,7 +20,7 @@ import { landingResolver, listSnapshot, realIdentifier, replaceableNames, resolv
 import { disableNewRepositories, newGitDirs } from './platform/newrepos.js';
 import { FORWARDED_SIGNALS, launch, signalExit, STATUS_FD } from './platform/run.js';
 import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './platform/terminal.js';
-import { expandGlob, readGitFile, scanProtected, SearchError } from './platform/search.js';
+import { expandGlobs, readGitFile, scanProtected, SearchError } from './platform/search.js';
 import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
 import { createCacheDirs } from './platform/cache-dirs.js';
 import { removeTree } from './platform/remove.js';
@@ -365,7 +365,7 @@ export class Sandbox implements PlatformBackend {
       const scanning = Promise.all([
         scanProtected(roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) })),
           policy.mandatoryDenySearchDepth, policy.home),
-        Promise.resolve(globRules(policy, credentialMounts).map((r) => [r.path, expandGlob(r.path)] as const)),
+        Promise.resolve([...expandGlobs(globRules(policy, credentialMounts).map((r) => r.path))]),
       ]);
       // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
       // load failure surfaces in run().

@@ -199,74 +199,115 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 const MAX_GLOB_ENTRIES = 2_000_000;
 
-/**
- * Existing paths matching an absolute glob, as landings: files, directories (an empty one too)
- * and symlinks (a link whose name matches is covered where it leads). Walked directory by
- * directory with names kept as bytes: a name that is not valid UTF-8 cannot be handed to
- * bubblewrap, so the directories holding such a name that could match are returned apart
- * (`undecodable`): a deny rule covers them whole, an allow rule never opens them. So are the
- * directories srt cannot read (`unreadable`): their owner may open them up during the run, from
- * inside or outside. Bounded in time and entries (fail closed).
- */
-export function expandGlob(glob: string): { matches: Landing[]; undecodable: Landing[]; unreadable: Landing[] } {
-  const segs = glob.split('/').filter(Boolean);
-  const first = segs.findIndex(isGlob);
-  const base = '/' + segs.slice(0, first < 0 ? segs.length : first).join('/');
-  const patterns = segs.map((s) => (s === '**' ? null : { test: globMatcher(s) }));
-  const deadline = Date.now() + SEARCH_TIMEOUT_MS;
-  const matched = new Set<string>();
-  const undecodable = new Set<string>();
-  const unreadable = new Set<string>();
-  const seen = new Set<string>();
-  let entries = 0;
+export interface GlobExpansion { matches: Landing[]; undecodable: Landing[]; unreadable: Landing[] }
 
-  const visit = (dir: string, i: number): void => {
-    const key = `${i}\0${dir}`;
-    if (seen.has(key) || matched.has(dir)) return;
-    seen.add(key);
-    if (Date.now() > deadline || entries > MAX_GLOB_ENTRIES) {
-      throw new SearchError(`expanding ${glob} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; use a narrower glob`);
+/**
+ * Existing paths matching absolute globs, as landings: files, directories (an empty one too)
+ * and symlinks (a link whose name matches is covered where it leads). Globs below one base (their
+ * directory before the first segment with glob syntax) share one walk, directory by directory,
+ * with names kept as bytes: a name that is not valid UTF-8 cannot be handed to bubblewrap, so
+ * the directories holding such a name that could match are returned apart (`undecodable`): a
+ * deny rule covers them whole, an allow rule never opens them. So are the directories srt cannot
+ * read (`unreadable`): their owner may open them up during the run, from inside or outside.
+ * Bounded in time and entries (fail closed).
+ */
+export function expandGlobs(globs: string[]): Map<string, GlobExpansion> {
+  const deadline = Date.now() + SEARCH_TIMEOUT_MS;
+  let entries = 0;
+  const out = new Map<string, GlobExpansion>();
+  const bases = new Map<string, string[]>();
+  for (const glob of new Set(globs)) {
+    const segs = glob.split('/').filter(Boolean);
+    const first = segs.findIndex(isGlob);
+    const base = '/' + segs.slice(0, first < 0 ? segs.length : first).join('/');
+    if (first < 0) {
+      out.set(glob, { matches: [], undecodable: [], unreadable: [] });
+      continue;
     }
-    let list;
-    try {
-      list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
-    } catch (e) {
-      // Unreadable to srt, so to the command now (same user, no capabilities); but not for good.
-      if ((e as NodeJS.ErrnoException).code === 'EACCES') unreadable.add(dir);
-      return;
-    }
-    entries += list.length;
-    const last = i === segs.length - 1;
-    const pattern = patterns[i];
-    if (pattern === null && !last) visit(dir, i + 1); // `**` matching no directory
-    for (const entry of list) {
-      let name: string;
-      try {
-        name = STRICT_UTF8.decode(entry.name);
-      } catch {
-        // It could match here, or (a directory) lead to a match below.
-        const could = pattern === null || pattern.test(entry.name.toString('utf8'));
-        if (could && (last || entry.isDirectory())) undecodable.add(dir);
-        continue;
-      }
-      const path = join(dir, name);
-      const isDir = entry.isDirectory(); // a symlink is not descended into, but may match
-      if (pattern === null) {
-        if (last) matched.add(path);
-        else if (isDir) visit(path, i);
-      } else if (pattern.test(name)) {
-        if (last) matched.add(path);
-        else if (isDir) visit(path, i + 1);
-      }
-    }
-  };
-  if (first >= 0) {
-    try {
-      if (statSync(base).isDirectory()) visit(base, first);
-    } catch { /* no base: nothing matches */ }
+    bases.set(base, [...(bases.get(base) ?? []), glob]);
   }
-  // The shallowest match wins: a matched directory hides everything below it.
-  const all = [...matched].sort();
-  const shallow = all.filter((p) => !all.some((q) => q !== p && p.startsWith(q + '/')));
-  return { matches: shallow.map(resolveLanding), undecodable: [...undecodable].map(resolveLanding), unreadable: [...unreadable].map(resolveLanding) };
+  for (const [base, group] of bases) {
+    const first = base === '/' ? 0 : base.split('/').length - 1;
+    const all = group.map((glob) => {
+      const segs = glob.split('/').filter(Boolean);
+      return { glob, segs, patterns: segs.map((s) => (s === '**' ? null : globMatcher(s))),
+        matched: new Set<string>(), undecodable: new Set<string>(), unreadable: new Set<string>(), seen: new Set<string>() };
+    });
+    type State = [g: number, i: number];
+    const visit = (dir: string, states: State[]): void => {
+      // Each glob's states at this directory, without those already visited or below a match.
+      const todo: State[] = [];
+      const add = (g: number, i: number) => {
+        const x = all[g]!;
+        const key = `${i}\0${dir}`;
+        if (x.seen.has(key) || x.matched.has(dir)) return;
+        x.seen.add(key);
+        todo.push([g, i]);
+        // `**` matching no directory: the next segment applies here too.
+        if (x.patterns[i] === null && i < x.segs.length - 1) add(g, i + 1);
+      };
+      for (const [g, i] of states) add(g, i);
+      if (todo.length === 0) return;
+      if (Date.now() > deadline || entries > MAX_GLOB_ENTRIES) {
+        throw new SearchError(`expanding ${group.join(', ')} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; use a narrower glob`);
+      }
+      let list;
+      try {
+        list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
+      } catch (e) {
+        // Unreadable to srt, so to the command now (same user, no capabilities); but not for good.
+        if ((e as NodeJS.ErrnoException).code === 'EACCES') for (const [g] of todo) all[g]!.unreadable.add(dir);
+        return;
+      }
+      entries += list.length;
+      const below = new Map<string, State[]>();
+      for (const entry of list) {
+        let name: string | undefined;
+        try {
+          name = STRICT_UTF8.decode(entry.name);
+        } catch { /* judged below by its lossy spelling */ }
+        const isDir = entry.isDirectory(); // a symlink is not descended into, but may match
+        const path = name === undefined ? '' : join(dir, name);
+        for (const [g, i] of todo) {
+          const x = all[g]!;
+          const pattern = x.patterns[i];
+          const last = i === x.segs.length - 1;
+          if (name === undefined) {
+            // It could match here, or (a directory) lead to a match below.
+            const could = pattern === null || pattern(entry.name.toString('utf8'));
+            if (could && (last || isDir)) x.undecodable.add(dir);
+            continue;
+          }
+          if (pattern !== null && !pattern(name)) continue;
+          if (last) x.matched.add(path);
+          else if (isDir) {
+            let next = below.get(path);
+            if (!next) below.set(path, (next = []));
+            next.push([g, pattern === null ? i : i + 1]);
+          }
+        }
+      }
+      for (const [path, next] of below) visit(path, next);
+    };
+    try {
+      if (statSync(base).isDirectory()) visit(base, all.map((_, g) => [g, first] as State));
+    } catch (e) {
+      if (e instanceof SearchError) throw e;
+      /* no base: nothing matches */
+    }
+    for (const x of all) {
+      // The shallowest match wins: a matched directory hides everything below it.
+      const shallow = [...x.matched].sort().filter((p) => {
+        for (let d = dirname(p); d.length > base.length; d = dirname(d)) if (x.matched.has(d)) return false;
+        return true;
+      });
+      out.set(x.glob, { matches: shallow.map(resolveLanding), undecodable: [...x.undecodable].map(resolveLanding), unreadable: [...x.unreadable].map(resolveLanding) });
+    }
+  }
+  return out;
+}
+
+/** expandGlobs for one glob. */
+export function expandGlob(glob: string): GlobExpansion {
+  return expandGlobs([glob]).get(glob)!;
 }

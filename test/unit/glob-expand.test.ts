@@ -3,7 +3,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync, symlinkSync, writeFileSyn
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { expandGlob } from '../../src/platform/search.js';
+import { expandGlob, expandGlobs } from '../../src/platform/search.js';
 
 const root = realpathSync(mkdtempSync(join(tmpdir(), 'srt-glob-')));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
@@ -35,5 +35,12 @@ describe('expandGlob', () => {
     const g = expandGlob(join(root, '**/*.pem'));
     expect(g.undecodable.map((l) => l.real)).toEqual([join(root, 'x')]);
     expect(expandGlob(join(root, 'x/*.txt')).undecodable).toEqual([]);
+  });
+  it('expands globs below one base in one walk, each as it would alone', () => {
+    const globs = ['**/*.pem', 'a/**', 'a/*.pem', '**/b/**', '**/c', 'x/*', '**/nothing', 'a/b', 'missing/**/*'].map((g) => join(root, g));
+    const together = expandGlobs(globs);
+    for (const g of globs) expect(together.get(g)).toEqual(expandGlob(g));
+    expect(together.get(join(root, '**/c'))!.matches.map((l) => l.real)).toEqual([join(root, 'a/b/c')]);
+    expect(together.get(join(root, 'a/b'))!.matches).toEqual([]); // a literal path is not expanded
   });
 });
