@@ -244,6 +244,8 @@ int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t mode, 
     if (l.slash || l.dot || tmpfile) {
       // The path names a directory: only O_TMPFILE can write there.
       if (creating && !tmpfile) { loc_free(&l); return EISDIR; }
+      // The name as spelled first: it may be a symlink (followed below) a deny glob matches.
+      if (gate_has_globs() && !l.dot && gate_hidden(l.full, 0, NULL)) { loc_free(&l); return EACCES; }
       int dir = openat(l.parent, l.leaf, O_PATH | O_DIRECTORY | O_CLOEXEC);
       if (dir < 0) { err = errno; loc_free(&l); return err; }
       char dpath[LONG_PATH];
@@ -334,6 +336,8 @@ int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t mode, 
     if (err == ELOOP && !(flags & O_NOFOLLOW) &&
         fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode)) {
       if (creating && (flags & O_EXCL)) { loc_free(&l); return EEXIST; }
+      // A symlink whose own name a deny glob matches is not a way in.
+      if (gate_has_globs() && gate_hidden(l.full, 0, NULL)) { loc_free(&l); return EACCES; }
       if ((err = follow(r, &l, &links))) return err;
       continue;
     }
@@ -443,8 +447,10 @@ int do_rename(struct req *r, int odirfd, const char *opath, int ndirfd, const ch
     int nexists = fstatat(n.parent, n.leaf, &nst, AT_SYMLINK_NOFOLLOW) == 0;
     int ntree = nexists && (S_ISDIR(nst.st_mode) || S_ISLNK(nst.st_mode));
     int exchange = flags & RENAME_EXCHANGE;
-    // A denied path (or a directory holding one) gets no other name, and none is put in its place.
+    // A denied path (or a directory holding one) gets no other name, and none is put in its place;
+    // a directory a deny glob may reach into does not move where the glob would not reach.
     if (gate_hidden(o.full, tree, NULL) || gate_hidden(n.full, ntree, NULL)) err = EACCES;
+    else if ((tree && gate_moves(o.full, n.full)) || (exchange && ntree && gate_moves(n.full, o.full))) err = EACCES;
     else if (protected_path(o.full, 1, exchange && ntree)) err = refuse("move", o.full);
     else if (protected_path(n.full, nexists, tree)) err = refuse(nexists ? "replace" : "create", n.full);
     else if (syscall(SYS_renameat2, o.parent, o.leaf, n.parent, n.leaf, flags) != 0) err = errno;

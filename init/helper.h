@@ -2,7 +2,7 @@
 // One file per mechanism: main.c (arguments, the outer process), util.c (messages, record files,
 // descriptors), signals.c, verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested
 // PID/mount namespace, the command), pty.c (the command's terminal), freeze.c (stopping the
-// sandbox while srt is stopped), limits.c, landlock.c, filter.c, readgate.c, and the
+// sandbox while srt is stopped), limits.c, landlock.c, filter.c, readgate.c (with glob.c), and the
 // protected-path supervisor: supervisor.c (notification loop), rules.c, resolve.c, emulate.c.
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
@@ -139,15 +139,29 @@ void supervisor_send_listener(int sock, int listener);
 void supervisor_start(int report_fd);
 void supervisor_forked(void);
 
-// readgate.c: read-denied paths in writable directories, checked by the supervisor at every open.
-// gate_rule takes an `H` or `O` rules record (0: not one); gate_start records the masks in place
-// (in init, before the command); gate_hidden: is the absolute path (with st: the object found
-// there) denied, or with partial, does it hold a denied path?
+// glob.c: srt's globs (src/glob.ts) against absolute paths. glob_compile: NULL for a range
+// written backwards. glob_match_prefix: the length of the shortest prefix of path ending a
+// component that the glob matches (0: none). glob_reaches: could a path below dir match?
+// glob_may_expose: could a path below `from` match where the same path below `to` does not
+// (renaming directory from to to would uncover it)?
+struct glob;
+struct glob *glob_compile(const char *pattern);
+size_t glob_match_prefix(const struct glob *g, const char *path);
+int glob_reaches(const struct glob *g, const char *dir);
+int glob_may_expose(const struct glob *g, const char *from, const char *to);
+
+// readgate.c: read-denied paths and globs, checked by the supervisor at every open.
+// gate_rule takes an `H`, `h` or `O` rules record (0: not one); gate_start records the masks in
+// place (in init, before the command); gate_hidden: is the absolute path (with st: the object
+// found there) denied, or with partial, does it hold a denied path (of the literal ones)?
+// gate_moves: would moving the tree at from to to uncover a path a glob denies?
 struct stat;
 int gate_rule(char kind, char *val);
 int gate_active(void);
+int gate_has_globs(void);
 void gate_start(void);
 int gate_hidden(const char *path, int partial, const struct stat *st);
+int gate_moves(const char *from, const char *to);
 
 // init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out, pty NULL leaves
 // the command on the helper's own stdio; protect: run the supervisor (rules loaded), reporting

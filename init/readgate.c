@@ -10,10 +10,13 @@
 // whatever is mounted there at that moment. It also refuses making another name for one (link,
 // rename) and writing, replacing or removing one.
 //
-// Rules (see supervisor.c): `H<path>` a denied path (and all below it), then `O<path>` for each
-// path inside it that stays readable (an allowRead or writable path of enough trust). At start,
-// a denied directory's own mask (the tmpfs srt mounted on it) is recorded by its device: what
-// lies on it is the sandbox's own, so an empty denied directory still lists as empty.
+// Rules (see rules.c): `H<path>` a denied path (and all below it), `h<glob>` a denied glob
+// (every path it matches and all below it, judged at each open: nothing is expanded at start, so
+// a match made during the run is covered too), each followed by `O<path>` for each path inside
+// it that stays readable (an allowRead or writable path of enough trust; for a glob, one at or
+// below the match re-opens). At start, a denied directory's own mask (the tmpfs srt mounted on
+// it) is recorded by its device: what lies on it is the sandbox's own, so an empty denied
+// directory still lists as empty.
 
 #include "helper.h"
 
@@ -25,20 +28,28 @@
 
 struct region {
   char *path;
+  struct glob *glob; // an `h` region: path is the glob
+
   char **reopened;
   int nreopened;
   int has_mask;
   dev_t mask_dev;
 };
 static struct region *regions;
-static int nregions;
+static int nregions, nglobs;
 
 int gate_rule(char kind, char *val) {
-  if (kind == 'H') {
+  if (kind == 'H' || kind == 'h') {
     struct region *v = realloc(regions, (nregions + 1) * sizeof *v);
     if (!v) die_errno("realloc");
     regions = v;
-    regions[nregions++] = (struct region){.path = val};
+    regions[nregions] = (struct region){.path = val};
+    if (kind == 'h') {
+      regions[nregions].glob = glob_compile(val);
+      if (!regions[nregions].glob) die("seccomp helper: rules: invalid glob %s", val);
+      nglobs++;
+    }
+    nregions++;
     return 1;
   }
   if (kind != 'O' || nregions == 0) return 0;
@@ -52,8 +63,11 @@ int gate_rule(char kind, char *val) {
 
 int gate_active(void) { return nregions > 0; }
 
+int gate_has_globs(void) { return nglobs > 0; }
+
 void gate_start(void) {
   for (int i = 0; i < nregions; i++) {
+    if (regions[i].glob) continue;
     struct stat st;
     struct statfs sf;
     if (lstat(regions[i].path, &st) == 0 && S_ISDIR(st.st_mode) && statfs(regions[i].path, &sf) == 0 &&
@@ -83,12 +97,40 @@ int gate_hidden(const char *path, int partial, const struct stat *st) {
   }
   for (int i = 0; i < nregions; i++) {
     const struct region *r = &regions[i];
+    if (r->glob) {
+      // The shallowest match above p (or p itself) is where the deny is; a re-opened path at or
+      // below it, on p's way, lifts it.
+      size_t m = glob_match_prefix(r->glob, p);
+      if (m == 0) continue;
+      int reopened = 0;
+      for (int k = 0; k < r->nreopened && !reopened; k++) {
+        const char *o = r->reopened[k];
+        reopened = within(p, o) && strncmp(o, p, m) == 0 && (o[m] == '\0' || o[m] == '/');
+      }
+      if (!reopened) return 1;
+      continue;
+    }
     if (partial && within(r->path, p)) return 1; // p holds a denied path
     if (!within(p, r->path)) continue;
     if (st && r->has_mask && st->st_dev == r->mask_dev) continue; // srt's own mask
     int reopened = 0;
     for (int k = 0; k < r->nreopened && !reopened; k++) reopened = within(p, r->reopened[k]);
     if (!reopened) return 1;
+  }
+  return 0;
+}
+
+int gate_moves(const char *from, const char *to) {
+  for (int i = 0; i < nregions; i++) {
+    const struct region *r = &regions[i];
+    if (!r->glob) continue;
+    if (glob_may_expose(r->glob, from, to)) return 1;
+    // Moved to a re-opened path, or to where one lies below, a tree the glob may reach into
+    // could come out from under it.
+    for (int k = 0; k < r->nreopened; k++) {
+      const char *o = r->reopened[k];
+      if ((within(to, o) || within(o, to)) && glob_reaches(r->glob, from)) return 1;
+    }
   }
   return 0;
 }

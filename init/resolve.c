@@ -209,6 +209,16 @@ static int walk(struct req *r, int start, const char *dir) {
       tl = strcmp(comp, "self") == 0 ? snprintf(target, sizeof target, "%d", r->pid)
                                      : snprintf(target, sizeof target, "%d/task/%d", r->pid, r->pid);
     } else {
+      if (gate_has_globs()) {
+        // A symlink on the way whose own name a deny glob matches is not a way in.
+        char at[LONG_PATH];
+        int err = fd_path(cur, at, sizeof at - NAME_MAX - 2);
+        if (!err && at[0] == '/') {
+          snprintf(at + strlen(at), NAME_MAX + 2, "%s%s", strcmp(at, "/") == 0 ? "" : "/", comp);
+          if (gate_hidden(at, 0, NULL)) err = EACCES;
+        }
+        if (err) { close(fd); close(cur); return -err; }
+      }
       tl = readlinkat(fd, "", target, sizeof target - 1);
       if (tl < 0) { int err = errno; close(fd); close(cur); return -err; }
       if ((size_t)tl >= sizeof target - 1) { close(fd); close(cur); return -ENAMETOOLONG; }
@@ -327,14 +337,16 @@ int locate(struct req *r, int dirfd, int start, const char *start_dir_path, cons
       if (own < 0) return -own;
       start = own;
     }
+    // With deny globs every symlink on the way is looked at (walk), not only the last one.
+    int by_walk = gate_has_globs() && dir[0] != '\0';
     if (dir[0] == '\0') {
       parent = dup(start);
-    } else {
+    } else if (!by_walk) {
       struct open_how how = {.flags = O_PATH | O_DIRECTORY | O_CLOEXEC, .resolve = RESOLVE_NO_MAGICLINKS};
       parent = syscall(SYS_openat2, dir[0] == '/' ? AT_FDCWD : start, dir, &how, sizeof how);
     }
-    err = parent < 0 ? errno : fd_path(parent, l->dir, sizeof l->dir);
-    if (err || is_proc_path(l->dir)) {
+    err = by_walk ? 0 : parent < 0 ? errno : fd_path(parent, l->dir, sizeof l->dir);
+    if (by_walk || err || is_proc_path(l->dir)) {
       if (parent >= 0) close(parent);
       parent = dir[0] == '\0' ? dup(start) : walk(r, start, dir);
       if (parent < 0) err = -parent;

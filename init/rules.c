@@ -9,6 +9,8 @@
 //   A<path>   exempt from the G rules (a linked worktree's own git dir)
 //   F<path>   free of every rule (srt's own TMPDIR, below the protected ~/.srt)
 //   M<name>   report the creation of this name (a new repository: `.git`, `HEAD`)
+//   H<path>, h<glob>, O<path>  the read gate's denied paths and globs, each with what re-opens
+//             inside it (readgate.c)
 // A `.git` made during the run is the command's own new repository: its internals may be
 // written (srt reviews and disables what would run when the run ends, from the M reports).
 //
@@ -49,7 +51,7 @@ void supervisor_load_rules(const char *path) {
     case 'S': push(&suffixes, val); absolute = !absolute; break;
     case 'G': push(&gitpats, val); absolute = !absolute; break;
     case 'M': push(&markers, val); absolute = !absolute; break;
-    case 'H': case 'O':
+    case 'H': case 'h': case 'O':
       if (!gate_rule(kind, val)) die("srt-init: %s: record %c%s outside a hidden path", path, kind, val);
       break;
     default: die("srt-init: %s: unknown record %c", path, kind);

@@ -365,7 +365,7 @@ export class Sandbox implements PlatformBackend {
       const scanning = Promise.all([
         scanProtected(roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) })),
           policy.mandatoryDenySearchDepth, policy.home),
-        Promise.resolve([...expandGlobs(globRules(policy, credentialMounts).map((r) => r.path))]),
+        Promise.resolve([...expandGlobs(globRules(policy, credentialMounts, { openTime: supervise }).map((r) => r.path))]),
       ]);
       // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
       // load failure surfaces in run().
@@ -638,6 +638,10 @@ export class Sandbox implements PlatformBackend {
       lines.push(`names: ${[...this.rules.names, ...this.rules.suffixes.map((x) => `*${x}`)].join(' ')}`);
       lines.push(`in every .git that exists: ${this.rules.gitInternals.join(' ')}`);
       lines.push(`write-denied paths: ${plan.protectedPaths.length} (denyWrite and protected, as written and where they land)`);
+    }
+    if (this.facts.seccomp?.supervisor && plan.gated.length) {
+      lines.push('', '# read gate: the supervisor refuses every open of these and of what lies below them (a glob: each path it matches)');
+      for (const g of plan.gated) lines.push(`${g.glob ? 'glob ' : ''}${g.path}${g.reopened.length ? `, but ${g.reopened.join(' ')}` : ''}`);
     }
     if (plan.placeholders.length) {
       lines.push('', '# empty read-only placeholders created for the run (missing protected paths)');

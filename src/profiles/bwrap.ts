@@ -14,7 +14,7 @@
 //          whatever its depth) AND readable.
 
 import { dirname, join } from 'node:path';
-import { isWithin } from '../glob.js';
+import { globBase, isWithin } from '../glob.js';
 import type { PathRule, Policy } from '../policy.js';
 import { CREDENTIAL, literalOf, SRT_OWN, trustOf, writeRootsOf } from './access.js';
 import { hostListenArgv, initArgv, type HostListen, type InitArgs, type RelayListen } from './init-args.js';
@@ -194,6 +194,10 @@ export interface BwrapFacts {
   jsonStatusFd?: number;
 }
 
+/** A read deny the supervisor checks at every open: a path (and all below it) or a glob (every
+ *  path it matches, and all below), with the paths inside it that stay readable. */
+export interface GatedDeny { path: string; glob?: true; reopened: string[] }
+
 export interface BwrapPlan {
   /** Arguments for `bwrap` (without the program name), rendered from the fields below. */
   args: string[];
@@ -223,18 +227,20 @@ export interface BwrapPlan {
   chdir: string;
   /** Directories made snapshots (a read-only tmpfs, each entry bound back): the platform lists them in `facts.snapshots`. */
   snapshots: string[];
-  /** Read-denied paths inside the writable paths, each with the paths inside it that stay
-   *  readable: the supervisor checks every open against them (`gateReads` of the filter). */
-  gated: { path: string; reopened: string[] }[];
+  /** Read-denied paths inside the writable paths, and with the supervisor every deny glob, each
+   *  with the paths inside it that stay readable: the supervisor checks every open against them
+   *  (`gateReads` of the filter). */
+  gated: GatedDeny[];
 }
 
 
 
-/** Read-side entries whose globs are expanded at wrap time (denyWrite is expanded too: it only adds). */
-export function globRules(policy: Policy, credentials?: CredentialMounts): PathRule[] {
+/** Globs expanded at wrap time (denyWrite is expanded too: it only adds); `openTime`: the deny
+ *  globs are judged at each open instead (the supervisor runs), and are left out. */
+export function globRules(policy: Policy, credentials?: CredentialMounts, opts: { openTime?: boolean } = {}): PathRule[] {
   const fs = policy.filesystem;
-  return [...fs.denyRead, ...fs.allowRead, ...fs.denyWrite, ...(credentials?.deny ?? [])]
-    .filter((r) => literalOf(r) === null);
+  const deny = opts.openTime ? [] : [...fs.denyRead, ...(credentials?.deny ?? [])];
+  return [...deny, ...fs.allowRead, ...fs.denyWrite].filter((r) => literalOf(r) === null);
 }
 
 /** Every literal path whose landing the platform must resolve. */
@@ -409,13 +415,20 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
       missingReadDenies.set(l.real, { firstMissing: l.firstMissing, trust: Math.max(trust, m?.trust ?? -1) });
     } else unresolvable(l, what, { read: trust });
   };
-  for (const r of fsPolicy.denyRead) {
-    for (const l of expand([r], 'filesystem.denyRead', true)) denyReadLanding(l, trustOf(r), `filesystem.denyRead: ${r.original}`);
-  }
+  // With the supervisor a deny glob is judged at each open (the read gate), so nothing is
+  // expanded and a match made during the run is covered too.
+  const openTimeGlobs: { glob: string; trust: number }[] = [];
+  const readDeny = (r: PathRule, trust: number, what: string) => {
+    if (supervised && literalOf(r) === null) return void openTimeGlobs.push({ glob: r.path, trust });
+    for (const l of expand([r], what, true)) denyReadLanding(l, trust, `${what}: ${r.original}`);
+    if (literalOf(r) === null && !fsPolicy.disabled) {
+      warnings.push(`${what}: ${r.original}: a deny glob covers only the paths that match when the run starts: a matching file made during the run is readable ` +
+        '(srt judges deny globs at each open only with its protected-path supervisor, which this system cannot run: see the warning about protected paths)');
+    }
+  };
+  for (const r of fsPolicy.denyRead) readDeny(r, trustOf(r), 'filesystem.denyRead');
   const credentialDeny = facts.credentials?.deny ?? [];
-  for (const r of credentialDeny) {
-    for (const l of expand([r], 'credentials.files', true)) denyReadLanding(l, CREDENTIAL, `credentials.files: ${r.original}`);
-  }
+  for (const r of credentialDeny) readDeny(r, CREDENTIAL, 'credentials.files');
   for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
   for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
   rank(allowRead, facts.runDir, SRT_OWN);
@@ -559,6 +572,12 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     const reopeners = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
     if (reopeners.some(([a]) => a === d)) continue; // readable after all
     gated.push({ path: d, reopened: reopeners.map(([a]) => a) });
+  }
+  for (const { glob, trust } of openTimeGlobs) {
+    // Only a path at or below a match re-opens it, and every match lies below the glob's base.
+    const base = globBase(glob);
+    const reopened = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && a !== base && isWithin(a, base)).map(([a]) => a);
+    gated.push({ path: glob, glob: true, reopened });
   }
   if (gated.length && !supervised && !fsPolicy.disabled) {
     warnings.push(`${gated.map((g) => g.path).join(', ')} ${gated.length === 1 ? 'is a denied path' : 'are denied paths'} inside a writable directory: ` +

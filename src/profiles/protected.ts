@@ -362,13 +362,14 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
  * The rules file the helper reads (`--protect`): NUL-terminated records, a letter and a value.
  * `roots`: where the name rules apply; `paths`: every write-denied path, wherever it is; `free`:
  * where no rule applies (srt's own TMPDIR, below the protected `~/.srt`); `hidden`: read-denied
- * paths whose opens the supervisor refuses, with the paths inside them that stay readable.
+ * paths and globs whose opens the supervisor refuses, with the paths inside them that stay readable.
  */
 export function encodeRules(rules: SupervisorRules, roots: string[], paths: string[], free: string[] = [],
-  hidden: { path: string; reopened: string[] }[] = []): Buffer {
+  hidden: { path: string; glob?: true; reopened: string[] }[] = []): Buffer {
   const records = [
-    // A read-denied path whose opens the supervisor refuses (H), then the paths in it that stay readable (O).
-    ...hidden.flatMap((h) => [`H${h.path}`, ...h.reopened.map((o) => `O${o}`)]),
+    // A read-denied path (H) or glob (h) whose opens the supervisor refuses, then the paths in it
+    // that stay readable (O).
+    ...hidden.flatMap((h) => [`${h.glob ? 'h' : 'H'}${h.path}`, ...h.reopened.map((o) => `O${o}`)]),
     ...free.map((r) => `F${r}`),
     ...roots.map((r) => `W${r}`),
     ...paths.map((p) => `P${p}`),

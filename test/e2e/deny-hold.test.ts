@@ -6,7 +6,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { NO_SUPERVISOR, SRT_BIN, srt, tempDir, track, stopStragglers, scratchDirs } from './helpers.js';
+import { attempt, NO_SUPERVISOR, SRT_BIN, srt, tempDir, track, stopStragglers, scratchDirs, results, writeTree } from './helpers.js';
 
 const tmp = tempDir('srt-deny-hold-');
 afterAll(async () => {
@@ -54,15 +54,17 @@ describe('a deny entry inside a directory the user cannot search right now', () 
     expect(readFileSync(join(dir.cwd, 'private', 'hook'), 'utf8')).toBe('#!/bin/sh\n');
   });
 
-  it('a denyRead glob whose matches may lie in such a directory: they stay unreadable', async () => {
+  // With the supervisor the glob is judged at the open, whatever srt could read at start;
+  // expanded at start (without it), the directory srt cannot read is covered whole.
+  it.each([['with the supervisor', {}], ['without it (expanded at start)', NO_SUPERVISOR]])('a denyRead glob whose matches may lie in such a directory: they stay unreadable, %s', async (_, mode) => {
     const dir = scratch();
     mkdirSync(join(dir.cwd, 'certs'));
     writeFileSync(join(dir.cwd, 'certs', 'server.pem'), 'PRIVATE-KEY\n');
     chmodSync(join(dir.cwd, 'certs'), 0o000);
     try {
-      const r = await srt(['--deny-read', `${dir.cwd}/**/*.pem`, '--', 'sh', '-c', 'chmod 700 certs; cat certs/server.pem'], dir);
+      const r = await srt(['--deny-read', `${dir.cwd}/**/*.pem`, '--', 'sh', '-c', 'chmod 700 certs; cat certs/server.pem'], { ...dir, ...mode });
       expect(r.stdout).not.toContain('PRIVATE-KEY');
-      if (!root) expect(r.stderr).toContain(`srt cannot read ${join(dir.cwd, 'certs')} (permission denied)`);
+      if (!root && mode === NO_SUPERVISOR) expect(r.stderr).toContain(`srt cannot read ${join(dir.cwd, 'certs')} (permission denied)`);
     } finally {
       chmodSync(join(dir.cwd, 'certs'), 0o700);
     }
@@ -300,6 +302,113 @@ describe('a denied path that a program outside the sandbox replaces during the r
     expect(existsSync(join(dir.cwd, 'hl'))).toBe(false);
     expect(existsSync(join(dir.cwd, 'sub2'))).toBe(false);
     expect(existsSync(join(dir.cwd, 'newdir'))).toBe(false);
+  });
+});
+
+describe('deny globs, judged at each open (the supervisor): nothing is expanded at start', () => {
+  it('a match a program outside makes or replaces during the run, in a directory old or new, is unreadable by every route', async () => {
+    const dir = scratch();
+    mkdirSync(join(dir.cwd, 'app'));
+    writeFileSync(join(dir.cwd, 'app', '.env'), 'TOKEN=old\n');
+    writeFileSync(join(dir.cwd, 'app', 'main.js'), 'main\n');
+    const py = [
+      'import os, time',
+      'open("started", "w").close()',
+      'while not os.path.exists("go"): time.sleep(0.02)',
+      'def t(name, f):',
+      '    try: print(name, "GOT", f())',
+      '    except OSError as e: print(name, "errno", e.errno)',
+      't("replaced", lambda: open("app/.env").read())',
+      't("new", lambda: open("app/new/.env").read())',
+      't("deep", lambda: open("a/b/c/secrets/key").read())',
+      't("procfd", lambda: open("/proc/self/fd/%d" % os.open("app/.env", os.O_PATH)).read())',
+      't("dirfd", lambda: os.read(os.open(".env", os.O_RDONLY, dir_fd=os.open("app", os.O_PATH)), 99))',
+      't("dots", lambda: open("app/new/../.env").read())',
+      't("main", lambda: open("app/main.js").read())',
+    ].join('\n');
+    const run = background(`python3 -c '${py.replace(/'/g, `'"'"'`)}'`, dir, ['--deny-read', '**/.env', '--deny-read', '**/secrets/**']);
+    await waitForFile(join(dir.cwd, 'started'));
+    replaceByRename(join(dir.cwd, 'app', '.env'), 'TOKEN=NEW\n');
+    mkdirSync(join(dir.cwd, 'app', 'new'));
+    writeFileSync(join(dir.cwd, 'app', 'new', '.env'), 'TOKEN=NEWDIR\n');
+    mkdirSync(join(dir.cwd, 'a', 'b', 'c', 'secrets'), { recursive: true });
+    writeFileSync(join(dir.cwd, 'a', 'b', 'c', 'secrets', 'key'), 'NEW-KEY\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    for (const route of ['replaced', 'new', 'deep', 'procfd', 'dirfd', 'dots']) expect(out).toContain(`${route} errno 13`);
+    expect(out).toContain("main GOT main");
+    expect(out).not.toContain('TOKEN=');
+    expect(out).not.toContain('NEW-KEY');
+    expect(readFileSync(join(dir.cwd, 'app', '.env'), 'utf8')).toBe('TOKEN=NEW\n');
+  });
+
+  it('the command makes no match and no other name for one: create, rename, link, symlink, a moved directory; what stays a match moves', async () => {
+    const dir = scratch();
+    writeTree(dir.cwd, { 'app/.env': 'TOKEN=A\n', 'vault/secrets/k': 'KEY\n', 'x.txt': 'x\n', 'other/f': 'OTHER\n' });
+    symlinkSync(join(dir.cwd, 'other'), join(dir.cwd, 'dir.pem'));
+    symlinkSync('app/.env', join(dir.cwd, 'to-env'));
+    symlinkSync('x.txt', join(dir.cwd, 'link.pem'));
+    const script = [
+      attempt('create', 'echo mine > .env'),
+      attempt('renameInto', 'mv x.txt .env'),
+      attempt('renameOut', 'mv app/.env app/plain'),
+      attempt('hardlink', 'ln app/.env hl && cat hl'),
+      attempt('symlinkNamed', 'ln -s x.txt y.pem'),
+      attempt('viaLink', 'cat to-env'),
+      attempt('linkNamed', 'cat link.pem'),
+      attempt('linkOnTheWay', 'cat dir.pem/f'),
+      attempt('listLink', 'ls dir.pem/ | grep -q f'),
+      attempt('moveSecrets', 'mv vault/secrets vault/open && cat vault/open/k'),
+      attempt('moveApp', 'mv app app2'),
+      attempt('movedStillHidden', 'cat app2/.env'),
+      attempt('plain', 'cat other/f'),
+    ].join('\n');
+    const r = await srt(['--deny-read', '**/.env', '--deny-read', '**/secrets/**', '--deny-read', '**/*.pem', '--', 'sh', '-c', script], dir);
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(results(r.stdout)).toEqual({
+      create: 'no', renameInto: 'no', renameOut: 'no', hardlink: 'no', symlinkNamed: 'no', viaLink: 'no', linkNamed: 'no', linkOnTheWay: 'no', listLink: 'no',
+      moveSecrets: 'no', moveApp: 'yes', movedStillHidden: 'no', plain: 'yes',
+    });
+    expect(readFileSync(join(dir.cwd, 'app2', '.env'), 'utf8')).toBe('TOKEN=A\n');
+    expect(readFileSync(join(dir.cwd, 'vault', 'secrets', 'k'), 'utf8')).toBe('KEY\n');
+    for (const gone of ['.env', 'hl', 'y.pem', 'vault/open']) expect(existsSync(join(dir.cwd, gone)), gone).toBe(false);
+  });
+
+  it('an allowRead entry re-opens a path inside a match; a glob outside the writable paths covers what appears there', async () => {
+    const dir = scratch();
+    writeTree(dir.cwd, { 'conf/.env': 'PUBLIC=1\n', 'app/.env': 'TOKEN=A\n' });
+    mkdirSync(join(dir.home, 'keys'));
+    const settings = join(dir.home, '..', 'reopen.json');
+    writeFileSync(settings, JSON.stringify({ filesystem: { denyRead: ['**/.env', '~/**/*.pem'], allowRead: [join(dir.cwd, 'conf', '.env')] } }));
+    const run = background(afterGo('cat conf/.env; cat app/.env; cat ~/keys/new.pem; cat ~/keys/notes'), dir, ['--settings', settings]);
+    await waitForFile(join(dir.cwd, 'started'));
+    writeFileSync(join(dir.home, 'keys', 'new.pem'), 'PEM-SECRET\n');
+    writeFileSync(join(dir.home, 'keys', 'notes'), 'notes\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).toContain('PUBLIC=1');
+    expect(out).toContain('notes');
+    expect(out).not.toContain('TOKEN=A');
+    expect(out).not.toContain('PEM-SECRET');
+  });
+
+  it('a directory holding hidden paths is not moved onto a path that re-opens them', async () => {
+    const dir = scratch();
+    writeTree(dir.cwd, { 'vault/secrets/k': 'KEY\n', 'open/secrets/pub/.keep': '' });
+    rmSync(join(dir.cwd, 'open', 'secrets', 'pub', '.keep'));
+    const settings = join(dir.home, '..', 'reopen-move.json');
+    writeFileSync(settings, JSON.stringify({ filesystem: { denyRead: ['**/secrets/**'], allowRead: [join(dir.cwd, 'open', 'secrets', 'pub')] } }));
+    const r = await srt(['--settings', settings, '--', 'sh', '-c', `${attempt('listPub', 'ls open/secrets/pub')}\n${attempt('moveOnto', 'mv vault/secrets open/secrets/pub && cat open/secrets/pub/k')}`], dir);
+    expect(results(r.stdout)).toEqual({ listPub: 'yes', moveOnto: 'no' });
+    expect(readFileSync(join(dir.cwd, 'vault', 'secrets', 'k'), 'utf8')).toBe('KEY\n');
+  });
+
+  it('without the supervisor the globs are expanded at start: what matches then is hidden, and srt says the rest is not', async () => {
+    const dir = scratch();
+    writeTree(dir.cwd, { 'app/.env': 'TOKEN=A\n', 'deep/er/secrets/k': 'KEY\n', 'ok': 'ok\n' });
+    const r = await srt(['--deny-read', '**/.env', '--deny-read', '**/secrets/**', '--', 'sh', '-c', 'cat app/.env deep/er/secrets/k ok'], { ...dir, ...NO_SUPERVISOR });
+    expect(r.stdout).toBe('ok');
+    expect(r.stderr).toContain('a deny glob covers only the paths that match when the run starts');
   });
 });
 

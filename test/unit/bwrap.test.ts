@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { buildBwrapPlan, encodeMounts, literalOf, plannedMounts, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, encodeMounts, globRules, literalOf, plannedMounts, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { encodeRules } from '../../src/profiles/protected.js';
 
 const src = { scope: 'cli' as const };
 const rule = (path: string, glob = /[*?[]/.test(path)): PathRule => ({ path, glob, original: path, source: src });
@@ -389,7 +390,35 @@ describe('deny globs with names bwrap cannot be given', () => {
     const m = mounts(plan.args);
     expect(m).toEqual(expect.arrayContaining(['ro-bind /h/a.pem </r/denied', 'tmpfs /h/odd']));
     expect(m).not.toContain('ro-bind /w/odd');
-    expect(plan.warnings).toEqual(['filesystem.denyRead: /h/*.pem: /h/odd holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered']);
+    expect(plan.warnings).toEqual([
+      'filesystem.denyRead: /h/*.pem: /h/odd holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered',
+      'filesystem.denyRead: /h/*.pem: a deny glob covers only the paths that match when the run starts: a matching file made during the run is readable ' +
+        '(srt judges deny globs at each open only with its protected-path supervisor, which this system cannot run: see the warning about protected paths)',
+    ]);
+  });
+});
+
+describe('deny globs with the supervisor: judged at each open', () => {
+  const sup = { seccomp: { helperPath: '/h/srt-seccomp', filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
+
+  it('nothing is expanded or mounted: each glob goes to the read gate with the paths that re-open inside it', () => {
+    const scoped = (path: string, scope: 'user' | 'project'): PathRule => ({ ...rule(path), source: { scope } });
+    const p = policy({
+      denyRead: [scoped('/w/**/.env', 'user'), rule('/h/**/*.pem')],
+      allowRead: [rule('/w/conf/.env'), scoped('/w/low/.env', 'project'), rule('/w')],
+    });
+    const plan = buildBwrapPlan(p, facts({ '/w': dir('/w'), '/w/conf/.env': file('/w/conf/.env'), '/w/low/.env': file('/w/low/.env'), '/h': dir('/h') }, sup), ['true']);
+    expect(globRules(p, undefined, { openTime: true })).toEqual([]);
+    expect(globRules(p).map((r) => r.path)).toEqual(['/w/**/.env', '/h/**/*.pem']);
+    expect(plan.gated).toEqual([
+      // A project entry ranks below the user's deny; /w itself lies above every match.
+      { path: '/w/**/.env', glob: true, reopened: ['/w/conf/.env'] },
+      { path: '/h/**/*.pem', glob: true, reopened: [] },
+    ]);
+    expect(mounts(plan.args).filter((m) => m.includes('.env') || m.includes('.pem'))).toEqual([]);
+    expect(plan.warnings.filter((w) => w.includes('glob'))).toEqual([]);
+    expect(encodeRules({ names: [], suffixes: [], gitInternals: [], exempt: [], markers: [] }, [], [], [], plan.gated).toString().split('\0'))
+      .toEqual(['h/w/**/.env', 'O/w/conf/.env', 'h/h/**/*.pem', '']);
   });
 });
 
