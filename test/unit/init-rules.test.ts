@@ -11,7 +11,7 @@ import { encodeRules, GIT_INTERNALS, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, 
 import { tempDir } from '../e2e/helpers.js';
 
 const REPO = new URL('../..', import.meta.url).pathname;
-const SOURCES = ['test/unit/c/rules-check.c', 'init/rules.c', 'init/readgate.c', 'init/util.c'].map((f) => join(REPO, f));
+const SOURCES = ['test/unit/c/rules-check.c', 'init/rules.c', 'init/readgate.c', 'init/glob.c', 'init/util.c'].map((f) => join(REPO, f));
 const HEADERS = ['init/helper.h', 'init/supervisor.h'].map((f) => join(REPO, f));
 
 /** The driver, compiled once per source content. */
@@ -46,7 +46,7 @@ const RULES: SupervisorRules = {
   exempt: ['/w/main/.git/worktrees/wt'],
   markers: [...REPOSITORY_MARKERS],
 };
-const records = (extra: Partial<{ roots: string[]; paths: string[]; free: string[]; hidden: { path: string; reopened: string[] }[] }> = {}) =>
+const records = (extra: Partial<{ roots: string[]; paths: string[]; free: string[]; hidden: { path: string; glob?: true; reopened: string[] }[] }> = {}) =>
   encodeRules(RULES, extra.roots ?? ['/w'], extra.paths ?? [], extra.free ?? [], extra.hidden ?? []);
 
 /** protected_path for each path: `exists`, `partial` as the supervisor passes them. */
@@ -134,6 +134,28 @@ describe.skipIf(process.platform !== 'linux')('the read gate\'s matcher (init/re
     expect(ask(rec, [q('/w/.env'), q('/w/.envx'), q('/w/secrets/k'), q('/w/secrets/public/k'), q('/w/secrets/publicx'),
       q('/w'), q('/w', true), q('/w/other', true), q('/w/.env (deleted)')]))
       .toEqual([true, false, true, false, true, false, true, false, true]);
+  });
+
+  it('a hidden glob: every path it matches and all below; a re-opened path at or below the match lifts it', () => {
+    const rec = records({ hidden: [
+      { path: '/w/**/.env', glob: true, reopened: ['/w/conf/.env'] },
+      { path: '/w/**/secrets/**', glob: true, reopened: ['/w/v/secrets/pub'] },
+    ] });
+    const q = (p: string) => `h 0 ${p}`;
+    expect(ask(rec, [q('/w/.env'), q('/w/a/b/.env'), q('/w/a/.env/x'), q('/w/a/.envx'), q('/w/conf/.env'), q('/w/conf/.env/x'),
+      q('/w/v/secrets'), q('/w/v/secrets/k'), q('/w/v/secrets/pub/k'), q('/w/v/secrets/pubx'), q('/elsewhere/.env'), q('/w/.env (deleted)')]))
+      .toEqual([true, true, true, false, false, false, false, true, false, true, false, true]);
+  });
+
+  it('a moved tree: refused where a glob would no longer reach what it reaches now, or onto a path that re-opens', () => {
+    const rec = records({ hidden: [
+      { path: '/w/**/.env', glob: true, reopened: [] },
+      { path: '/w/**/secrets/**', glob: true, reopened: ['/w/open/secrets/pub'] },
+    ] });
+    const q = (from: string, to: string) => `v ${from}\t${to}`;
+    expect(ask(rec, [q('/w/a', '/w/b'), q('/w/v/secrets', '/w/v/s2'), q('/w/v/s2', '/w/v/secrets'), q('/w/a', '/elsewhere/a'),
+      q('/w/v/secrets', '/w/open/secrets/pub'), q('/w/x', '/w/open/secrets')]))
+      .toEqual([false, true, false, true, true, true]);
   });
 });
 

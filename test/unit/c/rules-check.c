@@ -1,8 +1,10 @@
-/* Drives the supervisor's pure matcher (init/rules.c) and the read gate's (init/readgate.c) for
- * test/unit/init-rules.test.ts: `rules-check RULES < QUERIES`, RULES a rules file as srt writes it.
+/* Drives the supervisor's pure matcher (init/rules.c) and the read gate's (init/readgate.c, with
+ * init/glob.c) for test/unit/init-rules.test.ts: `rules-check RULES < QUERIES`, RULES a rules
+ * file as srt writes it.
  * One query per line, one answer (0 or 1) per line:
  *   p EP PATH   protected_path(PATH, exists E, partial P)
  *   h P PATH    gate_hidden(PATH, partial P, no stat)
+ *   v FROM\tTO  gate_moves(FROM, TO)
  *   m LEAF      is_marker(LEAF)
  *   b PATH      below_old_git(PATH)
  *   g PATH      add_new_git(lstat(PATH)): the run made this `.git` (answers 1 when it exists) */
@@ -22,6 +24,13 @@ int main(int argc, char **argv) {
     switch (line[0]) {
     case 'p': answer = protected_path(line + 5, line[2] == '1', line[3] == '1'); break;
     case 'h': answer = gate_hidden(line + 4, line[2] == '1', NULL); break;
+    case 'v': {
+      char *to = strchr(line + 2, '\t');
+      if (!to) die("rules-check: bad query %s", line);
+      *to++ = '\0';
+      answer = gate_moves(line + 2, to);
+      break;
+    }
     case 'm': answer = is_marker(line + 2); break;
     case 'b': answer = below_old_git(line + 2); break;
     case 'g':

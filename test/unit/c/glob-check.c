@@ -2,7 +2,7 @@
  * fields, one query each: `m` GLOB PATH prints glob_match_prefix (the length of the shortest
  * matching prefix that ends a component, 0 for none); `x` GLOB FROM TO prints glob_may_expose.
  * One line per query; a glob that does not compile prints `invalid`. */
-#include "helper.h"
+#include "../../../init/helper.h"
 
 #include <stdarg.h>
 #include <stdio.h>
