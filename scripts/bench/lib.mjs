@@ -1,7 +1,7 @@
 // Shared benchmark plumbing: wall-time medians of whole commands, measured in one run so
 // every figure is a ratio against a baseline taken on the same machine at the same time.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -90,3 +90,65 @@ export function testPki(dir, ips) {
   return { ca: join(dir, 'ca.pem'), cert: readFileSync(join(dir, 'leaf.pem')), key: readFileSync(join(dir, 'leaf.key')) };
 }
 
+/**
+ * A generated repository of about `files` files at `root` (for the big-repository benchmark;
+ * nothing of it is committed): a `.git` with HEAD, config, sample hooks and loose objects; a
+ * monorepo's `packages/*` source trees; a `node_modules/` of many small packages (most of a real
+ * checkout's files, within a few levels of the top); and `data/` directories of 1,000 entries
+ * (one per 5,000 files).
+ * Returns the paths of `denied` existing files spread over the data directories and packages
+ * (10 per data directory, then one per package), for literal deny entries. Deterministic.
+ */
+export function bigRepository(root, { files = 300_000, denied = 1000 } = {}) {
+  let made = 0;
+  const file = (path, body = '') => { writeFileSync(path, body); made++; };
+  const dir = (path) => { mkdirSync(path, { recursive: true }); return path; };
+  const git = dir(join(root, '.git'));
+  file(join(git, 'HEAD'), 'ref: refs/heads/main\n');
+  file(join(git, 'config'), '[core]\n\trepositoryformatversion = 0\n\tbare = false\n');
+  dir(join(git, 'refs', 'heads'));
+  for (const h of ['pre-commit', 'pre-push', 'commit-msg']) file(join(dir(join(git, 'hooks')), `${h}.sample`), '#!/bin/sh\n');
+  for (let o = 0; o < 256; o++) {
+    const d = dir(join(git, 'objects', o.toString(16).padStart(2, '0')));
+    for (let k = 0; k < 20; k++) file(join(d, `${k.toString(16).padStart(38, '0')}`), 'x');
+  }
+  file(join(root, 'package.json'), '{"name":"big","private":true}\n');
+  file(join(root, 'README.md'), '# big\n');
+  // Data: directories of 1,000 entries (60 of them in 300k files).
+  const dataDirs = [];
+  for (let d = 0; d < Math.max(1, Math.round(files / 5000)); d++) {
+    const at = dir(join(root, 'data', `set${d}`));
+    dataDirs.push(at);
+    for (let k = 0; k < 1000; k++) file(join(at, `rec${k}.json`), '{}');
+  }
+  // Source: packages/pN/src/mM/ (20 files each) with a test/ and a nested lib/ two levels deeper.
+  const pkgDirs = [];
+  for (let p = 0; made < files * 0.3; p++) {
+    const pkg = dir(join(root, 'packages', `p${p}`));
+    file(join(pkg, 'package.json'), `{"name":"p${p}"}\n`);
+    for (let m = 0; m < 20; m++) {
+      const src = dir(join(pkg, 'src', `m${m}`));
+      for (let k = 0; k < 15; k++) file(join(src, `f${k}.ts`), 'export {};\n');
+      const deep = dir(join(src, 'lib', 'impl'));
+      for (let k = 0; k < 5; k++) file(join(deep, `g${k}.ts`), 'export {};\n');
+    }
+    const test = dir(join(pkg, 'test'));
+    for (let k = 0; k < 20; k++) file(join(test, `t${k}.test.ts`), '');
+  }
+  // node_modules: packages of ~100 files (lib/, dist/cjs, dist/esm, types), some scoped.
+  for (let n = 0; made < files; n++) {
+    const name = n % 5 === 0 ? join(`@scope${n % 50}`, `pkg${n}`) : `pkg${n}`;
+    const pkg = dir(join(root, 'node_modules', name));
+    pkgDirs.push(pkg);
+    file(join(pkg, 'package.json'), `{"name":"pkg${n}"}\n`);
+    file(join(pkg, 'README.md'), '');
+    for (const sub of ['lib', join('dist', 'cjs'), join('dist', 'esm'), 'types']) {
+      const d = dir(join(pkg, sub));
+      for (let k = 0; k < 24; k++) file(join(d, `m${k}.js`), '');
+    }
+  }
+  const deny = [];
+  for (const d of dataDirs) for (let k = 0; k < 10 && deny.length < denied; k++) deny.push(join(d, `rec${k * 97}.json`));
+  for (let i = 0; deny.length < denied && i < pkgDirs.length; i++) deny.push(join(pkgDirs[i], 'package.json'));
+  return { files: made, denied: deny };
+}

@@ -1,0 +1,110 @@
+// A big repository as the current directory, and denied files in big directories outside the
+// writable paths. A generated repository of 300k files (lib.mjs bigRepository; made in a scratch
+// directory, or kept with --keep DIR for the next run), then `srt -- /bin/true`, interleaved
+// round by round, each figure against an empty directory in the same run:
+//  - in the repository with no settings (the protected-path search walks it);
+//  - with 15 `**/` deny globs that match nothing (`**/.env`, `**/*.pem`, `**/secrets/**`, …);
+//  - with those and 1,000 literal denies of existing files inside it;
+//  - from an empty directory, with the same 1,000 literal denies (the repository then lies
+//    outside the writable paths: each directory holding a denied file must keep its deny);
+// and srt's own peak RSS (VmHWM, its node process alone) when the command has started.
+// Usage: node scripts/bench/bigrepo.mjs [--files N] [--rounds N] [--runs N] [--keep DIR] [--vs OTHER_SRT]
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { bigRepository, median, report, scratch, SRT, timeCommand } from './lib.mjs';
+
+const arg = (name) => {
+  const i = process.argv.indexOf(name);
+  return i === -1 ? undefined : process.argv[i + 1];
+};
+const files = Number(arg('--files') ?? 300_000);
+const rounds = Number(arg('--rounds') ?? 3);
+const runs = Number(arg('--runs') ?? 5);
+const keep = arg('--keep');
+const vs = arg('--vs');
+
+const DENY_GLOBS = ['**/.env', '**/.env.*', '**/*.pem', '**/*.key', '**/id_rsa', '**/id_ed25519', '**/secrets/**',
+  '**/.aws/credentials', '**/.npmrc', '**/.netrc', '**/*.p12', '**/*.pfx', '**/credentials.json', '**/.pypirc', '**/service-account*.json'];
+
+const s = scratch();
+try {
+  // The repository: generated once per --keep directory (a marker file holds what was made).
+  const repo = keep ?? join(s.dir, 'repo');
+  const marker = join(repo, '.bench-repo.json');
+  let made;
+  if (existsSync(marker) && JSON.parse(readFileSync(marker, 'utf8')).requested === files) made = JSON.parse(readFileSync(marker, 'utf8'));
+  else {
+    const t0 = Date.now();
+    made = { requested: files, ...bigRepository(repo, { files }) };
+    writeFileSync(marker, JSON.stringify(made));
+    console.log(`generated ${made.files} files in ${repo} (${((Date.now() - t0) / 1000).toFixed(1)} s)`);
+  }
+  const home = join(s.dir, 'home');
+  const empty = join(s.dir, 'empty');
+  mkdirSync(home);
+  mkdirSync(empty);
+  const env = { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' };
+  const settings = (name, denyRead) => {
+    const file = join(s.dir, `${name}.json`);
+    writeFileSync(file, JSON.stringify({ filesystem: { denyRead } }));
+    return file;
+  };
+  const globs = settings('globs', DENY_GLOBS);
+  const globsLiteral = settings('globs-literal', [...DENY_GLOBS, ...made.denied]);
+  const literal = settings('literal', made.denied);
+  const bins = { srt: SRT, ...(vs ? { vs } : {}) };
+  const cases = Object.entries(bins).flatMap(([who, bin]) => [
+    [`${who}:empty`, [bin, '--', '/bin/true'], empty],
+    [`${who}:repo`, [bin, '--', '/bin/true'], repo],
+    [`${who}:globs`, [bin, '--settings', globs, '--', '/bin/true'], repo],
+    [`${who}:globsLiteral`, [bin, '--settings', globsLiteral, '--', '/bin/true'], repo],
+    [`${who}:outside`, [bin, '--settings', literal, '--', '/bin/true'], empty],
+  ]);
+  const times = Object.fromEntries(cases.map(([k]) => [k, []]));
+  for (let round = 0; round < rounds; round++) {
+    for (const [k, argv, cwd] of cases) times[k].push(timeCommand(argv, { cwd, env, runs, warmup: 1 }));
+  }
+  const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+  const range = (k) => `${Math.min(...times[k]).toFixed(0)}–${Math.max(...times[k]).toFixed(0)}`;
+
+  /** srt's peak RSS once the command runs (its start is over): VmHWM of the node process. */
+  const peakRss = (argv, cwd) => new Promise((resolve, reject) => {
+    const child = spawn(argv[0], [...argv.slice(1), '--', '/bin/sh', '-c', 'echo ready; read x'], { cwd, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    let err = '';
+    let kb;
+    child.stderr.on('data', (d) => (err += d));
+    child.stdout.on('data', (d) => {
+      if (kb !== undefined || !String(d).includes('ready')) return;
+      kb = Number(/VmHWM:\s*(\d+)/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'))?.[1]);
+      child.stdin.end('\n');
+    });
+    child.on('exit', (code) => (code === 0 && kb ? resolve(kb / 1024) : reject(new Error(`${argv.join(' ')} exited ${code}: ${err}`))));
+  });
+  const rss = {
+    empty: await peakRss([SRT], empty),
+    globsLiteral: await peakRss([SRT, '--settings', globsLiteral], repo),
+    outside: await peakRss([SRT, '--settings', literal], empty),
+  };
+
+  const rows = [];
+  for (const who of Object.keys(bins)) {
+    const name = who === 'srt' ? 'srt' : vs;
+    const added = (k) => `+${(m[`${who}:${k}`] - m[`${who}:empty`]).toFixed(1)} (${(m[`${who}:${k}`] / m[`${who}:empty`]).toFixed(2)}x; ${range(`${who}:${k}`)} ms)`;
+    rows.push(
+      [`${name}: empty directory (median ms, range)`, `${m[`${who}:empty`].toFixed(1)} (${range(`${who}:empty`)})`],
+      [`  ${made.files} files, no settings: added ms`, added('repo')],
+      [`  + ${DENY_GLOBS.length} deny globs: added ms (target <= 50)`, added('globs')],
+      [`  + ${made.denied.length} literal denies inside: added ms (target <= 50)`, added('globsLiteral')],
+      [`  ${made.denied.length} literal denies, repository outside: added ms (target <= 50)`, added('outside')],
+    );
+  }
+  rows.push(
+    ['srt peak RSS at start, empty directory (MB)', rss.empty.toFixed(1)],
+    ['  globs + literal denies in the repository (MB, target <= 150)', rss.globsLiteral.toFixed(1)],
+    ['  literal denies outside (MB, target <= 150)', rss.outside.toFixed(1)],
+  );
+  report(rows);
+} finally {
+  s.cleanup();
+}
