@@ -2,7 +2,8 @@
 // percent-encoded (and inside an `Authorization: Basic` credential it re-encodes); an upstream that
 // echoes a request may hand it back in other forms, and a command may hide a sentinel in them on
 // its way out. These are the forms re-masking replaces and the tripwire looks for:
-//   - the spellings: raw, and percent-encoded in either hex case;
+//   - the spellings: raw, and percent-encoded in either hex case (every reserved character, or
+//     all but `/`);
 //   - of each spelling: percent-encoded (again), base64 and base64url at each of the three
 //     alignments (the value inside a larger blob: only the characters that encode the value's
 //     bytes alone), hex in either case, and the JSON string escapes common serializers write.
@@ -13,13 +14,17 @@ export const MIN_FORM_LENGTH = 8;
 
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;
 
+/** What percent-encoders leave raw beyond RFC 3986's unreserved characters: nothing, or `/`
+ *  (Python's `quote`, path encoders). */
+const KEPT = ['', '/'];
+
 /** `value` (a string's UTF-8 bytes, or bytes) percent-encoded: every byte but RFC 3986's
- *  unreserved characters, hex in one case. */
-export function percentEncode(value: string | Buffer, upper: boolean): string {
+ *  unreserved characters and those in `keep`, hex in one case. */
+export function percentEncode(value: string | Buffer, upper: boolean, keep = ''): string {
   let out = '';
   for (const byte of typeof value === 'string' ? Buffer.from(value, 'utf8') : value) {
     const ch = String.fromCharCode(byte);
-    if (byte < 0x80 && UNRESERVED.test(ch)) out += ch;
+    if (byte < 0x80 && (UNRESERVED.test(ch) || keep.includes(ch))) out += ch;
     else {
       const hex = byte.toString(16).padStart(2, '0');
       out += `%${upper ? hex.toUpperCase() : hex}`;
@@ -28,16 +33,19 @@ export function percentEncode(value: string | Buffer, upper: boolean): string {
   return out;
 }
 
+/** The percent-encoded spellings of `from`, each paired with the same spelling of `to`. */
+function percentSpellings(from: Buffer, to: Buffer): Array<[string, string]> {
+  return KEPT.flatMap((keep) => [true, false].map((upper): [string, string] => [percentEncode(from, upper, keep), percentEncode(to, upper, keep)]));
+}
+
 /**
  * The spellings a value travels in within a URL, a form body or a header — raw, and
- * percent-encoded in either hex case — each paired with the same spelling of its replacement.
+ * percent-encoded in either hex case (every reserved character, or all but `/`) — each paired
+ * with the same spelling of its replacement.
  */
 export function spellingPairs(from: string, to: string): Array<[string, string]> {
   const out = new Map<string, string>([[from, to]]);
-  for (const upper of [true, false]) {
-    const f = percentEncode(from, upper);
-    if (!out.has(f)) out.set(f, percentEncode(to, upper));
-  }
+  for (const [f, t] of percentSpellings(Buffer.from(from, 'utf8'), Buffer.from(to, 'utf8'))) if (!out.has(f)) out.set(f, t);
   return [...out];
 }
 
@@ -116,7 +124,7 @@ export function formPairs(from: string | Buffer, to: string | Buffer): Array<[Bu
     if (key.length > 0 && !out.has(key)) out.set(key, [utf8(a), utf8(b)]);
   };
   add(f, utf8(to));
-  for (const upper of [true, false]) add(percentEncode(f, upper), percentEncode(utf8(to), upper));
+  for (const [a, b] of percentSpellings(f, utf8(to))) add(a, b);
   if (f.length >= MIN_FORM_LENGTH) {
     for (const [spelling, replacement] of [...out.values()]) for (const [a, b] of encodings(spelling, replacement)) add(a, b);
   }

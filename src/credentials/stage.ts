@@ -42,23 +42,28 @@ export function holdMs(value: string | undefined): number {
 
 type Tag = { secret: Secret };
 
-/** Each secret's forms, computed once: real → sentinel for re-masking, the sentinel's for the tripwire. */
-const formsOf = new WeakMap<Secret, { remask: Pattern<Tag>[]; trip: Pattern<Tag>[] }>();
+/** Each secret's patterns, computed once per kind. */
+const patternsOf = new WeakMap<Secret, Map<string, Pattern<Tag>[]>>();
 
-function patterns(secrets: readonly Secret[], dir: 'inject' | 'remask' | 'trip'): Pattern<Tag>[] {
+/**
+ * The secrets' patterns: `inject` their sentinels → real values, in the spellings srt writes (the
+ * ones the command wrote the sentinel in); `remask` real values → sentinels and `trip` the
+ * sentinels, in every form (forms.ts) or, with `spellings`, raw and percent-encoded only.
+ */
+function patterns(secrets: readonly Secret[], dir: 'inject' | 'remask' | 'trip', spellings = false): Pattern<Tag>[] {
   return secrets.flatMap((secret) => {
-    const tag = { secret };
-    // srt writes a real value only in the spellings the command wrote its sentinel in.
-    if (dir === 'inject') return spellingPairs(secret.sentinel, secret.real).map(([from, to]) => ({ from: Buffer.from(from, 'utf8'), to: Buffer.from(to, 'utf8'), tag }));
-    let forms = formsOf.get(secret);
-    if (!forms) {
-      forms = {
-        remask: formPairs(secret.real, secret.sentinel).map(([from, to]) => ({ from, to, tag })),
-        trip: formPairs(secret.sentinel, secret.sentinel).map(([from]) => ({ from, to: null, tag })),
-      };
-      formsOf.set(secret, forms);
+    const key = `${dir}${spellings || dir === 'inject' ? ' spellings' : ''}`;
+    let cache = patternsOf.get(secret);
+    if (!cache) patternsOf.set(secret, (cache = new Map()));
+    let list = cache.get(key);
+    if (!list) {
+      const tag = { secret };
+      const [from, to] = dir === 'remask' ? [secret.real, secret.sentinel] : [secret.sentinel, dir === 'inject' ? secret.real : secret.sentinel];
+      const pairs = spellings || dir === 'inject' ? spellingPairs(from, to).map(([f, t]) => [Buffer.from(f, 'utf8'), Buffer.from(t, 'utf8')] as const) : formPairs(from, to);
+      list = pairs.map(([f, t]) => ({ from: f, to: dir === 'trip' ? null : t, tag }));
+      cache.set(key, list);
     }
-    return dir === 'remask' ? forms.remask : forms.trip;
+    return list;
   });
 }
 
@@ -99,14 +104,14 @@ function withoutHeader(headers: Header[], name: string): Header[] {
 /**
  * A Transform that substitutes as bytes flow. Held bytes are forwarded after HOLD_MS without new
  * data. A tripwire fails the stream with RefusedError before any byte of the sentinel leaves.
- * `tlsHello`: a stream that begins with a TLS record is checked only up to the end of that record
- * (a ClientHello: its SNI name is the only plaintext, and a host name, so compared without case),
- * an SSH stream only in its first chunk; after them come encrypted bytes, passed through
- * unexamined and never held.
+ * With `hello` (tripwire patterns of an opaque tunnel), a stream that begins with a TLS record is
+ * checked for them only up to the end of that record (a ClientHello: its SNI name is the only
+ * plaintext, and a host name, so compared without case), an SSH stream only in its first chunk;
+ * after them come encrypted bytes, passed through unexamined and never held.
  */
-function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, tlsHello = false): Transform {
+function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, hello?: readonly Pattern<T>[]): Transform {
   const sub = new Substitution(m);
-  let state: 'start' | 'hello' | 'encrypted' | 'plain' = tlsHello ? 'start' : 'plain';
+  let state: 'start' | 'hello' | 'encrypted' | 'plain' = hello ? 'start' : 'plain';
   let helloLeft = 0;
   let tail = Buffer.alloc(0);
   let timer: NodeJS.Timeout | undefined;
@@ -118,7 +123,8 @@ function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, tlsHello = 
     check = undefined;
   };
   const lowerCase = (b: Buffer) => Buffer.from(b.toString('latin1').toLowerCase(), 'latin1');
-  const hostNeedles = tlsHello ? m.patterns.map((p) => ({ needle: lowerCase(p.from), tag: p.tag })) : [];
+  const hostNeedles = (hello ?? []).map((p) => ({ needle: lowerCase(p.from), tag: p.tag }));
+  const needleLength = Math.max(0, ...hostNeedles.map(({ needle }) => needle.length));
   const trips = m.patterns.filter((p) => p.to === null);
   let tripsOnly: Matcher<T> | undefined;
   // Once held bytes went out after a pause, the last bytes sent stay in view for the tripwire: a
@@ -150,7 +156,7 @@ function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, tlsHello = 
         if (hit) return cb(new RefusedError(onTrip(hit.tag)));
         helloLeft -= chunk.length;
         if (helloLeft <= 0) state = 'encrypted';
-        else tail = view.subarray(Math.max(0, view.length - m.maxLength));
+        else tail = view.subarray(Math.max(0, view.length - needleLength));
       }
       if (state === 'encrypted' || state === 'hello') return cb(null, chunk);
       stop();
@@ -206,6 +212,7 @@ export class CredentialStage implements Stage {
   /** What srt wrote into requests in place of what the command sent (latin1), most recent last. */
   private readonly written = new Map<string, string>();
   private remasker: Matcher<unknown> | undefined;
+  private spelled: Matcher<unknown> | undefined;
   private forms: Set<string> | undefined;
   private readonly notices = new Set<string>();
 
@@ -246,19 +253,28 @@ export class CredentialStage implements Stage {
   }
 
   /** own / foreign secrets for a destination, and the matchers for one place and for the
-   *  tripwire alone (cached per set). */
+   *  tripwire alone (`spellings`: raw and percent-encoded only), cached per set. */
   private split(d: Destination, readable: boolean) {
     const own = this.secrets.filter((s) => readable && this.mayGo(s, d));
     const foreign = this.secrets.filter((s) => !this.mayGo(s, d));
     const ids = (list: Secret[]) => list.map((s) => this.secrets.indexOf(s)).join(',');
     const place = (p: 'headers' | 'query' | 'body') =>
       this.matcher(`${p}|${ids(own)}|${ids(foreign)}`, () => [...patterns(foreign, 'trip'), ...patterns(own.filter((s) => s.injectInto.includes(p)), 'inject')]);
-    const trips = () => this.matcher(`trip|${ids(foreign)}`, () => patterns(foreign, 'trip'));
+    const trips = (spellings = false) => this.matcher(`trip ${spellings}|${ids(foreign)}`, () => patterns(foreign, 'trip', spellings));
     return { own, foreign, place, trips };
   }
 
-  /** Every real value's forms, and those of each piece srt wrote in place of the command's. */
-  private remaskMatcher(): Matcher<unknown> {
+  /**
+   * For a response from a host real values go to: every real value's forms, and those of each
+   * piece srt wrote in place of the command's. From any other host: the real values' spellings
+   * (such a host gets none from srt, and every form held back at the end of a chunk — a
+   * prefix of one of them — would delay an interactive stream by up to HOLD_MS).
+   */
+  private remaskMatcher(receivesReal: boolean): Matcher<unknown> {
+    if (!receivesReal) {
+      this.spelled ??= new Matcher<unknown>(patterns(this.secrets, 'remask', true));
+      return this.spelled;
+    }
     if (!this.remasker) {
       const all = new Map<string, Pattern<unknown>>();
       for (const p of patterns(this.secrets, 'remask')) all.set(p.from.toString('latin1'), p);
@@ -377,7 +393,9 @@ export class CredentialStage implements Stage {
   }
 
   response(res: ProxyResponse, req: ProxyRequest): Refusal | undefined {
-    const m = this.remaskMatcher();
+    // A later response may hand back what an earlier request left there: by host, not by request.
+    const receivesReal = this.split(req.target, req.scheme === 'https' || this.opts.allowPlaintextInject).own.length > 0;
+    const m = this.remaskMatcher(receivesReal);
     if (m.empty) return undefined;
     const remask = (text: string) => rewrite(text, m).text;
     const remaskAll = (headers: Header[]): Header[] => headers.map(([k, v]) => [remask(k), remask(v)]);
@@ -389,9 +407,8 @@ export class CredentialStage implements Stage {
     let body = res.body;
     const applied = codings(headerLines(res.headers, 'content-encoding'));
     if (applied.length > 0) {
-      // Only a host srt sends real values to can echo one (a later response may hand back what an
-      // earlier request carried); others' encoded bodies pass as they are.
-      if (this.split(req.target, req.scheme === 'https' || this.opts.allowPlaintextInject).own.length === 0) return undefined;
+      // Only a host srt sends real values to can echo one; others' encoded bodies pass as they are.
+      if (!receivesReal) return undefined;
       const decoded = decode(body, applied);
       // Fail closed: a real value could hide in what srt cannot read.
       if ('unknown' in decoded) {
@@ -420,6 +437,8 @@ export class CredentialStage implements Stage {
     const d = t.target;
     const { foreign, trips } = this.split(d, false);
     if (foreign.length === 0) return undefined;
-    return substitution(trips(), (tag) => this.refusal(tag.secret, d.host.host), true);
+    // A plaintext protocol (a database's, Redis') is watched for the spellings only: every form's
+    // prefix held at the end of a message would stall its ping-pong for up to HOLD_MS.
+    return substitution(trips(true), (tag) => this.refusal(tag.secret, d.host.host), trips().patterns);
   }
 }

@@ -112,8 +112,16 @@ describe('the credential stage in the proxy', () => {
           // The proxy may close the tunnel mid-way (that is the point): later writes may fail.
           s.removeListener('error', reject);
           s.on('error', () => {});
-          for (const p of payload) s.write(p);
-          setTimeout(() => { s.destroy(); resolve(); }, 300);
+          void (async () => {
+            for (const p of payload) {
+              // Each piece arrives on its own (not coalesced with the next by a loaded machine):
+              // the next one is written once the server has seen what srt forwarded of this one.
+              const seen = rawSeen.length;
+              s.write(p);
+              for (let i = 0; i < 200 && rawSeen.length === seen && !s.destroyed; i++) await new Promise((r) => setTimeout(r, 10));
+            }
+            setTimeout(() => { s.destroy(); resolve(); }, 300);
+          })();
         }
       });
       s.on('error', reject);

@@ -27,6 +27,9 @@ describe('spellings', () => {
     expect(percentEncode(Buffer.from([0x61, 0xff]), true)).toBe('a%FF');
     expect(spellingPairs('ghp_abc-1.2~', 'x')).toEqual([['ghp_abc-1.2~', 'x']]);
     expect(spellingPairs('a/b', 'c+d')).toEqual([['a/b', 'c+d'], ['a%2Fb', 'c%2Bd'], ['a%2fb', 'c%2bd']]);
+    // Python's quote and path encoders leave `/` raw.
+    expect(spellingPairs('a/b+c', 'x/y=z').map(([f]) => f)).toEqual(['a/b+c', 'a%2Fb%2Bc', 'a%2fb%2bc', 'a/b%2Bc', 'a/b%2bc']);
+    expect(spellingPairs('a/b+c', 'x/y=z')[3]).toEqual(['a/b%2Bc', 'x/y%3Dz']);
   });
 });
 

@@ -67,9 +67,11 @@ describe('credential stage: injection', () => {
   it('percent-encoded sentinels become percent-encoded real values (headers and, with "query", the target)', () => {
     const { s } = stage();
     const enc = (v: string) => encodeURIComponent(v);
-    const r = req('api.example.com', { path: `/x?k=${enc(SLASHY.sentinel)}&raw=${SLASHY.sentinel}`, headers: [['Cookie', `k=${enc(SLASHY.sentinel)}`]] });
+    // Python's quote() leaves `/` raw.
+    const quote = (v: string) => enc(v).replace(/%2F/g, '/');
+    const r = req('api.example.com', { path: `/x?k=${enc(SLASHY.sentinel)}&raw=${SLASHY.sentinel}&py=${quote(SLASHY.sentinel)}`, headers: [['Cookie', `k=${enc(SLASHY.sentinel)}`]] });
     expect(s.request(r)).toBeUndefined();
-    expect(r.path).toBe(`/x?k=${enc(SLASHY.real)}&raw=${SLASHY.real}`);
+    expect(r.path).toBe(`/x?k=${enc(SLASHY.real)}&raw=${SLASHY.real}&py=${quote(SLASHY.real)}`);
     expect(r.headers[0]).toEqual(['Cookie', `k=${enc(SLASHY.real)}`]);
   });
 
@@ -250,6 +252,18 @@ describe('credential stage: tripwire', () => {
     expect(stage({ secrets: [GH] }).s.guard(tunnel('api.github.com'))).toBeUndefined();
   });
 
+  it('the plaintext of an opaque tunnel is watched for the spellings only: a prefix of another form at the end of a message is not held', async () => {
+    const { s } = stage();
+    const hex = Buffer.from(GH.sentinel).toString('hex');
+    const g = s.guard(tunnel('paste.example'))!;
+    const out: string[] = [];
+    g.on('data', (c: Buffer) => out.push(c.toString()));
+    g.write(Buffer.from(`SELECT ${hex.slice(0, 6)}`)); // a database's query, then it waits for the answer
+    await new Promise((r) => setTimeout(r, 20));
+    expect(out.join('')).toBe(`SELECT ${hex.slice(0, 6)}`);
+    g.destroy();
+  });
+
   it('a slow reader is no pause of the sender: a sentinel split across chunks is still substituted', async () => {
     const { s } = stage();
     const body = new Readable({ read() {} });
@@ -364,6 +378,25 @@ describe('credential stage: responses', () => {
       expect(line).toHaveLength(forms[i]!.length);
       for (const real of [GH.real, SLASHY.real]) expect(decodings(line).some((d) => d.includes(real.slice(1, -1))), line).toBe(false);
     }
+  });
+
+  it('a response from a host no real value goes to is re-masked in the spellings only, so a prefix of another form is not held', async () => {
+    const { s } = stage();
+    const other = req('paste.example');
+    s.request(other);
+    const body = new Readable({ read() {} });
+    const res: ProxyResponse = { trailers: () => [], status: 200, statusMessage: 'OK', headers: [], body };
+    s.response(res, other);
+    const out: string[] = [];
+    res.body!.on('data', (c: Buffer) => out.push(c.toString()));
+    const prefix = Buffer.from(GH.real).toString('hex').slice(0, 6);
+    body.push(Buffer.from(`event ${prefix}`));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(out.join('')).toBe(`event ${prefix}`);
+    body.push(Buffer.from(` raw ${GH.real}`));
+    body.push(null);
+    await new Promise((r) => res.body!.once('end', r));
+    expect(out.join('')).toBe(`event ${prefix} raw ${GH.sentinel}`);
   });
 
   it('any stack of Content-Encoding layers is decoded first; one srt cannot decode is refused; hosts no real value goes to pass theirs', async () => {
