@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Credential substitution and re-masking (SPEC §7), as ratios in one run:
 //  - in-process MB/s of the proxy's body stage: a clean body and one with sentinels (several per
-//    64 KiB chunk, some straddling chunk boundaries), injection and tripwire patterns armed
+//    64 KiB chunk, some straddling chunk boundaries), injection and tripwire patterns armed; and
+//    the same with 20 more secrets whose sentinels are tripwires there (every form of each)
 //  - a 100 MB download by curl inside the real sandbox over terminated TLS, the request carrying
 //    the token: with a masked credential (injected, the response re-masked) vs the same download
 //    unmasked (target ≤ 1.3×), and vs the same download through an opaque tunnel (an
@@ -22,14 +23,21 @@ const DOWNLOAD_MB = Number(process.argv[3] ?? 100);
 const { CredentialStage } = await import(`${REPO}/dist/credentials/stage.js`);
 
 const token = (n) => `ghp_${'abcdefghijklmnopqrstuvwxyz0123'.slice(0, 30)}${String(n).padStart(6, '0')}`;
+const host = { raw: 'api.example', text: 'api.example', kind: 'host', host: 'api.example' };
+/** `count` more secrets of other shapes, injected elsewhere: at api.example their sentinels are
+ *  tripwires in every form, and their real values are re-masked in every form. */
+const others = (count) => Array.from({ length: count }, (_, i) => ({
+  label: `O${i}`, real: `sk-live/${String(i).padStart(4, '0')}+Real=Value/abcdefXYZ`, sentinel: `sk-live/${String(i).padStart(4, '0')}+Fake=Token/uvwxyzABC`,
+  injectInto: ['headers', 'body'], inject: true, injectHosts: [{ raw: 'other.example', text: 'other.example', kind: 'host', host: 'other.example' }],
+}));
 const secrets = [0, 1, 2, 3].map((i) => ({
   label: `T${i}`, real: token(i), sentinel: token(i + 10).replace('ghp_a', 'ghp_Z'), injectInto: ['headers', 'body'], inject: true,
-  injectHosts: [{ raw: 'api.example', text: 'api.example', kind: 'host', host: 'api.example' }],
+  injectHosts: [host],
 }));
 
 /** MB/s of the stage's request-body transform over BODY_MB of 64 KiB chunks. */
-async function bodyRate(withSentinels) {
-  const stage = new CredentialStage(secrets, { allowPlaintextInject: true });
+async function bodyRate(withSentinels, extra = 0) {
+  const stage = new CredentialStage([...secrets, ...others(extra)], { allowPlaintextInject: true });
   const chunk = Buffer.alloc(65536);
   for (let i = 0; i < chunk.length; i++) chunk[i] = 32 + ((i * 7919) % 90);
   const chunks = [];
@@ -53,10 +61,11 @@ async function bodyRate(withSentinels) {
   return bytes / 1e6 / s;
 }
 
-const rates = { clean: [], sentinels: [] };
+const rates = { clean: [], sentinels: [], many: [] };
 for (let i = 0; i < 3; i++) {
   rates.clean.push(await bodyRate(false));
   rates.sentinels.push(await bodyRate(true));
+  rates.many.push(await bodyRate(true, 20));
 }
 
 // --- through the real sandbox, over terminated TLS
@@ -131,6 +140,7 @@ const tOpaque = median(times.opaque);
 report([
   ['body stage MB/s, clean (>= 300)', median(rates.clean).toFixed(0)],
   ['body stage MB/s, 4+ sentinels/64 KiB (>= 300)', median(rates.sentinels).toFixed(0)],
+  ['the same with 20 more secrets armed as tripwires', median(rates.many).toFixed(0)],
   [`${DOWNLOAD_MB} MB download inside (TLS terminated), s, unmasked`, tPlain.toFixed(3)],
   [`${DOWNLOAD_MB} MB download inside (TLS terminated), s, re-masked`, tMasked.toFixed(3)],
   [`${DOWNLOAD_MB} MB download inside, opaque tunnel (not terminated), s`, tOpaque.toFixed(3)],
