@@ -7,6 +7,10 @@
 //  - every http.Agent (the global one and those programs make, as the AWS SDK does): sends
 //    absolute-form requests to the proxy (inspectable plain HTTP).
 //  - every https.Agent: opens a CONNECT tunnel, then TLS to the destination inside it.
+//  - http2.connect (HTTP/2 clients that use node:http2 directly): the session's connection is
+//    TLS (ALPN h2) inside a CONNECT tunnel, or for `http:` (h2c) the tunnel itself; a caller's own
+//    createConnection is left alone. Loaded here, not on first use: an ESM `import 'node:http2'`
+//    never passes a hook srt could set, so the patch must be in place before the program runs.
 // The agents' own prototypes are patched, so an agent a library creates for itself (keep-alive
 // pools, custom TLS options) honours the proxy too; a subclass that connects in its own way
 // (a proxy agent of the program's) keeps doing so.
@@ -14,9 +18,11 @@
 // variable this file does nothing.
 
 import http = require('node:http');
+import http2 = require('node:http2');
 import https = require('node:https');
 import net = require('node:net');
 import tls = require('node:tls');
+import stream = require('node:stream');
 
 const env = process.env;
 const httpProxy = parseProxy(env.HTTP_PROXY || env.http_proxy);
@@ -90,6 +96,91 @@ function proxyHttp(proxy: URL): void {
     if (auth && !req.getHeader('proxy-authorization') && !req._header) req.setHeader('Proxy-Authorization', auth.slice(21, -2));
     original.call(this, req, { ...options, host: proxy.hostname.replace(/^\[|\]$/g, ''), hostname: undefined, port: Number(proxy.port) || 80 });
   };
+}
+
+/**
+ * A duplex stream to `target` through the proxy's CONNECT, usable at once: what is written before
+ * the proxy said 200 waits; a refusal fails the stream with the proxy's status line.
+ */
+function connectTunnel(proxy: URL, target: string): stream.Duplex {
+  const raw = net.connect({ host: proxy.hostname.replace(/^\[|\]$/g, ''), port: Number(proxy.port) || 80 });
+  let open = false;
+  let head = Buffer.alloc(0);
+  const waiting: Array<[Buffer, (e?: Error | null) => void]> = [];
+  const tunnel = new stream.Duplex({
+    write(chunk: Buffer, _enc, cb) {
+      if (open) raw.write(chunk, cb);
+      else waiting.push([chunk, cb]);
+    },
+    final(cb) {
+      if (open) raw.end(cb);
+      else tunnel.once('tunnel', () => raw.end(cb));
+    },
+    read() {
+      if (open) raw.resume();
+    },
+    destroy(err, cb) {
+      raw.destroy();
+      cb(err);
+    },
+  });
+  raw.on('error', (e) => tunnel.destroy(e));
+  raw.once('connect', () => raw.write(`CONNECT ${target} HTTP/1.1\r\nHost: ${target}\r\n${proxyAuthHeader(proxy)}\r\n`));
+  const onHead = (chunk: Buffer) => {
+    head = Buffer.concat([head, chunk]);
+    const end = head.indexOf('\r\n\r\n');
+    if (end === -1) {
+      if (head.length > 65536) tunnel.destroy(new Error(`proxy CONNECT ${target}: oversized response`));
+      return;
+    }
+    raw.off('data', onHead);
+    const statusLine = head.subarray(0, head.indexOf('\r\n')).toString('latin1');
+    if (!/^HTTP\/1\.[01] 200/.test(statusLine)) {
+      tunnel.destroy(new Error(`proxy refused CONNECT ${target}: ${statusLine.replace(/^HTTP\/1\.[01] /, '')}`));
+      return;
+    }
+    open = true;
+    const rest = head.subarray(end + 4);
+    if (rest.length > 0) tunnel.push(rest);
+    raw.on('data', (c: Buffer) => {
+      if (!tunnel.push(c)) raw.pause();
+    });
+    raw.once('end', () => tunnel.push(null));
+    for (const [chunk, cb] of waiting.splice(0)) raw.write(chunk, cb);
+    tunnel.emit('tunnel');
+  };
+  raw.on('data', onHead);
+  return tunnel;
+}
+
+type Http2Connect = (authority: string | URL, options?: http2.SecureClientSessionOptions | ((s: http2.ClientHttp2Session) => void), listener?: (s: http2.ClientHttp2Session) => void) => http2.ClientHttp2Session;
+
+/** http2.connect: the session's socket is opened through the proxy (as node itself would open it). */
+function proxyHttp2(proxies: { 'http:'?: URL; 'https:'?: URL }): void {
+  const original = http2.connect as Http2Connect;
+  const patched: Http2Connect = function (origin, options, listener) {
+    const opts = typeof options === 'object' && options !== null ? options : {};
+    let url: URL;
+    try {
+      url = typeof origin === 'string' ? new URL(origin) : origin;
+    } catch {
+      return original.call(http2, origin, options, listener);
+    }
+    const protocol = url.protocol === 'http:' ? 'http:' : 'https:';
+    const proxy = proxies[protocol];
+    const host = url.hostname.replace(/^\[|\]$/g, '');
+    const port = Number(url.port) || (protocol === 'http:' ? 80 : 443);
+    if (!proxy || typeof opts.createConnection === 'function' || bypass(host, port)) return original.call(http2, origin, options, listener);
+    const createConnection = () => {
+      const tunnel = connectTunnel(proxy, authority(host, port));
+      if (protocol === 'http:') return tunnel;
+      const servername = opts.servername || (net.isIP(host) ? undefined : host);
+      return tls.connect({ ...(opts as tls.ConnectionOptions), socket: tunnel as net.Socket, host, ALPNProtocols: ['h2'], ...(servername ? { servername } : {}) });
+    };
+    const withConnection = { ...opts, createConnection };
+    return typeof options === 'function' ? original.call(http2, origin, withConnection, options) : original.call(http2, origin, withConnection, listener);
+  };
+  http2.connect = patched as typeof http2.connect;
 }
 
 /** HTTPS: tunnel with CONNECT, then speak TLS to the destination inside the tunnel. */
@@ -175,4 +266,5 @@ if (httpProxy || httpsProxy) {
   installFetchDispatcher();
   if (httpProxy) proxyHttp(httpProxy);
   if (httpsProxy) proxyHttps(httpsProxy);
+  proxyHttp2({ ...(httpProxy ? { 'http:': httpProxy } : {}), ...(httpsProxy ? { 'https:': httpsProxy } : {}) });
 }

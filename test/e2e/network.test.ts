@@ -10,7 +10,9 @@ import http from 'node:http';
 import https from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { closeServer, listenOn, selfSigned } from './proxy-fixtures.js';
+import http2 from 'node:http2';
+import type { AddressInfo } from 'node:net';
+import { closeServer, listenOn, selfSigned, testPki } from './proxy-fixtures.js';
 import { execa } from 'execa';
 import { keyValues, srt, SRT_BIN, tempDir } from './helpers.js';
 
@@ -298,4 +300,79 @@ except OSError as e: print('udp=' + type(e).__name__)"`,
     expect(r.stderr).toContain('srt: warning: --control-fd 5 line 1: filesystem.allowWrite cannot change while the command runs');
     expect(r.exitCode).toBe(0);
   });
+});
+
+describe("node's http2.connect through the preload", () => {
+  // h2 over TLS and h2c (prior knowledge) on 127.0.0.2, which is in no NO_PROXY and, allowed
+  // without a port, has no forwarded listener inside: the proxy is the only way there.
+  const seen: string[] = [];
+  let pki: ReturnType<typeof testPki>;
+  let h2: http2.Http2SecureServer;
+  let h2c: http2.Http2Server;
+  const answer = (req: http2.Http2ServerRequest, res: http2.Http2ServerResponse) => {
+    seen.push(`${req.httpVersion} ${req.url}`);
+    res.end(`h2 ${req.httpVersion} ${req.url}`);
+  };
+  beforeAll(async () => {
+    pki = testPki(tmp.path);
+    const leaf = pki.leaf(['IP:127.0.0.2']);
+    h2 = http2.createSecureServer({ cert: leaf.cert, key: leaf.key }, answer);
+    h2c = http2.createServer(answer);
+    await Promise.all([h2, h2c].map((s) => new Promise<void>((r) => s.listen(0, HOST, r))));
+    // A CommonJS and an ESM client (a named import of node:http2 must see the preload's connect too).
+    const client = (imp: string) => `${imp}
+const [url, name] = process.argv.slice(2);
+const session = connect(url);
+session.on('error', (e) => console.log(name + '=error ' + e.message));
+const req = session.request({ ':path': '/' + name });
+let body = '';
+req.setEncoding('utf8');
+req.on('data', (d) => (body += d));
+req.on('end', () => { console.log(name + '=' + body); session.close(); });
+req.on('error', () => {});
+`;
+    writeFileSync(join(cwd, 'h2.cjs'), client("const { connect } = require('node:http2');"));
+    writeFileSync(join(cwd, 'h2.mjs'), client("import { connect } from 'node:http2';"));
+  });
+  afterAll(async () => {
+    await Promise.all([h2, h2c].map((s) => new Promise((r) => s.close(r))));
+  });
+  const port = (s: http2.Http2SecureServer | http2.Http2Server) => (s.address() as AddressInfo).port;
+  const run = async (settings: object) => {
+    const file = join(tmp.path, `settings-${Math.random().toString(36).slice(2)}.json`);
+    writeFileSync(file, JSON.stringify(settings));
+    const tls = `https://${HOST}:${port(h2)}`;
+    const script = [
+      `node h2.cjs ${tls} cjs`,
+      `node h2.mjs ${tls} esm`,
+      `node h2.cjs http://${HOST}:${port(h2c)} h2c`,
+    ].join('\n');
+    const r = await srt(['--debug', '--settings', file, '-c', script], { home, cwd, env: { NODE_EXTRA_CA_CERTS: pki.caPath } });
+    return { ...r, results: keyValues(r.stdout) };
+  };
+
+  it('h2 over TLS (CommonJS and ESM) and h2c reach an allowed host through the proxy, with and without TLS termination', async () => {
+    for (const tlsTerminate of [undefined, { extraCaCertPaths: [pki.caPath] }]) {
+      seen.length = 0;
+      const r = await run({ network: { allowedDomains: [HOST], ...(tlsTerminate ? { tlsTerminate } : {}) } });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(r.results, JSON.stringify(tlsTerminate)).toEqual({ cjs: 'h2 2.0 /cjs', esm: 'h2 2.0 /esm', h2c: 'h2 2.0 /h2c' });
+      expect(seen.sort()).toEqual(['2.0 /cjs', '2.0 /esm', '2.0 /h2c']);
+      expect(r.stderr).toContain(`proxy: connect allow ${HOST}:${port(h2)}`);
+      expect(r.stderr).toContain(`proxy: connect allow ${HOST}:${port(h2c)}`);
+      if (tlsTerminate) expect(r.stderr).toContain(`proxy: connect ${HOST}:${port(h2)}: terminating TLS (SNI none, ALPN h2)`);
+    }
+  }, 120_000);
+
+  it('a host the policy does not allow: the session fails with the proxy\'s refusal, nothing reaches the server, srt reports it', async () => {
+    seen.length = 0;
+    const r = await run({ network: { allowedDomains: ['127.0.0.3'] } });
+    expect(r.results).toEqual({
+      cjs: `error proxy refused CONNECT ${HOST}:${port(h2)}: 403 Blocked by srt: not in network.allowedDomains`,
+      esm: `error proxy refused CONNECT ${HOST}:${port(h2)}: 403 Blocked by srt: not in network.allowedDomains`,
+      h2c: `error proxy refused CONNECT ${HOST}:${port(h2c)}: 403 Blocked by srt: not in network.allowedDomains`,
+    });
+    expect(seen).toEqual([]);
+    expect(r.stderr).toContain(`srt: blocked ${HOST}:${port(h2)} — not in network.allowedDomains`);
+  }, 60_000);
 });
