@@ -324,6 +324,31 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     result.exit = report.summary.error > 0 ? 1 : 0;
   });
 
+  addPolicyOptions(
+    program
+      .command('check')
+      .description('may a run read or write PATH, or reach HOST[:PORT]? The verdict from the same policy a run uses, the deciding entry with its file and line, without running anything; exit 0 allowed, 1 refused')
+      .argument('<kind>', 'read, write or net')
+      .argument('<target>', 'a path (read, write) or HOST[:PORT] (net; port 443 when none)')
+      .option('--json', 'machine-readable output (stable shape, version 1)'),
+  ).action(async (kind: string, target: string, opts: PolicyOptions & { json?: boolean }) => {
+    if (kind !== 'read' && kind !== 'write' && kind !== 'net') throw new Fatal([`check: "${kind}" is not read, write or net`]);
+    const parent = program.opts<PolicyOptions & { debug?: boolean }>();
+    const report = await loadReport(mergedPolicyOptions(parent, opts), debugEnabled(parent));
+    const [check, { describeSource }] = await Promise.all([import('./check.js'), import('./settings/report.js')]);
+    let verdict;
+    if (kind === 'net') {
+      const t = check.parseNetTarget(target);
+      if (!t) throw new Fatal([`check net: "${target}" is not HOST, HOST:PORT or [IPv6]:PORT`]);
+      verdict = check.checkNet(report.policy, t.host, t.port);
+    } else {
+      if (target === '' || target.includes('\0')) throw new Fatal([`check ${kind}: give a path`]);
+      verdict = check.checkPath(report.policy, kind, resolvePath(target.startsWith('~/') || target === '~' ? `${homedir()}${target.slice(1)}` : target));
+    }
+    process.stdout.write(opts.json ? `${JSON.stringify(verdict, null, 2)}\n` : printableBlock(check.checkText(verdict, (s) => describeSource(s, report.policy))));
+    result.exit = verdict.allowed ? 0 : 1;
+  });
+
   program
     .command('trust')
     .description("approve the exact content of a repository's settings file so its allow entries apply (no FILE: the ones that apply here)")

@@ -30,11 +30,15 @@ export interface PathRule {
   source: Source;
   /** A preset's cache directory: created empty on the host when missing, before the run. */
   create?: true;
+  /** Where the entry stands in its file (`filesystem.denyWrite[2]`), for messages. */
+  key?: string;
 }
 
 export interface SourcedDomain {
   rule: DomainRule;
   source: Source;
+  /** Where the entry stands in its file (`network.allowedDomains[0]`), for messages. */
+  key?: string;
 }
 
 export type CredentialMode = 'mask' | 'deny';

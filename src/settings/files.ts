@@ -322,6 +322,37 @@ function parseSettingsText(path: string, input: string): unknown {
   return doc;
 }
 
+/**
+ * The line (1-based) of the entry at `key` (`filesystem.denyWrite[2]`) in a settings file, for
+ * messages that point at it; undefined when the file or the entry cannot be found.
+ */
+export function lineOfKey(file: string, key: string): number | undefined {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+  const want = key.split(/\.|(?=\[)/).map((p) => (p.startsWith('[') ? Number(p.slice(1, -1)) : p));
+  const lineAt = (offset: number) => text.slice(0, offset).split('\n').length;
+  try {
+    if (isYaml(file)) {
+      const YAML = require('yaml') as typeof import('yaml');
+      const doc = YAML.parseDocument(text);
+      const wrapped = YAML.isMap(doc.contents) && doc.has('sandbox');
+      const node = doc.getIn(wrapped ? ['sandbox', ...want] : want, true) as { range?: [number, number, number] } | undefined;
+      return node?.range ? lineAt(node.range[0]) : undefined;
+    }
+    const found = new Map<string, number>();
+    const doc = parseJson(text.charCodeAt(0) === 0xfeff ? ` ${text.slice(1)}` : text, (path, offset) => found.set(JSON.stringify(path), offset));
+    const wrapped = doc !== null && typeof doc === 'object' && Object.hasOwn(doc, 'sandbox');
+    const at = found.get(JSON.stringify(wrapped ? ['sandbox', ...want] : want));
+    return at === undefined ? undefined : lineAt(at);
+  } catch {
+    return undefined;
+  }
+}
+
 export function kindOf(value: unknown): string {
   if (value === null) return 'null';
   if (Array.isArray(value)) return 'an array';

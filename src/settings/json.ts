@@ -12,8 +12,10 @@ export class JsonSyntaxError extends Error {
   }
 }
 
-export function parseJson(text: string): unknown {
+/** `onValue`: called with the key path and the offset of every value, for `srt check`'s line numbers. */
+export function parseJson(text: string, onValue?: (path: ReadonlyArray<string | number>, offset: number) => void): unknown {
   let i = 0;
+  const path: Array<string | number> = [];
 
   const fail = (message: string, at = i): never => {
     let line = 1;
@@ -62,6 +64,7 @@ export function parseJson(text: string): unknown {
 
   const parseValue = (): unknown => {
     skipSpace();
+    onValue?.(path, i);
     const c = text[i];
     if (c === '{') {
       i++;
@@ -82,7 +85,9 @@ export function parseJson(text: string): unknown {
         skipSpace();
         if (text[i] !== ':') fail(`expected ":" after property name, found ${describe(i)}`);
         i++;
+        path.push(key);
         const value = parseValue();
+        path.pop();
         Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
         skipSpace();
         if (text[i] === ',') {
@@ -107,7 +112,9 @@ export function parseJson(text: string): unknown {
         return arr;
       }
       for (;;) {
+        path.push(arr.length);
         arr.push(parseValue());
+        path.pop();
         skipSpace();
         if (text[i] === ',') {
           i++;

@@ -464,7 +464,7 @@ class Builder {
       (layer.doc.filesystem?.[key] ?? []).forEach((entry, i) => {
         const r = this.resolvePath(layer, `filesystem.${key}[${i}]`, entry);
         const id = `${r.glob}:${r.path}`;
-        if (!out.has(id)) out.set(id, { ...r, source: layer.source, ...(key === 'allowWrite' && layer.source.preset !== undefined ? { create: true as const } : {}) });
+        if (!out.has(id)) out.set(id, { ...r, source: layer.source, key: `filesystem.${key}[${i}]`, ...(key === 'allowWrite' && layer.source.preset !== undefined ? { create: true as const } : {}) });
       });
     }
     return [...out.values()];
@@ -476,7 +476,7 @@ class Builder {
     for (const layer of this.layers) {
       (layer.doc.network?.[key] ?? []).forEach((entry, i) => {
         for (const rule of this.parseDomain(layer, `network.${key}[${i}]`, entry, list)) {
-          if (!out.has(rule.text)) out.set(rule.text, { rule, source: layer.source });
+          if (!out.has(rule.text)) out.set(rule.text, { rule, source: layer.source, key: `network.${key}[${i}]` });
         }
       });
     }

@@ -155,7 +155,7 @@ describe('paths', () => {
 
   it('flags resolve against cwd and carry the flag as source', () => {
     const p = buildPolicy(ctx, [], { allowWrite: ['out'], denyRead: ['~/.aws'], allowDomain: ['x.example'] });
-    expect(p.filesystem.allowWrite).toEqual([{ path: '/work/repo/sub/out', glob: false, original: 'out', source: { scope: 'cli', flag: '--allow-write' } }]);
+    expect(p.filesystem.allowWrite).toEqual([{ path: '/work/repo/sub/out', glob: false, original: 'out', source: { scope: 'cli', flag: '--allow-write' }, key: 'filesystem.allowWrite[0]' }]);
     expect(p.filesystem.denyRead[0]!.path).toBe('/home/u/.aws');
     expect(p.network.allowedDomains[0]!.source).toEqual({ scope: 'cli', flag: '--allow-domain' });
   });

@@ -22,8 +22,8 @@ describe('toolchain presets', () => {
     const p = buildPolicy(ctx, [layer('user', { presets: ['npm'] })]);
     const source = { scope: 'user', file: '/user.json', preset: 'npm' };
     expect(p.network.allowedDomains.map((d) => [d.rule.text, d.source])).toEqual([['registry.npmjs.org', source]]);
-    expect(p.filesystem.allowWrite).toEqual([{ path: '/home/u/.npm', glob: false, original: '~/.npm', source, create: true }]);
-    expect(p.filesystem.denyWrite).toEqual([{ path: '/home/u/.npm/_npx', glob: false, original: '~/.npm/_npx', source }]);
+    expect(p.filesystem.allowWrite).toEqual([{ path: '/home/u/.npm', glob: false, original: '~/.npm', source, create: true, key: 'filesystem.allowWrite[0]' }]);
+    expect(p.filesystem.denyWrite).toEqual([{ path: '/home/u/.npm/_npx', glob: false, original: '~/.npm/_npx', source, key: 'filesystem.denyWrite[0]' }]);
     expect(p.warnings).toEqual([]);
   });
 
