@@ -15,6 +15,9 @@ import { resolveLanding } from './platform/landing.js';
 import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
 import { ownFiles } from './platform/self.js';
 import { findStale, reapStale } from './platform/state.js';
+import { protectionPlan } from './platform/landed.js';
+import { scanProtected } from './platform/search.js';
+import { landedLines, MANAGED_DIR } from './profiles/protected.js';
 import { PACKAGE_ROOT } from './paths.js';
 import { parseDomainEntry } from './proxy/domains.js';
 import { hostCredentialPlan } from './platform/credentials.js';
@@ -226,6 +229,29 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
   return { checks, policy: p };
 }
 
+/**
+ * What a run would protect for what it is or where it lands (SPEC §3): link targets, git include
+ * targets, bare repositories, home configuration linked into a writable path. The run's own search.
+ */
+async function protectionCheck(policy: Policy): Promise<Check> {
+  const title = 'protected where they land';
+  if (policy.filesystem.disabled) return { id: 'protected.landing', title, status: 'ok', detail: 'nothing to protect: filesystem isolation is off (filesystem.disabled)' };
+  const roots = writeRootsOf(policy, resolveLanding).roots.map((r) => r.region.base);
+  let scanned;
+  try {
+    scanned = await scanProtected(roots.map((root) => ({ root })), policy.mandatoryDenySearchDepth, policy.home);
+  } catch (e) {
+    return { id: 'protected.landing', title, status: 'warn', detail: `the protected-path search did not finish: ${(e as Error).message}`, fix: 'a run would stop the same way; see the message' };
+  }
+  const landed = landedLines(protectionPlan(policy, scanned, roots, MANAGED_DIR).plan.targets, (t) => resolveLanding(t.path).real);
+  if (landed.length === 0) return { id: 'protected.landing', title, status: 'ok', detail: 'no symlink, git include or bare repository leads into a writable path' };
+  return {
+    id: 'protected.landing', title, status: 'ok',
+    detail: `${landed.length} place(s) in writable paths kept read-only for what they are or for what leads there (links, git includes, bare repositories); srt --dry-run lists them all`,
+    ...listed(landed),
+  };
+}
+
 /** srt's bytecode cache (src/code-cache.ts): unused, every start compiles srt from source. */
 function codeCacheCheck(home: string): Check {
   const title = 'code cache';
@@ -283,6 +309,7 @@ export async function runDoctor(opts: DoctorOptions): Promise<DoctorReport> {
     // After the domain checks, in the order the report always had.
     const at = checks.findIndex((c) => c.id === 'srt.location');
     checks.splice(at === -1 ? checks.length : at, 0, ...(await credentialChecks(settings.policy)));
+    checks.push(await protectionCheck(settings.policy));
   }
   checks.push(staleCheck(opts.load.home, opts.fix === true), codeCacheCheck(opts.load.home));
   if (opts.tools) {

@@ -9,7 +9,7 @@ import type { AuditSink } from './audit.js';
 import type { Policy } from './policy.js';
 import { buildBwrapPlan, encodeMounts, globRules, literalPaths, plannedMounts, type BwrapFacts, type SnapshotEntry, type BwrapPlan, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch } from './profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
-import { encodeRules, hooksPathDir, parseReport, protectedPlan, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
+import { encodeRules, hooksPathDir, landedLines, MANAGED_DIR, parseReport, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import type { CredentialPlan } from './credentials/plan.js';
 import { writeRootsOf } from './profiles/access.js';
 import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
@@ -23,6 +23,7 @@ import { PARENT_STAT_FD, Terminal, TERMINAL_CHANNEL_FD, terminalStdio } from './
 import { expandGlobs, readGitFile, scanProtected, SearchError } from './platform/search.js';
 import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
 import { createCacheDirs } from './platform/cache-dirs.js';
+import { protectionPlan } from './platform/landed.js';
 import { removeTree } from './platform/remove.js';
 import { ownFiles } from './platform/self.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
@@ -41,7 +42,6 @@ export type CommandSpec = { argv: string[] } | { shell: string };
 /** srt could not build the sandbox: print `srt: ${message}`, exit 125, nothing ran. */
 export class SandboxError extends Error {}
 
-const MANAGED_DIR = '/etc/srt';
 // The helper takes at most 256 listeners (relays.c); the HTTP and SOCKS relays are four of them.
 const MAX_LISTENERS = 256;
 
@@ -382,12 +382,11 @@ export class Sandbox implements PlatformBackend {
       warnings.push('network.tlsTerminate has no effect: network.httpProxyPort and socksProxyPort send all traffic to your own proxies');
     }
 
-    const plan = protectedPlan({
-      roots: scanned.roots.filter((r) => !(worktree && r.root === landing(worktree.gitDir).real)),
-      home: policy.home, projectRoot: policy.root, depth: policy.mandatoryDenySearchDepth, managedDir: MANAGED_DIR,
-      repoHooks: scanned.repoHooks, workTrees: scanned.workTrees, srtFiles: ownFiles(),
-      ...(scanned.globalHooksPath !== undefined ? { globalHooksPath: scanned.globalHooksPath } : {}),
-    });
+    // Names, repositories, and what is protected where it lands (links out of protected
+    // directories, home configuration linked into a writable root, git's include chains).
+    const protection = protectionPlan(policy, scanned, roots, MANAGED_DIR, worktree ? landing(worktree.gitDir).real : undefined);
+    const plan = protection.plan;
+    warnings.push(...protection.warnings);
     // Resolved together: a policy can name thousands (they share their directories).
     const resolver = landingResolver();
     try {
@@ -643,6 +642,8 @@ export class Sandbox implements PlatformBackend {
       lines.push('', '# read gate: the supervisor refuses every open of these and of what lies below them (a glob: each path it matches)');
       for (const g of plan.gated) lines.push(`${g.glob ? 'glob ' : ''}${g.path}${g.reopened.length ? `, but ${g.reopened.join(' ')}` : ''}`);
     }
+    const landed = landedLines(this.facts.protectedTargets, (t) => this.facts.landings.get(t.path)?.real ?? t.path);
+    if (landed.length) lines.push('', '# protected for what they are or where they land (links, git includes, bare repositories)', ...landed);
     if (plan.placeholders.length) {
       lines.push('', '# empty read-only placeholders created for the run (missing protected paths)');
       for (const p of plan.placeholders) lines.push(`${p.kind} ${p.path}`);

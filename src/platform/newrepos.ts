@@ -2,23 +2,12 @@
 // inside (git init, git clone), so when the run ends srt disables whatever git would run from
 // them that git itself does not write for a plain repository, and says how to restore it.
 
-import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
 import { reviewGitConfig } from '../profiles/gitconfig.js';
+import { isGitDirectory } from './search.js';
 
 const DISABLED = '.srt-disabled';
-
-/** Is `dir` a git dir (HEAD, and objects/ + refs/ or a commondir)? */
-function isGitDir(dir: string): boolean {
-  try {
-    if (!lstatSync(dir).isDirectory()) return false;
-    const head = lstatSync(join(dir, 'HEAD'));
-    if (!head.isFile() && !head.isSymbolicLink()) return false;
-    return existsSync(join(dir, 'commondir')) || (statSync(join(dir, 'objects')).isDirectory() && statSync(join(dir, 'refs')).isDirectory());
-  } catch {
-    return false;
-  }
-}
 
 /**
  * The git dirs behind the names the supervisor saw created (`.git`, `HEAD`), or the new
@@ -32,7 +21,7 @@ export function newGitDirs(created: string[]): string[] {
     // one of your own repositories at that path since, and that one is not for srt to change.
     let real: string;
     try { real = realpathSync(dir); } catch { continue; }
-    if (real === dir && isGitDir(dir)) dirs.add(dir);
+    if (real === dir && isGitDirectory(dir)) dirs.add(dir);
   }
   return [...dirs];
 }

@@ -3,8 +3,8 @@
 // Both are bounded in time; a search that runs out of time is an error (fail closed).
 
 import { execFile } from 'node:child_process';
-import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { globMatcher, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
@@ -84,6 +84,18 @@ function readConfig(file: string): GitConfigEntry[] {
   }
 }
 
+/** A git dir as git recognises one: HEAD, with objects/ and refs/ (or a commondir) beside it. */
+export function isGitDirectory(dir: string): boolean {
+  try {
+    if (!lstatSync(dir).isDirectory()) return false;
+    const head = lstatSync(join(dir, 'HEAD'));
+    if (!head.isFile() && !head.isSymbolicLink()) return false;
+    return existsSync(join(dir, 'commondir')) || (statSync(join(dir, 'objects')).isDirectory() && statSync(join(dir, 'refs')).isDirectory());
+  } catch {
+    return false;
+  }
+}
+
 /** A real repository's `.git` (SPEC §2.4: a directory with HEAD, or a `.git` file). */
 function isRepository(dotGit: string): boolean {
   try {
@@ -135,6 +147,8 @@ function sandboxReachable(root: string): (rel: string) => boolean {
 
 export interface ProtectedScan {
   roots: RootScan[];
+  /** The git dir of every repository found, with its work tree (bare: the git dir itself). */
+  repos: { gitDir: string; workTree: string }[];
   repoHooks: RepoHooks[];
   workTrees: string[];
   globalHooksPath?: string;
@@ -147,7 +161,7 @@ export interface ProtectedScan {
  */
 export async function scanProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, home: string): Promise<ProtectedScan> {
   const scans = await Promise.all(roots.map(async ({ root, isGitDir }) => {
-    const [files, links] = await Promise.all([rg(protectedSearchArgs(depth, isGitDir), root), findLinks(root, depth)]);
+    const [files, links] = await Promise.all([rg(protectedSearchArgs(depth), root), findLinks(root, depth)]);
     if (files.timedOut || links.timedOut) {
       throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
     }
@@ -163,7 +177,10 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
       const g = readGitFile(file);
       if (g) gitFiles.push(g);
     }
-    const scan: RootScan = { root, found, links: linkList, gitFiles, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
+    // Every git dir found, whatever its name (a bare repository, a submodule's): where a HEAD has
+    // objects/ and refs/ beside it.
+    const gitDirs = found.filter((f) => basename(f) === 'HEAD').map((f) => dirname(f)).filter((d) => isGitDirectory(join(root, d)));
+    const scan: RootScan = { root, found, links: linkList, gitFiles, gitDirs, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
     return scan;
   }));
   // Every repository found: its git dir and work tree, for core.hooksPath.
@@ -176,6 +193,10 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
     }
     for (const rel of scan.links) if (rel.split('/').at(-1) === '.git') repos.set(join(root, rel), join(root, dirname(rel)));
     for (const g of scan.gitFiles) repos.set(g.commonDir, dirname(g.file));
+    for (const rel of scan.gitDirs) {
+      const gitDir = rel === '.' ? root : join(root, rel);
+      if (!repos.has(gitDir)) repos.set(gitDir, gitDir);
+    }
   }
   for (let d = roots[0] ? roots[0].root : '/'; ; d = dirname(d)) {
     if (isRepository(join(d, '.git'))) {
@@ -193,7 +214,10 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
   const xdg = process.env.XDG_CONFIG_HOME || join(home, '.config');
   const globalHooksPath = gitConfigValue(
     [...readConfig('/etc/gitconfig'), ...readConfig(join(xdg, 'git', 'config')), ...readConfig(join(home, '.gitconfig'))], 'core.hooksPath');
-  return { roots: scans, repoHooks, workTrees: [...new Set(repos.values())], ...(globalHooksPath ? { globalHooksPath } : {}) };
+  return {
+    roots: scans, repos: [...repos].map(([gitDir, workTree]) => ({ gitDir, workTree })), repoHooks, workTrees: [...new Set(repos.values())],
+    ...(globalHooksPath ? { globalHooksPath } : {}),
+  };
 }
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });

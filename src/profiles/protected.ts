@@ -53,6 +53,8 @@ export const HOME_PROTECTED = ['.config/git', '.ssh', '.local/bin', '.config/sys
 export const HOME_PROTECTED_FILES = ['.claude.json'] as const;
 /** srt's own user settings in the reference tool's location (SPEC §2.1), in every spelling. */
 export const USER_SETTINGS_FILES = ['.srt-settings.json', '.srt-settings.yaml', '.srt-settings.yml'] as const;
+/** The managed settings directory on Linux (SPEC §2.1), protected in every run. */
+export const MANAGED_DIR = '/etc/srt';
 /** Names whose creation means a new repository (a `.git`, a bare repository's `HEAD`). */
 export const REPOSITORY_MARKERS = ['.git', 'HEAD'] as const;
 
@@ -70,10 +72,11 @@ export interface ProtectedTarget {
   /** Only without the supervisor (placeholders), which keeps the stricter rules of names alone. */
   fallbackOnly?: true;
   /**
-   * Protected because of where something lands rather than by its name (SPEC §3): what leads
-   * here (`the target of ~/.bashrc`, `include.path of ~/.gitconfig`, `a bare repository`).
+   * Protected for what it is or where something lands rather than by its name (SPEC §3), for
+   * srt doctor and --dry-run: `the target of ~/.bashrc`, `include.path of ~/.gitconfig`, `in the
+   * bare repository …`.
    */
-  landed?: string;
+  why?: string;
 }
 
 /** A `.git` *file* (linked worktree or submodule checkout) and the git dirs it points to. */
@@ -97,6 +100,11 @@ export interface RootScan {
   links: string[];
   /** `.git` files found below the root, already read. */
   gitFiles: GitFile[];
+  /**
+   * Every git dir found below the root (relative, `.` for the root itself), whatever its name: a
+   * HEAD with objects/ and refs/ beside it (a `.git`, a submodule's, a bare repository).
+   */
+  gitDirs: string[];
   /** The root lies in a repository (a work tree or a git dir holds it). */
   inRepo: boolean;
   /** The root is itself a git dir (a linked worktree's main `.git`). */
@@ -149,17 +157,16 @@ export interface ProtectedPlan {
  * ripgrep arguments listing every file that reveals a protected path down to `depth` directories
  * below a root. `rg --files` lists files only (no directories, no symlinks), so directories are
  * found through a file inside them (a repository through `.git/HEAD`); symlinks come from
- * `isProtectedLink`. `gitDir`: the root is a git dir (its submodules are `modules/**`).
+ * `isProtectedLink`.
  */
-export function protectedSearchArgs(depth: number, gitDir = false): string[] {
+export function protectedSearchArgs(depth: number): string[] {
   const globs = [
     ...PROTECTED_FILE_NAMES,
     ...PROTECTED_SUFFIXES.map((s) => `*${s}`),
     ...PROTECTED_DIR_NAMES.map((d) => `**/${d}/**`),
-    '**/.git/HEAD',
-    '**/.git/modules/**/HEAD',
+    // Every git dir, whatever its name (told apart from logs/HEAD by objects/ and refs/ beside it).
+    'HEAD',
     '.git',
-    ...(gitDir ? ['/modules/**/HEAD'] : []),
   ];
   // A repository at depth d shows up as d/.git/HEAD, two levels further down.
   return ['--files', '--hidden', '--no-ignore', '--no-config', '--no-messages', '--no-follow',
@@ -244,7 +251,7 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
     const rootGitFile = scan.gitFiles.find((g) => g.file === join(root, '.git'));
     if (scan.found.includes('.git/HEAD')) {
       for (const t of gitDirTargets(join(root, '.git'))) add(t);
-    } else if (!scan.inRepo && !rootGitFile && !scan.isGitDir) {
+    } else if (!scan.inRepo && !rootGitFile && !scan.isGitDir && !scan.gitDirs.includes('.')) {
       // Not in a repository: no bare repository at the top (HEAD, objects/, refs/ and config
       // stay uncreatable; while one of them is missing the top is no git dir). A `.git` made
       // there is a new repository, reviewed when the run ends; without the supervisor, which
@@ -266,20 +273,19 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
       const dirIdx = segs.findIndex(isDirName);
       if (dirIdx >= 0 && dirIdx < last && dirIdx <= depth) add({ path: join(root, ...segs.slice(0, dirIdx + 1)), kind: 'dir' });
       const gitIdx = segs.indexOf('.git');
-      if (gitIdx >= 0 && gitIdx <= depth && gitIdx < last) {
-        const gitDir = join(root, ...segs.slice(0, gitIdx + 1));
-        if (segs[last] === 'HEAD' && last === gitIdx + 1) {
-          for (const t of gitDirTargets(gitDir)) add(t);
-          projectTop(join(root, ...segs.slice(0, gitIdx)));
-        }
-        // Submodule git dirs live in the superproject's .git/modules/<name>/.
-        if (segs[gitIdx + 1] === 'modules' && segs[last] === 'HEAD') {
-          for (const t of gitDirTargets(join(root, ...segs.slice(0, last)))) add(t);
-        }
+      if (gitIdx >= 0 && gitIdx <= depth && gitIdx < last && segs[last] === 'HEAD' && last === gitIdx + 1) {
+        for (const t of gitDirTargets(join(root, ...segs.slice(0, gitIdx + 1)))) add(t);
+        projectTop(join(root, ...segs.slice(0, gitIdx)));
       }
-      if (scan.isGitDir && segs[0] === 'modules' && segs[last] === 'HEAD' && last >= 2) {
-        for (const t of gitDirTargets(join(root, ...segs.slice(0, last)))) add(t);
-      }
+    }
+    // Every other git dir (a submodule's in .git/modules/, a bare repository at any depth the
+    // search reached) is a repository too: its hooks and config run code.
+    for (const rel of scan.gitDirs) {
+      const segs = rel.split('/').filter((s) => s !== '' && s !== '.');
+      // A linked worktree's main git dir is planned from its `.git` file (below).
+      if (segs.at(-1) === '.git' || (scan.isGitDir && segs.length === 0)) continue;
+      const inGit = segs.includes('.git') || scan.isGitDir;
+      for (const t of gitDirTargets(join(root, ...segs))) add(inGit ? t : { ...t, why: `in the bare repository ${join(root, ...segs)}` });
     }
     // Symlinks with a protected name: the link is protected (the supervisor refuses removing or
     // replacing it) and so is where it points (bound read-only through it). A `.git` link is a
@@ -356,6 +362,27 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
       markers: [...REPOSITORY_MARKERS],
     },
   };
+}
+
+/**
+ * One line per reason for what is protected for what it is or where it lands (srt doctor,
+ * --dry-run): `/r/remote.git/{config,hooks} (in the bare repository /r/remote.git)`. `real`: where
+ * a target lands.
+ */
+export function landedLines(targets: ProtectedTarget[], real: (t: ProtectedTarget) => string): string[] {
+  const byWhy = new Map<string, string[]>();
+  for (const t of targets) {
+    if (t.why === undefined) continue;
+    const paths = byWhy.get(t.why) ?? [];
+    if (!byWhy.has(t.why)) byWhy.set(t.why, paths);
+    paths.push(real(t));
+  }
+  return [...byWhy].map(([why, paths]) => {
+    const dir = dirname(paths[0]!);
+    const shown = paths.length === 1 ? paths[0]! : paths.every((p) => dirname(p) === dir)
+      ? `${dir === '/' ? '' : dir}/{${paths.map((p) => basename(p)).join(',')}}` : paths.join(', ');
+    return `${shown} (${why})`;
+  });
 }
 
 /**

@@ -64,7 +64,7 @@ describe('srt doctor on this machine', () => {
     const { exitCode, report, checks } = await doctor(w);
     expect(exitCode).toBe(0);
     for (const id of ['platform', 'bubblewrap', 'ripgrep', 'srt-init', 'landlock', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
-      'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'srt.location', 'stale', 'code-cache']) {
+      'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'srt.location', 'protected.landing', 'stale', 'code-cache']) {
       expect(checks[id], id).toBeDefined();
     }
     expect(checks.socat).toBeUndefined(); // the relays are the helper's own

@@ -232,8 +232,10 @@ describe('git redirects and repositories made inside', () => {
     git(cwd, home, 'init', '-q');
     git(cwd, home, 'commit', '-q', '--allow-empty', '-m', 'i');
     const pwned = join(base, 'PWNED');
-    const plant = `mkdir -p evil/hooks evil/refs evil/objects && cp .git/HEAD evil/ && ${fsmonitor(pwned)} > evil/config && echo ../evil > .git/commondir && chmod a-w .git`;
-    const r = await srt(['--', 'sh', '-c', plant], { home, cwd, ...NO_SUPERVISOR });
+    // A git dir made of nothing but new files (the second run needs a fresh one: the first one's is
+    // a repository by then, and its config protected).
+    const plant = (evil: string) => `mkdir -p ${evil}/hooks ${evil}/refs ${evil}/objects && cp .git/HEAD ${evil}/ && ${fsmonitor(pwned)} > ${evil}/config && echo ../${evil} > .git/commondir && chmod a-w .git`;
+    const r = await srt(['--', 'sh', '-c', plant('evil')], { home, cwd, ...NO_SUPERVISOR });
     expect(r.stderr).toMatch(/srt: warning: protected paths are kept with placeholder files/);
     expect(r.stderr).toMatch(/srt: moved \S+\/\.git\/commondir to \S+\/\.git\/commondir\.srt-disabled/);
     expect(existsSync(join(cwd, '.git/commondir'))).toBe(false);
@@ -242,7 +244,7 @@ describe('git redirects and repositories made inside', () => {
     expect(existsSync(pwned)).toBe(false);
     rmSync(join(cwd, '.git/commondir.srt-disabled'));
     // Killed before it could clean up: the next run sets it aside.
-    const bg = await startBackground(['--', 'sh', '-c', `${plant}; echo; echo ready; exec sleep 30`], home, cwd, NO_SUPERVISOR);
+    const bg = await startBackground(['--', 'sh', '-c', `${plant('evil2')}; echo; echo ready; exec sleep 30`], home, cwd, NO_SUPERVISOR);
     bg.child.kill('SIGKILL');
     await bg.exit;
     expect(existsSync(join(cwd, '.git/commondir'))).toBe(true);

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import {
-  encodeRules, GIT_INTERNALS, hooksPathDir, isProtectedLink, parseReport, protectedLinkNames, protectedPlan, protectedSearchArgs, refusalLines,
+  encodeRules, GIT_INTERNALS, hooksPathDir, isProtectedLink, landedLines, parseReport, protectedLinkNames, protectedPlan, protectedSearchArgs, refusalLines,
   type ProtectedInput, type RootScan,
 } from '../../src/profiles/protected.js';
 
-const root = (r: Partial<RootScan> = {}): RootScan => ({ root: '/w', found: [], links: [], gitFiles: [], inRepo: false, ...r });
+const root = (r: Partial<RootScan> = {}): RootScan => ({ root: '/w', found: [], links: [], gitFiles: [], gitDirs: [], inRepo: false, ...r });
 const input = (i: Partial<ProtectedInput> = {}): ProtectedInput => ({
   roots: [root()], home: '/h', projectRoot: '/w', depth: 2, managedDir: '/etc/srt', repoHooks: [], workTrees: [], ...i,
 });
@@ -57,11 +57,33 @@ describe('protected-path plan', () => {
   it('nested finds within the depth: files, directories through a file inside, repositories, submodules, *.code-workspace', () => {
     const found = ['a/b/.bashrc', 'a/b/c/.bashrc', 'x/.devcontainer/devcontainer.json', 'x/y/z/.vscode/s.json', 'r/.git/HEAD',
       'p/q/.git/HEAD', '.git/modules/sub/HEAD', 'ws/team.code-workspace'];
-    const p = protectedPlan(input({ roots: [root({ found })] })).targets.map((t) => t.path);
+    const gitDirs = ['r/.git', 'p/q/.git', '.git/modules/sub'];
+    const p = protectedPlan(input({ roots: [root({ found, gitDirs })] })).targets.map((t) => t.path);
     expect(p).toEqual(expect.arrayContaining(['/w/a/b/.bashrc', '/w/x/.devcontainer', '/w/r/.git/hooks', '/w/p/q/.git/config',
       '/w/.git/modules/sub/hooks', '/w/.git/modules/sub/config', '/w/ws/team.code-workspace', '/w/r/.claude']));
     expect(p).not.toContain('/w/a/b/c/.bashrc'); // depth 3 > 2: the supervisor covers it
     expect(p).not.toContain('/w/x/y/z/.vscode');
+  });
+
+  it('every git dir the search found is a repository: a bare one at any depth it reached, protected with the reason', () => {
+    const plan = protectedPlan(input({ roots: [root({ gitDirs: ['.', 'srv/remote.git', 'a/b/c/d/e/f.git'], found: ['HEAD', 'srv/remote.git/HEAD', 'a/b/c/d/e/f.git/HEAD'] })] }));
+    for (const bare of ['/w', '/w/srv/remote.git', '/w/a/b/c/d/e/f.git']) {
+      expect(plan.targets).toEqual(expect.arrayContaining([
+        { path: `${bare}/hooks`, kind: 'dir', why: `in the bare repository ${bare}` },
+        { path: `${bare}/config`, kind: 'file', why: `in the bare repository ${bare}` },
+      ]));
+    }
+  });
+
+  it('what is protected by landing, one line per reason, a git dir\'s entries together', () => {
+    const plan = protectedPlan(input({ roots: [root({ gitDirs: ['r.git'], found: ['r.git/HEAD'] })] }));
+    const targets = [...plan.targets, { path: '/h/.bashrc', kind: 'file' as const, why: '~/.bashrc leads there' },
+      { path: '/w/a', kind: 'file' as const, why: 'include.path of /h/.gitconfig' }, { path: '/w/b/c', kind: 'file' as const, why: 'include.path of /h/.gitconfig' }];
+    expect(landedLines(targets, (t) => (t.path === '/h/.bashrc' ? '/w/dot/bashrc' : t.path))).toEqual([
+      '/w/r.git/{config,config.worktree,commondir,hooks,worktrees} (in the bare repository /w/r.git)',
+      '/w/dot/bashrc (~/.bashrc leads there)',
+      '/w/a, /w/b/c (include.path of /h/.gitconfig)',
+    ]);
   });
 
   it('symlinks with a protected name are kept as links, a `.git` link as a repository', () => {
@@ -72,7 +94,7 @@ describe('protected-path plan', () => {
 
   it('a linked worktree: its .git file, the main repository internals, every worktree\'s redirects; its own git dir is exempt', () => {
     const gitFiles = [{ file: '/w/.git', gitDir: '/m/.git/worktrees/w', commonDir: '/m/.git', worktreeDirs: ['/m/.git/worktrees/w', '/m/.git/worktrees/o'] }];
-    const plan = protectedPlan(input({ roots: [root({ found: ['.git'], gitFiles, inRepo: true }), root({ root: '/m/.git', isGitDir: true, found: ['modules/s/HEAD'], inRepo: true })] }));
+    const plan = protectedPlan(input({ roots: [root({ found: ['.git'], gitFiles, inRepo: true }), root({ root: '/m/.git', isGitDir: true, found: ['modules/s/HEAD'], gitDirs: ['.', 'modules/s'], inRepo: true })] }));
     const p = plan.targets.map((t) => t.path);
     expect(p).toEqual(expect.arrayContaining(['/w/.git', '/m/.git/hooks', '/m/.git/config', '/m/.git/commondir',
       '/m/.git/worktrees/w/config.worktree', '/m/.git/worktrees/w/commondir', '/m/.git/worktrees/w/gitdir',
@@ -137,7 +159,7 @@ describe('protected-path plan', () => {
   it('searches hidden and ignored files to depth+2; symlink names include .git internals', () => {
     const args = protectedSearchArgs(3);
     expect(args).toEqual(expect.arrayContaining(['--files', '--hidden', '--no-ignore', '--max-depth', '5', '*.code-workspace']));
-    expect(protectedSearchArgs(3, true)).toContain('/modules/**/HEAD');
+    expect(args).toContain('HEAD');
     expect(protectedLinkNames()).toEqual(expect.arrayContaining(['.bashrc', '.git', 'hooks', '*.code-workspace']));
   });
 
