@@ -1,8 +1,9 @@
 // Protection by landing (SPEC §3): what a host program runs or reads as configuration is
 // protected where it really lies. Found at start, read-only: the target of every symlink inside a
 // protected directory (`.git/hooks/pre-commit -> ../../scripts/pre-commit`), the home's startup and
-// configuration files when a link leads them into a writable root (stow-style
-// `~/.bashrc -> ~/dotfiles/bashrc`), and every file git reads as configuration through
+// configuration files wherever they land in a writable root (stow-style
+// `~/.bashrc -> ~/dotfiles/bashrc`, an allowWrite of `~/.config`), what tools run from their caches
+// (`~/.npm/_npx/`), and every file git reads as configuration through
 // `include.path`/`includeIf.*.path` from the system, global or a repository's config. Each is
 // planned as a protected path; the mounts plan binds it read-only where it lands, the supervisor
 // refuses changing it there. What appears during the run is judged where it lands.
@@ -14,7 +15,7 @@ import type { Landing } from '../profiles/bwrap.js';
 import { parseGitConfig } from '../profiles/gitconfig.js';
 import type { Policy } from '../policy.js';
 import {
-  HOME_PROTECTED, HOME_PROTECTED_FILES, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, protectedPlan, type ProtectedPlan, type ProtectedTarget,
+  HOME_PROTECTED, HOME_PROTECTED_FILES, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, protectedPlan, TOOL_RUN_DIRS, type ProtectedPlan, type ProtectedTarget,
 } from '../profiles/protected.js';
 import { resolveLanding } from './landing.js';
 import type { ProtectedScan } from './search.js';
@@ -86,17 +87,23 @@ export function protectedByLanding(input: LandedInput): Landed {
   // --- the home's startup and configuration files: a link on the way into a writable root
   const xdg = env.XDG_CONFIG_HOME || join(home, '.config');
   const homeEntries = [
-    ...PROTECTED_FILE_NAMES.map((n) => ({ path: join(home, n), dir: false })),
-    ...HOME_PROTECTED_FILES.map((n) => ({ path: join(home, n), dir: false })),
-    ...PROTECTED_DIR_NAMES.map((n) => ({ path: join(home, n), dir: true })),
-    ...HOME_PROTECTED.map((n) => ({ path: join(home, n), dir: true })),
-    { path: join(xdg, 'git'), dir: true },
+    ...PROTECTED_FILE_NAMES.map((n) => ({ path: join(home, n), dir: false, what: undefined })),
+    ...HOME_PROTECTED_FILES.map((n) => ({ path: join(home, n), dir: false, what: undefined })),
+    ...PROTECTED_DIR_NAMES.map((n) => ({ path: join(home, n), dir: true, what: undefined })),
+    ...HOME_PROTECTED.map((n) => ({ path: join(home, n), dir: true, what: undefined })),
+    { path: join(xdg, 'git'), dir: true, what: undefined },
+    // What tools run from their caches, the caches where the user moved them too.
+    ...[
+      ...TOOL_RUN_DIRS.map((n) => join(home, n)),
+      ...[env.npm_config_cache, env.NPM_CONFIG_CACHE].filter((c): c is string => !!c && isAbsolute(c)).map((c) => join(c, '_npx')),
+      ...(env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? [join(env.XDG_CACHE_HOME, 'pnpm', 'dlx')] : []),
+    ].map((path) => ({ path, dir: true, what: `${shown(path)}, whose packages a tool runs later` })),
   ];
-  for (const { path, dir } of homeEntries) {
+  for (const { path, dir, what } of homeEntries) {
     const l = resolveLanding(path);
     // Missing too: through a linked parent (`~/.config -> ~/dotfiles/config`) it would be created
     // there. No link at all: a writable root inside the home (`~/.config`), $XDG_CONFIG_HOME in one.
-    if (inRoot(l)) add(path, dir ? 'dir' : 'file', l.via?.length ? `${shown(path)} leads there` : `your ${shown(path)}`);
+    if (inRoot(l)) add(path, dir ? 'dir' : 'file', l.via?.length ? `${shown(path)} leads there` : what ?? `your ${shown(path)}`);
     if (dir) walkLater(path);
   }
   for (const dir of input.dirs) walkLater(dir);

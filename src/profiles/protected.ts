@@ -49,6 +49,12 @@ export const GIT_INTERNALS: readonly string[] = [
 ];
 /** Below the home directory, when a writable root holds it. */
 export const HOME_PROTECTED = ['.config/git', '.ssh', '.local/bin', '.config/systemd/user', '.config/autostart', '.claude', '.cursor'] as const;
+/**
+ * What a tool runs later from its cache without asking, wherever a writable root holds it: npx
+ * runs the package `_npx/` holds (MCP hosts start servers with `npx -y`), `pnpm dlx` its `dlx/`.
+ * The rest of a cache is not protected (npm rewrites its index on every install).
+ */
+export const TOOL_RUN_DIRS = ['.npm/_npx', '.cache/pnpm/dlx'] as const;
 /** Files below the home directory, when a writable root holds it (Claude Code's user config: MCP servers, hooks). */
 export const HOME_PROTECTED_FILES = ['.claude.json'] as const;
 /** srt's own user settings in the reference tool's location (SPEC §2.1), in every spelling. */

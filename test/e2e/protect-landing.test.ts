@@ -207,6 +207,35 @@ describe('hole 3: bare repositories in a writable root', () => {
   });
 });
 
+describe('hole 7: what npx runs from its cache', () => {
+  // The README's old recipe, allowWrite ~/.npm: the sandbox rewrote ~/.npm/_npx/*, which the next
+  // host `npx -y server` (every MCP host does this) ran without installing anything.
+  const npxWorld = (cacheEnv: boolean) => () => world((w) => {
+    writeTree(w.base, {
+      'pkg/package.json': JSON.stringify({ name: 'hello-srt', version: '1.0.0', bin: { 'hello-srt': 'bin.js' } }),
+      'pkg/bin.js': '#!/usr/bin/env node\nconsole.log("hello")\n',
+    });
+    chmodSync(join(w.base, 'pkg/bin.js'), 0o755);
+    execFileSync('npm', ['pack', '--silent'], { cwd: join(w.base, 'pkg'), stdio: 'ignore', env: hostEnv(w) });
+    if (cacheEnv) w.env.npm_config_cache = join(w.base, 'npm-cache');
+    npx(w); // installed once on the host, as an MCP host's first start does
+  });
+  const npx = (w: World) => {
+    spawnSync('npx', ['-y', '--package', join(w.base, 'pkg/hello-srt-1.0.0.tgz'), '--', 'hello-srt'], { cwd: w.cwd, stdio: 'ignore', env: hostEnv(w) });
+  };
+  const plant = (cache: string) => (w: World) =>
+    `for f in ${cache}/_npx/*/node_modules/hello-srt/bin.js; do printf '#!/usr/bin/env node\\nrequire("fs").writeFileSync("${w.marker}", "")\\n' > "$f"; done`;
+
+  it('allowWrite ~/.npm: the next host npx runs nothing planted in ~/.npm/_npx', async () => {
+    const r = await plantedInside(npxWorld(false), plant('~/.npm'), npx, { args: (w) => ['--allow-write', join(w.home, '.npm')] });
+    expect(r.stderr).toMatch(/refused writing \S+\/\.npm\/_npx\/\w+\/node_modules\/hello-srt\/bin\.js \(protected/);
+  }, 180_000);
+
+  it('npm_config_cache elsewhere, in a writable root: its _npx/ is protected the same', async () => {
+    await plantedInside(npxWorld(true), (w) => plant(join(w.base, 'npm-cache'))(w), npx, { args: (w) => ['--allow-write', join(w.base, 'npm-cache')] });
+  }, 180_000);
+});
+
 describe('srt doctor and --dry-run say what is protected by landing', () => {
   it('link targets, include targets, home configuration linked in, bare repositories', async () => {
     const w = world((x) => {
