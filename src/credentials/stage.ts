@@ -7,7 +7,8 @@
 //             (forms.ts), anywhere srt can see it (host name, request target, header, body, the
 //             plaintext of an opaque tunnel) stops the request with 403
 //             `X-Proxy-Error: sentinel-not-allowed-here`;
-//   neither — an inject host over plain HTTP without allowPlaintextInject: passed unchanged.
+//   neither — an inject host over plain HTTP without allowPlaintextInject: passed unchanged, and
+//             said at the end ("not injected: plain HTTP").
 // Every response srt can read gets every real value replaced by its sentinel again, in every form
 // of the value and of each piece srt itself wrote into a request in place of what the command
 // sent (the `Basic` credential it re-encoded): recorded as it writes them, so a new way of
@@ -312,6 +313,27 @@ export class CredentialStage implements Stage {
     }
   }
 
+  /**
+   * An inject host's sentinel in a plain-HTTP request (without allowPlaintextInject) goes as it is:
+   * said at the end, so a login that fails over http:// is not a mystery. Looked for where
+   * credentials travel: the request target and the headers (raw, percent-encoded, in `Basic`).
+   */
+  private plainHttp(req: ProxyRequest): void {
+    const waiting = this.secrets.filter((s) => this.mayGo(s, req.target));
+    if (waiting.length === 0) return;
+    const views: string[] = [];
+    for (const text of [req.path, ...req.headers.map(([, v]) => v)]) {
+      views.push(text, percentDecode(text));
+      const basic = /^basic\s+([A-Za-z0-9+/]+={0,2})\s*$/i.exec(text);
+      if (basic) views.push(Buffer.from(basic[1]!, 'base64').toString('latin1'));
+    }
+    for (const s of waiting) {
+      if (views.some((v) => v.includes(s.sentinel))) {
+        this.notices.add(`not injected: plain HTTP — ${s.label}'s sentinel went to ${req.target.display} unchanged (srt injects only inside terminated TLS: use https://, or set credentials.allowPlaintextInject)`);
+      }
+    }
+  }
+
   /** A destination host name (CONNECT or SOCKS target, absolute URL, SNI), before it is resolved. */
   screenHost(host: string, port: number): Refusal | undefined {
     const lower = host.toLowerCase();
@@ -334,6 +356,7 @@ export class CredentialStage implements Stage {
       return (rewrite(text, trips()).trip ?? (decoded !== text ? rewrite(decoded, trips()).trip : undefined))?.secret;
     };
     let injected = false;
+    if (!readable) this.plainHttp(req);
 
     const target = rewrite(req.path, place('query'));
     const pathTrip = target.trip?.secret ?? screen(req.path);

@@ -5,6 +5,7 @@
 // (srtManaged); curl, python, node and git inside; HTTPS upstreams on 127.0.0.1 (certificates
 // from a test CA srt is told to trust) record every decrypted byte they receive.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
 import { join } from 'node:path';
@@ -51,6 +52,9 @@ async function upstream(cert: { cert: string; key: string }): Promise<Upstream> 
 let pki: ReturnType<typeof testPki>;
 /** The inject host's service, and another local TLS service that is not an inject host. */
 let service: Upstream, other: Upstream;
+/** A plain-HTTP service: what it received, raw. */
+let plain: http.Server;
+const plainSeen: string[] = [];
 
 async function run(settings: object, script: string, args: string[] = []) {
   const file = join(tmp.path, `settings-${Math.random().toString(36).slice(2)}.json`);
@@ -76,11 +80,14 @@ beforeAll(async () => {
   const names = ['DNS:localhost', 'IP:127.0.0.1', 'DNS:api.fake.test', 'DNS:elsewhere.fake.test'];
   service = await upstream(pki.leaf(names));
   other = await upstream(pki.leaf(names));
+  plain = http.createServer((req, res) => req.resume().on('end', () => res.end('plain')));
+  plain.on('connection', (s: Socket) => s.on('data', (d: Buffer) => plainSeen.push(d.toString('latin1'))));
+  await new Promise<void>((r) => plain.listen(0, '127.0.0.1', r));
 });
 
 afterAll(async () => {
   for (const s of sockets) s.destroy();
-  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  await Promise.all([...servers, plain].map((s) => new Promise((r) => s.close(r))));
   tmp.cleanup();
 });
 
@@ -211,5 +218,30 @@ describe('a mask without injectHosts', () => {
     const single = readFileSync(join(cwd, 'single.json'), 'utf8');
     expect(JSON.parse(single).headers.authorization).toBe(`Bearer ${r.kv.gh}`);
     noReal(r.stdout, r.stderr, single);
+  }, 90_000);
+});
+
+describe('an inject host over plain HTTP', () => {
+  it('gets the sentinel unchanged, and srt says so at the end: not injected: plain HTTP', async () => {
+    plainSeen.length = 0;
+    const port = (plain.address() as AddressInfo).port;
+    const r = await run({
+      network: { allowedDomains: ['api.fake.test', `127.0.0.1:${port}`], tlsTerminate: tls() },
+      credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['api.fake.test'] }] },
+    }, [
+      `echo "curl=$(curl -s -H "Authorization: Bearer $GH_TOKEN" http://api.fake.test:${port}/curl)"`,
+      `python3 -c "
+import os, urllib.request
+req = urllib.request.Request('http://api.fake.test:${port}/python', headers={'Authorization': 'Bearer ' + os.environ['GH_TOKEN']})
+print('python=' + urllib.request.urlopen(req, timeout=20).read().decode())"`,
+      'echo "gh=$GH_TOKEN"',
+    ].join('\n'));
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.kv).toMatchObject({ curl: 'plain', python: 'plain' });
+    const seen = plainSeen.join('');
+    expect(seen.match(new RegExp(`^authorization: Bearer ${r.kv.gh}\r$`, 'gim'))).toHaveLength(2);
+    noReal(seen, r.stdout, r.stderr);
+    const line = `srt: warning: not injected: plain HTTP — GH_TOKEN's sentinel went to api.fake.test:${port} unchanged (srt injects only inside terminated TLS: use https://, or set credentials.allowPlaintextInject)`;
+    expect(r.stderr.split('\n').filter((l) => l === line)).toHaveLength(1);
   }, 90_000);
 });

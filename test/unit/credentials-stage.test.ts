@@ -92,6 +92,30 @@ describe('credential stage: injection', () => {
     expect(b.headers).toEqual([['Authorization', `token ${GH.real}`], ['accept-encoding', 'identity']]);
   });
 
+  it('an inject host\'s sentinel sent over plain HTTP is said at the end: not injected: plain HTTP (target, header, Basic)', () => {
+    const line = `not injected: plain HTTP — GH_TOKEN's sentinel went to api.github.com:80 unchanged (srt injects only inside terminated TLS: use https://, or set credentials.allowPlaintextInject)`;
+    const plain = (over: Partial<ProxyRequest>) => req('api.github.com', { scheme: 'http', target: dest('api.github.com', 80), ...over });
+    for (const over of [
+      { headers: [['Authorization', `token ${GH.sentinel}`]] },
+      { headers: [['Authorization', `Basic ${Buffer.from(`x:${GH.sentinel}`).toString('base64')}`]] },
+      { path: `/?access_token=${encodeURIComponent(GH.sentinel)}` },
+    ] as Array<Partial<ProxyRequest>>) {
+      const { s } = stage();
+      expect(s.request(plain(over))).toBeUndefined();
+      expect(s.notes(), JSON.stringify(over)).toEqual([line]);
+    }
+    // Nothing to say: no sentinel in it, injected (allowPlaintextInject), or over TLS.
+    const quiet = [
+      [stage().s, plain({ headers: [['Authorization', 'token nothing']] })],
+      [stage({ plain: true }).s, plain({ headers: [['Authorization', `token ${GH.sentinel}`]] })],
+      [stage().s, req('api.github.com', { headers: [['Authorization', `token ${GH.sentinel}`]] })],
+    ] as const;
+    for (const [s, r] of quiet) {
+      s.request(r);
+      expect(s.notes()).toEqual([]);
+    }
+  });
+
   it('bodies are substituted only with "body", streaming, with Content-Length kept when lengths match', async () => {
     const { s } = stage();
     const body = `{"key":"${SLASHY.sentinel}","form":"k=${encodeURIComponent(SLASHY.sentinel)}"}`;
