@@ -19,7 +19,10 @@ import { protectionPlan } from './platform/landed.js';
 import { scanProtected } from './platform/search.js';
 import { landedLines, MANAGED_DIR } from './profiles/protected.js';
 import { PACKAGE_ROOT } from './paths.js';
-import { parseDomainEntry } from './proxy/domains.js';
+import { defaultInjectHosts } from './credentials/plan.js';
+import { isLoopbackAddress } from './proxy/address-guard.js';
+import { namedLoopback, parseDomainEntry, ruleMatches } from './proxy/domains.js';
+import { forwardedPorts } from './proxy/local-services.js';
 import { hostCredentialPlan } from './platform/credentials.js';
 import { inspectSettings, type LoadOptions } from './settings/index.js';
 import { describeSource } from './settings/report.js';
@@ -286,10 +289,44 @@ function staleCheck(home: string, fix: boolean): Check {
 }
 
 /** The credential plan a run would follow (files read, `source` commands not run), as checks. */
+/**
+ * Inject hosts on the host's loopback (`localhost:9443`, a loopback literal): clients that keep
+ * loopback direct (NO_PROXY) reach them through a forwarded port, where srt terminates TLS and
+ * injects like anywhere else (SPEC §7). What keeps that from happening, per mask entry and host.
+ */
+export function loopbackInjectProblems(policy: Policy, platform: NodeJS.Platform = process.platform, root = process.getuid?.() === 0): string[] {
+  const { network } = policy;
+  const tls = network.tlsTerminate;
+  if (!tls && !policy.credentials.allowPlaintextInject) return []; // credentials.masking says why nothing is injected
+  const forwards = forwardedPorts(network).filter((f) => f.port >= 1024 || root);
+  const problems: string[] = [];
+  const entries = [...policy.credentials.envVars, ...policy.credentials.files].filter((e) => e.mode === 'mask');
+  for (const e of entries) {
+    const label = 'name' in e ? e.name : e.path;
+    for (const rule of e.injectHosts ?? defaultInjectHosts(policy)) {
+      const loopback = rule.kind === 'host' && (namedLoopback(rule.host) !== undefined || (rule.ip !== undefined && isLoopbackAddress(rule.host)));
+      if (!loopback) continue;
+      const where = `${label} → ${rule.text}`;
+      if (platform === 'darwin') {
+        problems.push(`${where}: on macOS a client that keeps loopback direct (NO_PROXY) reaches it without srt: no injection, no tripwire (use a name for it with its loopback literal allowed, https://name:PORT through the proxy)`);
+      } else if (tls && tls.excludeDomains.some((x) => x.kind === rule.kind && x.host === rule.host && (x.port === undefined || x.port === rule.port))) {
+        problems.push(`${where}: in network.tlsTerminate.excludeDomains, so its TLS is never terminated: nothing is injected there`);
+      } else if (!forwards.some((f) => ruleMatches(rule, f.host, f.port) || f.listen.some((a) => ruleMatches(rule, a, f.port)))) {
+        problems.push(`${where}: no forwarded port serves it (allow it with its port, e.g. "localhost:9443", as user, CLI or managed settings${root ? '' : '; ports below 1024 only when srt runs as root'}), so a client that keeps loopback direct (NO_PROXY) cannot reach it`);
+      }
+    }
+  }
+  return [...new Set(problems)];
+}
+
 async function credentialChecks(policy: Policy): Promise<Check[]> {
   const plan = await hostCredentialPlan(policy);
   const hosts = plan.warnings.filter((w) => w.includes('injectHosts entry') || /network\.allowedDomains (is empty|names no single host)/.test(w));
+  // Worst first, so the three lines named never hide one: errors, then a real value the command
+  // sees (the plan puts those first among its warnings), then the rest.
   const masking = [...plan.errors, ...plan.warnings.filter((w) => !hosts.includes(w))];
+  const loopback = loopbackInjectProblems(policy);
+  const unset = plan.unsetMasked;
   const any = [...policy.credentials.envVars, ...policy.credentials.files].some((e) => e.injectHosts);
   return [
     hosts.length
@@ -298,6 +335,12 @@ async function credentialChecks(policy: Policy): Promise<Check[]> {
     masking.length
       ? { id: 'credentials.masking', title: 'credential masking', status: plan.errors.length ? 'error' : 'warn', detail: `${masking.length} problem(s) with masked credentials`, fix: 'see each line', ...listed(masking) }
       : { id: 'credentials.masking', title: 'credential masking', status: 'ok', detail: 'no problem found' },
+    unset.length
+      ? { id: 'credentials.unset', title: 'masked variables', status: 'warn', detail: `${unset.length} masked variable${unset.length === 1 ? ' is' : 's are'} not set here, so nothing is masked for ${unset.length === 1 ? 'it' : 'them'}`, fix: 'check the names (a typo masks nothing), or set them before srt runs', ...listed(unset) }
+      : { id: 'credentials.unset', title: 'masked variables', status: 'ok', detail: 'every masked variable is set (or none is masked)' },
+    loopback.length
+      ? { id: 'credentials.loopback', title: 'loopback inject hosts', status: 'warn', detail: `${loopback.length} inject host(s) on the host's loopback get no injection from clients that send loopback direct`, fix: 'see each line', ...listed(loopback) }
+      : { id: 'credentials.loopback', title: 'loopback inject hosts', status: 'ok', detail: 'every inject host on the loopback is a forwarded port whose TLS srt terminates (or there is none)' },
   ];
 }
 

@@ -12,7 +12,7 @@ export function hasCredentials(policy: Policy): boolean {
 }
 
 export function emptyCredentialPlan(): CredentialPlan {
-  return { unsetEnv: [], setEnv: [], denyFiles: [], maskFiles: [], secrets: [], aws: [], warnings: [], errors: [], notes: [] };
+  return { unsetEnv: [], setEnv: [], denyFiles: [], maskFiles: [], secrets: [], aws: [], warnings: [], exposures: [], unsetMasked: [], errors: [], notes: [] };
 }
 
 /** The command's environment: `base` without the withheld variables, with the sentinels. */

@@ -107,8 +107,14 @@ export interface CredentialPlan {
   /** Distinct real values (one per value, however many entries name it). */
   secrets: Secret[];
   aws: AwsCredential[];
-  /** Printed once at start as `srt: warning: …`. */
+  /** Printed once at start as `srt: warning: …`, the ones in `exposures` first. */
   warnings: string[];
+  /** Of the warnings, those that say a real value reaches the command (the worst: shown first,
+   *  so a list cut short never hides one). */
+  exposures: string[];
+  /** Masked variables that are not set in srt's environment (a typo, or set too late): `srt
+   *  doctor` warns; a run only notes it, since masking names defensively is good practice. */
+  unsetMasked: string[];
   /** Each stops the run before the command starts (exit 125). */
   errors: string[];
   /** For --debug and --dry-run: decisions that are not worth a warning. */
@@ -183,6 +189,12 @@ function defaultInjectNotice(policy: Policy, maskings: readonly Masking[], plan:
   );
 }
 
+/** A warning that a real value reaches the command. */
+function expose(plan: CredentialPlan, warning: string): void {
+  plan.warnings.push(warning);
+  plan.exposures.push(warning);
+}
+
 /** Replace every occurrence of the long enough real values in `text`. */
 function crossMask(text: string, secrets: readonly Secret[]): { text: string; hit: Secret[] } {
   const hit: Secret[] = [];
@@ -212,7 +224,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
       if ('name' in e) plan.unsetEnv.push(e.name);
       else deny(e, what);
     } else {
-      plan.warnings.push(`credentials: ${label}: ${what}; passed to the command UNMASKED (onExtractNoMatch "warn"; set it to "deny" to withhold it)`);
+      expose(plan, `credentials: ${label}: ${what}; passed to the command UNMASKED (onExtractNoMatch "warn"; set it to "deny" to withhold it)`);
     }
   };
 
@@ -240,6 +252,8 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   };
 
   // --- environment variables
+  // An AWS session token exists only for temporary credentials: its variable may well be unset.
+  const optionalVars = new Set([DEFAULT_AWS.sessionTokenVar, ...policy.credentials.awsPairs.map((p) => p.sessionTokenVar)]);
   for (const e of policy.credentials.envVars) {
     if (e.mode === 'deny') {
       plan.unsetEnv.push(e.name);
@@ -255,6 +269,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     }
     if (value === undefined || value === '') {
       plan.notes.push(`credentials: ${e.name} is masked but not set in srt's environment: nothing to mask`);
+      if (!optionalVars.has(e.name)) plan.unsetMasked.push(e.name);
       continue;
     }
     const m = find(e, e.name, value);
@@ -291,10 +306,13 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     if (aws) awsFiles.push({ path: f.path, profiles: aws.profiles });
     const m: Masking | null = aws ? { entry: f, label: f.path, values: aws.values, render: aws.render, labelOf: awsLabels(f.path, aws.profiles) } : find(f, f.path, text);
     if (!m) continue;
+    if (!aws && f.extract === undefined && f.decode === undefined && text.replace(/\r?\n$/, '').includes('\n')) {
+      plan.warnings.push(`credentials: ${f.path}: masked whole (no extract) although it has several lines: the command reads one sentinel instead of the file, which its tools cannot parse, and the proxy would inject the whole file as one value; give it an extract (the README has patterns for .npmrc, .netrc, gh's hosts.yml, .docker/config.json and .git-credentials)`);
+    }
     m.mode = fact.mode ?? 0o600;
     maskings.push(m);
     if ((fact.links ?? 1) > 1) {
-      plan.warnings.push(`credentials: ${f.path} has ${fact.links} hard links: the sandbox sees the sentinel copy only under this name (deny or mask the others too)`);
+      expose(plan, `credentials: ${f.path} has ${fact.links} hard links: the sandbox sees the sentinel copy only under this name (deny or mask the others too)`);
     }
   }
 
@@ -361,6 +379,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   awsPairing(policy, plan, byReal, input);
   for (const file of awsFiles) awsFilePairing(file, plan, byReal);
   injectionWarnings(policy, plan);
+  plan.warnings = [...new Set([...plan.exposures, ...plan.warnings])];
   return plan;
 }
 
@@ -405,7 +424,7 @@ function awsPairing(policy: Policy, plan: CredentialPlan, byReal: ReadonlyMap<st
       plan.warnings.push(`credentials: ${p.secretAccessKeyVar} is masked but ${p.accessKeyIdVar} is not set: srt cannot re-sign AWS requests without the key id, and an AWS secret key's sentinel may go nowhere (it is only ever used to sign)`);
     }
     if (keyMasked && !secretMasked && input.env[p.secretAccessKeyVar] !== undefined) {
-      plan.warnings.push(`credentials: ${p.accessKeyIdVar} is masked but ${p.secretAccessKeyVar} is not: the command sees the real secret key; mask it too`);
+      expose(plan, `credentials: ${p.accessKeyIdVar} is masked but ${p.secretAccessKeyVar} is not: the command sees the real secret key; mask it too`);
     }
     const accessKeyId = secretOf(p.accessKeyIdVar);
     const secretAccessKey = secretOf(p.secretAccessKeyVar);

@@ -64,7 +64,7 @@ describe('srt doctor on this machine', () => {
     const { exitCode, report, checks } = await doctor(w);
     expect(exitCode).toBe(0);
     for (const id of ['platform', 'bubblewrap', 'ripgrep', 'srt-init', 'landlock', 'user-namespaces', 'apparmor', 'settings.files', 'settings.approval',
-      'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'srt.location', 'protected.landing', 'stale', 'code-cache']) {
+      'settings.ignored', 'domains.spelling', 'credentials.injectHosts', 'credentials.masking', 'credentials.unset', 'credentials.loopback', 'srt.location', 'protected.landing', 'stale', 'code-cache']) {
       expect(checks[id], id).toBeDefined();
     }
     expect(checks.socat).toBeUndefined(); // the relays are the helper's own
@@ -140,6 +140,63 @@ describe('settings checks on a crafted tree', () => {
     expect(items).toContain('network.allowedDomain: unknown key');
     expect(items).toContain('.srt-settings.json:1:3: invalid JSON');
   });
+});
+
+describe('credential checks', () => {
+  it('a masked variable that is not set, a whole-file mask of a multi-line file, the worst line first, and loopback inject hosts', async () => {
+    const w = world();
+    writeTree(w.home, {
+      '.npmrc': 'registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken=npm_Qm9lR2VzdFRva2VuRm9yU3J0MDEyMzQ1Njc4\n',
+      '.srt/settings.json': JSON.stringify({
+        network: { allowedDomains: ['localhost', 'localhost:8443', 'api.github.com', '*.example.com'], tlsTerminate: {} },
+        credentials: {
+          envVars: [
+            { name: 'LOCAL_TOKEN', mode: 'mask', injectHosts: ['localhost:9443'] },
+            { name: 'OK_TOKEN', mode: 'mask', injectHosts: ['localhost:8443'] },
+            { name: 'MISSING_TOKEN', mode: 'mask' },
+            { name: 'AWS_SESSION_TOKEN', mode: 'mask' },
+            { name: 'PIN', mode: 'mask', injectHosts: ['api.github.com'] },
+            { name: 'AWS_ACCESS_KEY_ID', mode: 'mask', injectHosts: ['api.github.com'] },
+          ],
+          files: [{ path: '~/.npmrc', mode: 'mask', injectHosts: ['api.github.com'] }],
+        },
+      }),
+    });
+    const env = {
+      LOCAL_TOKEN: 'local-token-0123456789abcdef', OK_TOKEN: 'ok-token-0123456789abcdef', GITHUB_TOKEN: 'ok-token-0123456789abcdef', PIN: '1234',
+      AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY',
+    };
+    const { checks } = await doctor(w, [], [], process.env.PATH, env);
+    // The plan finds three other warnings before it (a multi-line file masked whole, a short
+    // value, a copy in GITHUB_TOKEN); the one that says the command sees a real value is named
+    // first all the same, and the list is cut after three.
+    const masking = checks['credentials.masking']!;
+    expect(masking.status).toBe('warn');
+    expect(masking.items![0]).toBe('credentials: AWS_ACCESS_KEY_ID is masked but AWS_SECRET_ACCESS_KEY is not: the command sees the real secret key; mask it too');
+    expect(masking.more).toBe(1);
+    expect(masking.items!.slice(1).join('\n')).toContain('/.npmrc: masked whole (no extract) although it has several lines');
+    // The session token of an AWS pair may well be unset; another masked variable is worth a look.
+    expect(checks['credentials.unset']).toMatchObject({ status: 'warn', items: ['MISSING_TOKEN'] });
+    expect(checks['credentials.loopback']).toMatchObject({
+      status: 'warn',
+      items: ['LOCAL_TOKEN → localhost:9443: no forwarded port serves it (allow it with its port, e.g. "localhost:9443", as user, CLI or managed settings), so a client that keeps loopback direct (NO_PROXY) cannot reach it'],
+    });
+
+    const text = await execa(process.execPath, [SRT_BIN, 'doctor'], { reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8', ...env } });
+    expect(text.stdout).toContain('warn  masked variables: 1 masked variable is not set here, so nothing is masked for it');
+
+    // Allowed with its port (forwarded) and TLS terminated: ok; in excludeDomains: never injected.
+    writeTree(w.home, { '.srt/settings.json': JSON.stringify({
+      network: { allowedDomains: ['localhost:9443', 'localhost:8443'], tlsTerminate: { excludeDomains: ['localhost:8443'] } },
+      credentials: { envVars: [{ name: 'LOCAL_TOKEN', mode: 'mask', injectHosts: ['localhost:9443'] }, { name: 'OK_TOKEN', mode: 'mask', injectHosts: ['localhost:8443'] }] },
+    }) });
+    const second = await doctor(w, [], [], process.env.PATH, env);
+    expect(second.checks['credentials.loopback']).toMatchObject({
+      status: 'warn',
+      items: ['OK_TOKEN → localhost:8443: in network.tlsTerminate.excludeDomains, so its TLS is never terminated: nothing is injected there'],
+    });
+    expect(second.checks['credentials.unset']!.status).toBe('ok');
+  }, 120_000);
 });
 
 describe('what killed runs leave behind', () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { decide } from '../../src/proxy/decide.js';
 import { guardDestination } from '../../src/proxy/address-guard.js';
 import { describeExpose, describeForward, forwardedPorts, parseExposeEntry } from '../../src/proxy/local-services.js';
+import { loopbackInjectProblems } from '../../src/doctor.js';
 import { buildPolicy, SettingsError, type SettingsLayer } from '../../src/settings/index.js';
 import { network } from '../e2e/proxy-fixtures.js';
 
@@ -182,5 +183,27 @@ describe('settings', () => {
     const p = buildPolicy(ctx, [layer('project', { network: { exposePorts: [3000] } })]);
     expect(p.network.exposePorts).toEqual([]);
     expect(p.ignored.map((i) => i.key)).toEqual(['network.exposePorts']);
+  });
+});
+
+describe('srt doctor: loopback inject hosts (loopbackInjectProblems)', () => {
+  const policyOf = (network: object, injectHosts?: string[]) => buildPolicy(ctx, [layer('user', {
+    network: { tlsTerminate: {}, ...network },
+    credentials: { envVars: [{ name: 'T', mode: 'mask', ...(injectHosts ? { injectHosts } : {}) }] },
+  })]);
+
+  it('a forwarded, terminated port is fine; macOS, a port below 1024 without root, no port, excludeDomains are not', () => {
+    const ok = policyOf({ allowedDomains: ['localhost:9443'] }, ['localhost:9443']);
+    expect(loopbackInjectProblems(ok, 'linux', false)).toEqual([]);
+    expect(loopbackInjectProblems(ok, 'darwin', false)).toEqual([expect.stringMatching(/^T → localhost:9443: on macOS a client that keeps loopback direct \(NO_PROXY\) reaches it without srt/)]);
+    const low = policyOf({ allowedDomains: ['127.0.0.1:443'] });
+    expect(loopbackInjectProblems(low, 'linux', true)).toEqual([]);
+    expect(loopbackInjectProblems(low, 'linux', false)).toEqual([expect.stringMatching(/^T → 127\.0\.0\.1:443: no forwarded port serves it .*ports below 1024 only when srt runs as root/)]);
+    expect(loopbackInjectProblems(policyOf({ allowedDomains: ['localhost'] }, ['localhost']), 'linux', false)).toEqual([expect.stringMatching(/^T → localhost: no forwarded port serves it/)]);
+    const excluded = policyOf({ allowedDomains: ['localhost:9443'], tlsTerminate: { excludeDomains: ['localhost:9443'] } }, ['localhost:9443']);
+    expect(loopbackInjectProblems(excluded, 'linux', false)).toEqual(['T → localhost:9443: in network.tlsTerminate.excludeDomains, so its TLS is never terminated: nothing is injected there']);
+    // Not on the loopback, or nothing injected at all (no termination: credentials.masking says so).
+    expect(loopbackInjectProblems(policyOf({ allowedDomains: ['api.github.com'] }), 'darwin', false)).toEqual([]);
+    expect(loopbackInjectProblems(buildPolicy(ctx, [layer('user', { network: { allowedDomains: ['localhost'] }, credentials: { envVars: [{ name: 'T', mode: 'mask' }] } })]), 'darwin', false)).toEqual([]);
   });
 });
