@@ -172,9 +172,8 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     } catch (e) {
       throw new Fatal([`--log ${opts.log}: cannot open it for appending: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`]);
     }
-    const [{ isWithin }, { writeRootsOf }, { resolveLanding }] = await Promise.all([import('./glob.js'), import('./profiles/access.js'), import('./platform/landing.js')]);
-    const writable = writeRootsOf(report.policy, resolveLanding).roots.map((r) => r.region.base);
-    if (writable.some((w) => isWithin(resolveLanding(path).real, w))) say(`srt: warning: --log ${path} is inside a path the command may write: it could change or forge the log; keep the log outside`);
+    const { insideWritable, writableRoots } = await import('./platform/writable.js');
+    if (insideWritable(path, writableRoots(report.policy))) say(`srt: warning: --log ${path} is inside a path the command may write: it could change or forge the log; keep the log outside`);
   }
   try {
     sandbox = await Sandbox.create({

@@ -7,9 +7,8 @@ import { existsSync } from 'node:fs';
 import { release } from 'node:os';
 import { dirname, join } from 'node:path';
 import { codeCacheState } from './code-cache.js';
-import { isWithin } from './glob.js';
 import type { Policy } from './policy.js';
-import { writeRootsOf } from './profiles/access.js';
+import { sandboxMayChange, writableRoots } from './platform/writable.js';
 import { diagnoseBubblewrap, findOnPath, findSystemTool, hasCapSetfcap, sysctl } from './platform/deps.js';
 import { resolveLanding } from './platform/landing.js';
 import { findInitHelper, supervisorUnavailable } from './platform/init-helper.js';
@@ -218,13 +217,13 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
   // srt, or the node that runs it, inside a path the sandbox may write: the next srt runs what is
   // there outside any sandbox. Linux runs keep srt's own files read-only (self.ts); a `node` on
   // PATH is not srt's (the launcher never runs it) but other tools do.
-  const roots = writeRootsOf(p, resolveLanding).roots.map((r) => r.region.base);
+  const roots = writableRoots(p);
   const nodeOnPath = findOnPath('node');
   const mine = [
     ...ownFiles(),
     ...(nodeOnPath ? [{ what: '`node` on PATH', path: resolveLanding(nodeOnPath).real }] : []),
   ];
-  const exposed = mine.filter((m) => roots.some((r) => isWithin(m.path, r)));
+  const exposed = mine.filter((m) => sandboxMayChange(m.path, roots));
   const kept = process.platform === 'linux' ? ' (srt keeps its own read-only inside the sandbox)' : '';
   checks.push(exposed.length
     ? { id: 'srt.location', title: 'srt location', status: 'warn', detail: `${[...new Set(exposed.map((e) => e.what))].join(', ')} inside a path this policy lets the command write${kept}`, fix: 'install srt and node outside the project (e.g. npm install -g), or run from elsewhere', ...listed([...new Set(exposed.map((e) => e.path))]) }
@@ -239,7 +238,7 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
 async function protectionCheck(policy: Policy): Promise<Check> {
   const title = 'protected where they land';
   if (policy.filesystem.disabled) return { id: 'protected.landing', title, status: 'ok', detail: 'nothing to protect: filesystem isolation is off (filesystem.disabled)' };
-  const roots = writeRootsOf(policy, resolveLanding).roots.map((r) => r.region.base);
+  const roots = writableRoots(policy);
   let scanned;
   try {
     scanned = await scanProtected(roots.map((root) => ({ root })), policy.mandatoryDenySearchDepth, policy.home);

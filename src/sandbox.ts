@@ -26,8 +26,8 @@ import { createCacheDirs } from './platform/cache-dirs.js';
 import { protectionPlan } from './platform/landed.js';
 import { removeTree } from './platform/remove.js';
 import { ownFiles } from './platform/self.js';
+import { sandboxMayChange } from './platform/writable.js';
 import { PlaceholderSet, reapStale, setAside } from './platform/state.js';
-import { isWithin } from './glob.js';
 import { cwdIsWriteRoot } from './profiles/access.js';
 import { describeSource } from './settings/report.js';
 import { shellQuote } from './shell.js';
@@ -109,7 +109,7 @@ export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' 
  */
 export function selfWritableWarnings(writable: string[], kept: 'all' | 'not-links' | 'none' = 'none'): string[] {
   const isLink = (p: string) => { try { return lstatSync(p).isSymbolicLink(); } catch { return false; } };
-  const exposed = ownFiles().filter((f) => writable.some((w) => isWithin(f.path, w)));
+  const exposed = ownFiles().filter((f) => sandboxMayChange(f.path, writable));
   const open = (f: { path: string }) => kept === 'none' || (kept === 'not-links' && isLink(f.path));
   const paths = (fs: { path: string }[]) => [...new Set(fs.map((f) => f.path))];
   const node = (f: { what: string }) => f.what === 'the node srt runs with';

@@ -46,17 +46,22 @@ function descendants(pid: number): number[] {
   return out;
 }
 
-function describe(argv: readonly string[]): string {
-  return argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ');
+/** `source command \`gh auth token\``, for messages. */
+export function describeSource(argv: readonly string[]): string {
+  return `source command \`${argv.map((a) => (/^[\w@%+=:,./-]+$/.test(a) ? a : JSON.stringify(a))).join(' ')}\``;
 }
 
-/** Run `argv` (no shell) and resolve to its trimmed stdout; rejects with SourceCommandError. */
-export function runSourceCommand(argv: readonly string[], opts: { cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<string> {
+/**
+ * Run `argv` (no shell) and resolve to its trimmed stdout; rejects with SourceCommandError.
+ * `program`: the file argv[0] names, already found where no sandbox may write
+ * (platform/writable.ts): nothing here looks it up on PATH.
+ */
+export function runSourceCommand(argv: readonly string[], opts: { program: string; cwd: string; env: NodeJS.ProcessEnv; timeoutMs?: number }): Promise<string> {
   const timeoutMs = opts.timeoutMs ?? SOURCE_TIMEOUT_MS;
-  const what = `source command \`${describe(argv)}\``;
+  const what = describeSource(argv);
   return new Promise((resolve, reject) => {
     // Same session as srt, so a command that asks on /dev/tty (a password manager) still can.
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(opts.program, argv.slice(1), { argv0: argv[0]!, cwd: opts.cwd, env: opts.env, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let outLength = 0;

@@ -3,10 +3,12 @@
 // jose when some entry decodes JWTs. The plan itself is pure (credentials/plan.ts).
 
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { delimiter } from 'node:path';
 import type { Policy } from '../policy.js';
 import type { Jose } from '../credentials/jwt.js';
 import { buildCredentialPlan, MAX_MASKED_FILE, type CredentialPlan, type FileFact } from '../credentials/plan.js';
-import { runSourceCommand, SourceCommandError } from '../credentials/source.js';
+import { describeSource, runSourceCommand, SourceCommandError } from '../credentials/source.js';
+import { findOutside, pathOutside, writableRoots } from './writable.js';
 
 export interface CredentialFacts {
   files: Map<string, FileFact>;
@@ -58,9 +60,23 @@ export async function gatherCredentialFacts(policy: Policy, opts: { runSources: 
   const sourced = envVars.filter((e) => e.mode === 'mask' && e.sourceCommand);
   if (opts.runSources && sourced.length > 0) {
     facts.sourced = new Map();
+    // Outside the sandbox and before it: never a program (or a PATH entry for it) that a sandboxed
+    // command could have planted, as `npm run` puts node_modules/.bin first; in the home
+    // directory, not the project's.
+    const roots = writableRoots(policy);
+    const pathEnv = opts.env.PATH ?? '';
+    const env = { ...opts.env, PATH: pathOutside(pathEnv, roots).join(delimiter) };
     work.push(...sourced.map(async (e) => {
+      const argv = e.sourceCommand!;
       try {
-        facts.sourced!.set(e.name, await runSourceCommand(e.sourceCommand!, { cwd: policy.cwd, env: opts.env }));
+        const found = findOutside(argv[0]!, pathEnv, roots);
+        if ('refused' in found) {
+          throw new SourceCommandError(found.refused.length === 0
+            ? `${describeSource(argv)} could not be started: command not found`
+            : `${describeSource(argv)} was not run: ${argv[0]} is found only where a sandboxed command may write (${found.refused.join(', ')}), ` +
+              'and srt starts nothing from there outside the sandbox; give the path of a program outside the writable paths');
+        }
+        facts.sourced!.set(e.name, await runSourceCommand(argv, { program: found.path, cwd: policy.home, env }));
       } catch (err) {
         throw new SourceCommandError(`credentials: ${e.name}: ${(err as Error).message}`);
       }

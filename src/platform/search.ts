@@ -11,6 +11,7 @@ import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles
 import { isProtectedLink, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
 import { resolveLanding } from './landing.js';
+import { sandboxMay } from './reach.js';
 
 const SEARCH_TIMEOUT_MS = 10_000;
 const MAX_OUTPUT = 64 * 1024 * 1024;
@@ -117,23 +118,17 @@ function inRepository(dir: string): boolean {
 
 /**
  * Would the sandboxed command reach `rel` below `root`? A root caller's search enters every
- * directory, but inside bubblewrap's user namespace no capability applies to a file whose owner
- * is not mapped there (anyone but the caller): another user's mode-700 directory under /tmp stays
- * shut to the command, and bubblewrap cannot bind anything inside it. A directory is passed by
- * its owner (who may chmod it), else only through its group or other search bit. The group bit
- * counts for everyone: it is also the mask of an ACL that may name the caller, which srt cannot
- * read, and skipping what the command can reach would leave it writable.
+ * directory, but another user's mode-700 directory under /tmp stays shut to the command
+ * (reach.ts), and bubblewrap cannot bind anything inside it.
  */
 function sandboxReachable(root: string): (rel: string) => boolean {
-  const uid = process.getuid?.();
-  if (uid === undefined) return () => true;
   const passable = new Map<string, boolean>();
   const pass = (dir: string): boolean => {
     let ok = passable.get(dir);
     if (ok === undefined) {
       let st;
       try { st = lstatSync(dir); } catch { st = undefined; }
-      ok = !st || st.uid === uid || (st.mode & 0o011) !== 0;
+      ok = !st || sandboxMay(st, 'x');
       passable.set(dir, ok);
     }
     return ok;
