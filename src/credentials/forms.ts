@@ -80,19 +80,17 @@ const JSON_ESCAPES: readonly JsonEscape[] = [
   { chars: /[^]/, upper: true },
 ];
 
+/** Every character JSON or the serializer escapes (one regex per serializer, made once). */
+const ESCAPED = new Map(JSON_ESCAPES.map((e) => [e, new RegExp(`[\\u0000-\\u001f"\\\\${e.slash ? '/' : ''}]${e.chars ? `|${e.chars.source}` : ''}`, 'g')]));
+
 function jsonEscape(text: string, e: JsonEscape): string {
-  let out = '';
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i]!;
-    const code = text.charCodeAt(i);
+  return text.replace(ESCAPED.get(e)!, (c) => {
     if (e.chars?.test(c)) {
-      const hex = code.toString(16).padStart(4, '0');
-      out += `\\u${e.upper ? hex.toUpperCase() : hex}`;
-    } else if (c === '/' && e.slash) out += '\\/';
-    else if (c === '"' || c === '\\' || code < 0x20) out += JSON.stringify(c).slice(1, -1);
-    else out += c;
-  }
-  return out;
+      const hex = c.charCodeAt(0).toString(16).padStart(4, '0');
+      return `\\u${e.upper ? hex.toUpperCase() : hex}`;
+    }
+    return c === '/' ? '\\/' : JSON.stringify(c).slice(1, -1);
+  });
 }
 
 /** The forms of one spelling other than itself, each as [form of from, form of to]. */

@@ -46,8 +46,8 @@ export class Matcher<T = unknown> {
   private readonly skip: Uint8Array;
   /** By block hash: the patterns whose first window ends with a block of that hash. */
   private readonly ends = new Map<number, number[]>();
-  /** Every proper prefix shorter than the window (latin1): what the last bytes of data may hold. */
-  private readonly prefixes = new Set<string>();
+  /** Every pattern, in byte order: those that begin with given bytes are a run of them. */
+  private readonly sorted: Buffer[];
   private readonly firstBytes = new Uint8Array(256);
 
   constructor(patterns: Pattern<T>[]) {
@@ -56,6 +56,7 @@ export class Matcher<T = unknown> {
     this.lengthPreserving = this.patterns.every((p) => p.to === null || p.to.length === p.from.length);
     const m = this.patterns.length === 0 ? 1 : Math.min(...this.patterns.map((p) => p.from.length));
     this.window = m;
+    this.sorted = this.patterns.map((p) => p.from).sort(Buffer.compare);
     this.block = Math.min(3, m);
     this.skip = new Uint8Array(1 << 16).fill(Math.min(255, m - this.block + 1));
     this.patterns.forEach((p, i) => {
@@ -69,7 +70,6 @@ export class Matcher<T = unknown> {
       const list = this.ends.get(h);
       if (list) list.push(i);
       else this.ends.set(h, [i]);
-      for (let k = 1; k < m; k++) this.prefixes.add(f.toString('latin1', 0, k));
     });
   }
 
@@ -114,10 +114,22 @@ export class Matcher<T = unknown> {
       e++;
     }
     if (final) return null;
-    for (let at = Math.max(from, n - m + 1); at < n; at++) {
-      if (this.firstBytes[data[at]!] && this.prefixes.has(data.toString('latin1', at, n))) return { at, pattern: -1 };
-    }
+    for (let at = Math.max(from, n - m + 1); at < n; at++) if (this.firstBytes[data[at]!] && this.begins(data, at)) return { at, pattern: -1 };
     return null;
+  }
+
+  /** Does a pattern begin with `data[at..]` (fewer bytes than any pattern has)? The first pattern
+   *  not below them in byte order tells. */
+  private begins(data: Buffer, at: number): boolean {
+    const { sorted } = this;
+    let lo = 0;
+    let hi = sorted.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (sorted[mid]!.compare(data, at) < 0) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < sorted.length && data.compare(sorted[lo]!, 0, data.length - at, at) === 0;
   }
 }
 
