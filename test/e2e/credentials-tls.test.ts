@@ -24,6 +24,7 @@ const GL = 'glpat-Xy12Zw34Vu56Ts78Rq90';
 const KEY = 'sk-proj-tls/key+with=symbols0123456789abcdefXYZ';
 const REALS = [GH, GL, KEY];
 
+let bomb: Buffer | undefined;
 interface Upstream { port: number; raw: () => string; reset: () => void; server: http2.Http2SecureServer }
 const servers: http2.Http2SecureServer[] = [];
 const sockets = new Set<Socket>();
@@ -46,6 +47,18 @@ async function upstream(host: string, cert: { cert: string; key: string }): Prom
       let n = 0;
       req.on('data', (c: Buffer) => { hash.update(c); n += c.length; });
       req.on('end', () => res.end(JSON.stringify({ bytes: n, sha256: hash.digest('hex') })));
+      return;
+    }
+    if (url.startsWith('/bomb')) {
+      // 100 MiB, the real token once in every MiB, gzipped twice over two header lines.
+      bomb ??= (() => {
+        const block = Buffer.alloc(1 << 20, 'x');
+        block.write(GH, 5000);
+        return gzipSync(gzipSync(Buffer.concat(Array.from({ length: 100 }, () => block))));
+      })();
+      const headers: Record<string, string | string[]> = { 'content-type': 'application/octet-stream', 'content-encoding': req.httpVersion === '2.0' ? 'gzip, gzip' : ['gzip', 'gzip'] };
+      res.writeHead(200, headers);
+      res.end(bomb);
       return;
     }
     if (url.startsWith('/sse')) {
@@ -378,24 +391,7 @@ describe('over terminated TLS', () => {
       child.stdout.on('data', (c: Buffer) => h.update(c));
       child.on('close', () => resolve(h.digest('hex')));
     });
-    writeFileSync(settingsFile, JSON.stringify(settings()));
-    const child = spawn(process.execPath, [SRT_BIN, '--settings', settingsFile, '-c',
-      `node gen.cjs "$BODY_KEY" | curl -s -T - -H 'content-type: application/octet-stream' https://127.0.0.2:${inject.port}/upload; echo; sleep 1`],
-    // A sender stalled past the hold (this machine under the suite's load) splits a token: wait longer.
-    { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', SRT_CREDENTIAL_HOLD_MS: '5000', ...env } });
-    let out = '';
-    let err = '';
-    let peak = 0;
-    child.stdout.on('data', (b: Buffer) => { out += b; });
-    child.stderr.on('data', (b: Buffer) => { err += b; });
-    const sample = setInterval(() => {
-      try {
-        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
-        if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
-      } catch { /* exited */ }
-    }, 50);
-    const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
-    clearInterval(sample);
+    const { status, out, err, peak } = await sampled(`node gen.cjs "$BODY_KEY" | curl -s -T - -H 'content-type: application/octet-stream' https://127.0.0.2:${inject.port}/upload; echo; sleep 1`);
     expect(status, err).toBe(0);
     const result = JSON.parse(out.trim());
     expect(result.bytes).toBe(3200 * 65536);
@@ -403,4 +399,40 @@ describe('over terminated TLS', () => {
     expect(peak).toBeGreaterThan(0);
     expect(peak).toBeLessThan(150);
   }, 120_000);
+
+  it('a 100 MiB download gzipped twice (under a megabyte on the wire) is decoded and re-masked as it streams; srt stays under 150 MB', async () => {
+    writeFileSync(join(cwd, 'count.cjs'), [
+      'const tok = Buffer.from(process.env.GH_TOKEN); let bytes = 0; let hits = 0; let tail = Buffer.alloc(0);',
+      'process.stdin.on("data", (c) => { const b = Buffer.concat([tail, c]); for (let i = b.indexOf(tok); i !== -1; i = b.indexOf(tok, i + 1)) hits++; tail = b.subarray(Math.max(0, b.length - tok.length + 1)); bytes += c.length; });',
+      'process.stdin.on("end", () => console.log(JSON.stringify({ bytes, hits })));',
+    ].join('\n'));
+    const { status, out, err, peak } = await sampled(`curl -s -H "Authorization: token $GH_TOKEN" https://127.0.0.2:${inject.port}/bomb | node count.cjs`);
+    expect(status, err).toBe(0);
+    // Every MiB held the real token once: each arrives as the sentinel the command has.
+    expect(JSON.parse(out.trim())).toEqual({ bytes: 100 * 1024 * 1024, hits: 100 });
+    expect(peak).toBeGreaterThan(0);
+    expect(peak).toBeLessThan(150);
+  }, 180_000);
 });
+
+/** A run of srt (settings(), the hold raised for a loaded machine) with srt's peak RSS sampled. */
+async function sampled(script: string): Promise<{ status: number | null; out: string; err: string; peak: number }> {
+  writeFileSync(settingsFile, JSON.stringify(settings()));
+  const child = spawn(process.execPath, [SRT_BIN, '--settings', settingsFile, '-c', script],
+    // A sender stalled past the hold (this machine under the suite's load) splits a token: wait longer.
+    { cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8', SRT_CREDENTIAL_HOLD_MS: '5000', ...env } });
+  let out = '';
+  let err = '';
+  let peak = 0;
+  child.stdout.on('data', (b: Buffer) => { out += b; });
+  child.stderr.on('data', (b: Buffer) => { err += b; });
+  const sample = setInterval(() => {
+    try {
+      const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${child.pid}/status`, 'utf8'));
+      if (hwm) peak = Math.max(peak, Number(hwm[1]) / 1024);
+    } catch { /* exited */ }
+  }, 50);
+  const status = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  clearInterval(sample);
+  return { status, out, err, peak };
+}
