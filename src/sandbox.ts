@@ -200,6 +200,12 @@ export function checkCommand(cmd: string, pathEnv: string, cwd: string): { statu
     ? [isAbsolute(cmd) ? cmd : resolve(cwd, cmd)]
     : pathEnv.split(':').filter(Boolean).map((d) => join(resolve(cwd, d), cmd));
   let sawNonExec = false;
+  // A path that names a directory (`srt -- /tmp`) says so, as a shell does.
+  if (cmd.includes('/')) {
+    try {
+      if (statSync(candidates[0]!).isDirectory()) return { status: 126, message: 'is a directory' };
+    } catch { /* missing or unreachable: judged below */ }
+  }
   // Like a shell's PATH search: unreadable PATH entries count as "not there".
   for (const c of candidates) {
     try {

@@ -45,6 +45,12 @@ describe("the reference tool's muscle memory", () => {
     expect(bare.stderr).toBe('srt: no command given; usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands');
   });
 
+  it('srt -- /tmp says it is a directory (126), like a shell', async () => {
+    const r = await srt(['--', '/tmp'], { home, cwd });
+    expect(r.exitCode).toBe(126);
+    expect(r.stderr).toBe('srt: /tmp: is a directory');
+  });
+
   it('a reader that stops early (srt config | head) is no error', async () => {
     // `true` exits before srt writes: every write of srt meets a closed pipe.
     const r = await execa('sh', ['-c', `"${process.execPath}" "${SRT_BIN}" config | true; "${process.execPath}" "${SRT_BIN}" help | true`], {
@@ -60,7 +66,11 @@ describe('the README quick start', () => {
     const block = /## Quick start[\s\S]*?```sh\n(.*)\n```/.exec(readme)![1]!;
     const run = block.replace(/^bash scripts\/setup\.sh && /, '');
     expect(run).not.toBe(block);
-    const r = await execa('bash', ['-c', run], { reject: false, cwd: REPO, env: { HOME: home, PATH: process.env.PATH } });
+    // Its own TMPDIR, to see that the quick start leaves no directory behind.
+    const scratch = join(tmp.path, 'quickstart-tmp');
+    mkdirSync(scratch);
+    const r = await execa('bash', ['-c', run], { reject: false, cwd: REPO, env: { HOME: home, PATH: process.env.PATH, TMPDIR: scratch } });
+    expect(readdirSync(scratch)).toEqual([]);
     expect(r.stdout).toContain('in the sandbox');
     expect(r.stdout).toContain('home is read-only');
     expect(r.stdout).toContain('network only through the proxy');
