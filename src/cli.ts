@@ -58,7 +58,6 @@ class Fatal extends Error {
   }
 }
 
-const EXIT_USAGE = 2;
 const SHORT_USAGE = 'usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands';
 
 const collect = (value: string, previous: string[] | undefined): string[] => [...(previous ?? []), value];
@@ -287,7 +286,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })
     .action(async (operands: string[], opts: RunOptions) => {
       const spec = commandSpec(operands, split.tail, opts);
-      if (spec === undefined) throw new Fatal([`no command given; ${SHORT_USAGE}`], EXIT_USAGE);
+      if (spec === undefined) throw new Fatal([`no command given; ${SHORT_USAGE}`]);
       result.exit = await runAction(spec, opts);
     });
 
@@ -428,7 +427,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
         return;
       }
       const cmd = program.commands.find((c) => c.name() === topic);
-      if (!cmd) throw new Fatal([`unknown command "${topic}"; srt help lists the subcommands (srt help presets: the toolchain presets)`], EXIT_USAGE);
+      if (!cmd) throw new Fatal([`unknown command "${topic}"; srt help lists the subcommands (srt help presets: the toolchain presets)`]);
       cmd.outputHelp();
     });
 

@@ -29,7 +29,7 @@ describe('srt command line', () => {
       [['--bogus', 'ls'], "srt: unknown option '--bogus'"],
       [['--control-fd', '2', 'ls'], "srt: option '--control-fd <n>' argument '2' is invalid. must be a file descriptor number of 3 or more (0-2 are stdio)"],
       [['--control-fd', 'x', 'ls'], "srt: option '--control-fd <n>' argument 'x' is invalid. must be a file descriptor number of 3 or more (0-2 are stdio)"],
-      [[], 'srt: no command given; usage: srt [options] [--] COMMAND [ARGS...] (see srt --help)'],
+      [[], 'srt: no command given; usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands'],
       [['--'], 'srt: no command after --; usage: srt [options] -- COMMAND [ARGS...]'],
       [['-c', 'echo hi', 'extra'], 'srt: -c takes the whole command as one string; give either -c "COMMAND" or COMMAND ARGS, not both'],
       [['--settings'], "srt: option '-s, --settings <file>' argument missing"],

@@ -179,7 +179,7 @@ describe('credential checks', () => {
     expect(checks['credentials.unset']).toMatchObject({ status: 'warn', items: ['MISSING_TOKEN'] });
     expect(checks['credentials.loopback']).toMatchObject({
       status: 'warn',
-      items: ['LOCAL_TOKEN → localhost:9443: no forwarded port serves it (allow it with its port, e.g. "localhost:9443", as user, CLI or managed settings), so a client that keeps loopback direct (NO_PROXY) cannot reach it'],
+      items: [`LOCAL_TOKEN → localhost:9443: no forwarded port serves it (allow it with its port, e.g. "localhost:9443", as user, CLI or managed settings${process.getuid?.() === 0 ? '' : '; ports below 1024 only when srt runs as root'}), so a client that keeps loopback direct (NO_PROXY) cannot reach it`],
     });
 
     const text = await execa(process.execPath, [SRT_BIN, 'doctor'], { reject: false, cwd: w.cwd, extendEnv: false, env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8', ...env } });
