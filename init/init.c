@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -72,6 +73,10 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   // Non-dumpable: the command (same uid, no capabilities) can neither ptrace this process nor
   // open its /proc/1/{mem,environ,fd}.
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) die_errno("PR_SET_DUMPABLE");
+  // No core files, soft and hard: the kernel writes one into the crashing process's working
+  // directory itself, past the supervisor (a crash in .git/hooks/ would leave a file there).
+  struct rlimit no_core = {0, 0};
+  if (setrlimit(RLIMIT_CORE, &no_core) != 0) die_errno("setrlimit(RLIMIT_CORE)");
   drop_capabilities();
   if (pty) pty_init_session(pty);
   // bwrap already sets no_new_privs; set it again: Landlock and seccomp without CAP_SYS_ADMIN

@@ -4,7 +4,7 @@
 // bash -i, srt itself) and checks the marker it would leave is absent — and, as a control, plants
 // the very same payload outside srt and sees the host program run it.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { NO_SUPERVISOR, srt, tempDir, writeTree, type SrtMode } from './helpers.js';
@@ -204,6 +204,29 @@ describe('hole 3: bare repositories in a writable root', () => {
   it('a bare repository inside the work tree: its hooks are protected like a .git\'s', async () => {
     const r = await plantedInside(remote('nested'), hookScript, push);
     expect(r.stderr).toContain('refused writing srv/a/remote.git/hooks/post-receive (protected');
+  });
+});
+
+describe('hole 6: a crash leaves no core file in a protected directory', () => {
+  // The kernel writes a core file into the crashing process's working directory itself, past the
+  // supervisor: `cd .git/hooks` then a crash left `core` there (depth 5: no read-only mount).
+  it('RLIMIT_CORE is 0 inside, soft and hard', async () => {
+    const crash = 'ulimit -c unlimited 2>/dev/null; cd a/b/c/d/e/.git/hooks && sh -c "kill -SEGV \\$\\$"; ulimit -Hc';
+    const make = () => world((w) => {
+      mkdirSync(join(w.cwd, 'a/b/c/d/e'), { recursive: true });
+      git(w, join(w.cwd, 'a/b/c/d/e'), 'init', '-q');
+    });
+    const inside = make();
+    const r = await srt(['-c', crash], { home: inside.home, cwd: inside.cwd });
+    expect(r.stdout, r.stderr).toBe('0');
+    expect(readdirSync(join(inside.cwd, 'a/b/c/d/e/.git/hooks')).filter((n) => n.startsWith('core'))).toEqual([]);
+    // The control, where the host writes core files to the working directory at all.
+    const pattern = readFileSync('/proc/sys/kernel/core_pattern', 'utf8').trim();
+    if (pattern.startsWith('|') || pattern.includes('/')) return;
+    const outside = make();
+    const host = spawnSync('sh', ['-c', crash], { cwd: outside.cwd, encoding: 'utf8', env: hostEnv(outside) });
+    if (host.stdout.trim() !== 'unlimited') return; // this host's own hard limit forbids core files
+    expect(readdirSync(join(outside.cwd, 'a/b/c/d/e/.git/hooks')).filter((n) => n.startsWith('core')).length).toBe(1);
   });
 });
 
