@@ -11,7 +11,7 @@ import { buildBwrapPlan, encodeMounts, globRules, literalPaths, plannedMounts, t
 import { gitConfigValue, parseGitConfig } from './profiles/gitconfig.js';
 import { encodeRules, hooksPathDir, landedLines, MANAGED_DIR, parseReport, refusalLines, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from './profiles/protected.js';
 import type { CredentialPlan } from './credentials/plan.js';
-import { writeRootsOf } from './profiles/access.js';
+import { srtSecretRules, srtSecretsDir, writeRootsOf } from './profiles/access.js';
 import { credentialEnv, emptyCredentialPlan, hasCredentials } from './credentials/env.js';
 import { describeCredentialPlan } from './credentials/describe.js';
 import { buildSeccompFilter, type SeccompArch } from './profiles/seccomp.js';
@@ -319,10 +319,12 @@ export class Sandbox implements PlatformBackend {
     if (platform === 'macos') return (await import('./platform/macos.js')).MacosSandbox.create(opts);
     if (process.platform !== 'linux') throw new SandboxError(`sandboxing on ${process.platform} is not supported by this build`);
     const warnings: string[] = opts.dryRun ? [] : createCacheDirs(policy);
+    // The directory srt's secrets live in is hidden in every run: it must exist to be covered.
+    if (!opts.dryRun) try { mkdirSync(srtSecretsDir(policy.home), { recursive: true, mode: 0o700 }); } catch { /* no key then (sentinel-key.ts says why) */ }
 
     const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: true });
     const credentialMounts: CredentialMounts = {
-      deny: credentials.denyFiles.map((d) => d.rule),
+      deny: [...credentials.denyFiles.map((d) => d.rule), ...srtSecretRules(policy.home)],
       // bwrap reads each sentinel copy from a pipe, on the descriptors after the exposed ports'
       // and the supervisor's report descriptor.
       masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i, mode: m.mode })),

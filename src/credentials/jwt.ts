@@ -1,10 +1,10 @@
 // `decode: "jwt"` (SPEC §7): the command gets a structurally valid fake JWT — same header
 // `alg`/`typ`, a payload of sentinel claims (`exp`, `nbf`, `iat` kept so expiry checks behave)
 // or, with `maskClaims`, the real payload with only the listed claims replaced — and a random
-// signature of the real one's length. The proxy swaps the fake token back for the real one.
+// signature of the real one's length, all drawn from the token's sentinel stream (the same fake in
+// every run when sentinels are stable). The proxy swaps the fake token back for the real one.
 // jose parses; it is loaded only when some entry asks for decode.
 
-import { randomBytes } from 'node:crypto';
 import { shapeSentinel, type RandomInt, type SentinelMint } from './sentinels.js';
 
 export type Jose = Pick<typeof import('jose'), 'decodeJwt' | 'decodeProtectedHeader'>;
@@ -66,7 +66,8 @@ export function parseJwt(jose: Jose, real: string, maskClaims: readonly string[]
   return parsed;
 }
 
-/** The fake token for a parsed JWT, unique in the run (registered with `mint`). */
+/** The fake token for a parsed JWT, unique in the run (registered with `mint`); `random` is the
+ *  token's own stream (SentinelMint.streamFor). */
 export function fakeJwt(jwt: ParsedJwt, mint: SentinelMint, random: RandomInt): string {
   const header: Record<string, unknown> = { alg: jwt.header.alg };
   if (jwt.header.typ !== undefined) header.typ = jwt.header.typ;
@@ -79,5 +80,6 @@ export function fakeJwt(jwt: ParsedJwt, mint: SentinelMint, random: RandomInt): 
     }
     return Object.fromEntries(Object.entries(payload).map(([k, v]) => [k, TIME_CLAIMS.has(k) ? v : fakeValue(v, random)]));
   };
-  return mint.unique(() => `${b64url(header)}.${b64url(body())}.${randomBytes(jwt.signatureLength).toString('base64url')}`);
+  const signature = () => Buffer.from(Array.from({ length: jwt.signatureLength }, () => random(256))).toString('base64url');
+  return mint.unique(() => `${b64url(header)}.${b64url(body())}.${signature()}`);
 }

@@ -12,7 +12,7 @@ import type { DomainRule } from '../proxy/domains.js';
 import { extractAwsCredentials, type AwsProfile } from './aws-files.js';
 import { extract } from './extract.js';
 import { fakeJwt, parseJwt, type Jose, type ParsedJwt } from './jwt.js';
-import { cryptoRandom, SentinelMint, type RandomInt } from './sentinels.js';
+import { SentinelMint, type RandomInt } from './sentinels.js';
 import { emptyCredentialPlan } from './env.js';
 
 /** Larger masked files fall back to deny: a secret file is small, and the copy is held in memory. */
@@ -49,6 +49,11 @@ export interface PlanInput {
   jose?: Jose;
   /** false on macOS: a masked file is denied (no sentinel copy). */
   bindFiles: boolean;
+  /** The per-user key that makes sentinels stable across runs (platform/sentinel-key.ts); without
+   *  it they are drawn from `random` (tests) or a cryptographic source, afresh each run. */
+  sentinelKey?: Buffer;
+  /** Why there is no key although this is a run (told once at start: sentinels change each run). */
+  sentinelKeyProblem?: string;
   random?: RandomInt;
 }
 
@@ -209,7 +214,6 @@ function crossMask(text: string, secrets: readonly Secret[]): { text: string; hi
 
 export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   const { policy, env } = input;
-  const random = input.random ?? cryptoRandom;
   const plan = emptyCredentialPlan();
   const maskings: Masking[] = [];
   const awsFiles: AwsFile[] = [];
@@ -318,7 +322,8 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
 
   // --- sentinels: minted once every real value is known, so none clashes with any of them
   const found: Found[] = maskings.flatMap((m) => m.values.map((real) => ({ real, label: m.labelOf?.(real) ?? m.label, entry: m.entry, ...(m.jwts ? { jwt: m.jwts.get(real)! } : {}) })));
-  const mint = new SentinelMint(found.map((f) => f.real), random);
+  const mint = new SentinelMint(found.map((f) => f.real), { ...(input.sentinelKey ? { key: input.sentinelKey } : {}), ...(input.random ? { random: input.random } : {}) });
+  if (input.sentinelKeyProblem && found.length > 0) plan.warnings.push(`credentials: sentinels are new in this run, not the ones earlier runs used: ${input.sentinelKeyProblem}`);
   const byReal = new Map<string, Secret>();
   const extended = new Set<string>();
   const defaultHosts = defaultInjectHosts(policy);
@@ -331,7 +336,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
       continue;
     }
     let sentinel: string;
-    if (jwt) sentinel = fakeJwt(jwt, mint, random);
+    if (jwt) sentinel = fakeJwt(jwt, mint, mint.streamFor(real));
     else {
       const shape = mint.shaped(real);
       sentinel = shape.sentinel;

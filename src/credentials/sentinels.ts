@@ -1,10 +1,13 @@
-// Sentinels: the per-run stand-ins the sandboxed command sees instead of real secrets (SPEC §7).
-// A sentinel keeps the shape of the value it replaces — same length, same alphabet, known
-// prefixes such as `ghp_` kept, GitHub's CRC32 checksum valid — so tools that check token
-// syntax keep working, yet every randomised character is drawn afresh for each run from a
-// cryptographic source. Pure apart from the random source, which tests may replace.
+// Sentinels: the stand-ins the sandboxed command sees instead of real secrets (SPEC §7). A
+// sentinel keeps the shape of the value it replaces — same length, same alphabet, known prefixes
+// such as `ghp_` kept, GitHub's CRC32 checksum valid — so tools that check token syntax keep
+// working. Its randomised characters come from a stream keyed by a per-user secret and the real
+// value (keyedRandom): the same value gets the same sentinel in every run on this machine, so a
+// token a tool saved inside keeps working next run, and nobody without the key can tell which
+// real value a sentinel stands for. Without a key (a dry run, a key srt cannot trust) they are
+// drawn afresh from a cryptographic source. Pure apart from the random source.
 
-import { randomInt } from 'node:crypto';
+import { createHmac, randomInt } from 'node:crypto';
 
 const DIGITS = '0123456789';
 const UPPER = 'ABCDEFGHIJKLMNOPQRSTUVWXYZ';
@@ -27,6 +30,36 @@ export const MIN_SENTINEL_BITS = 64;
 /** Uniform integer in [0, n). */
 export type RandomInt = (n: number) => number;
 export const cryptoRandom: RandomInt = (n) => randomInt(n);
+
+/**
+ * A deterministic stream of uniform integers for one real value: HMAC-SHA256 under `key` of the
+ * value and a block counter (a counter-mode DRBG), 32-bit draws with rejection sampling (no
+ * modulo bias). One key, one value: always the same stream.
+ */
+export function keyedRandom(key: Buffer, real: string): RandomInt {
+  const value = Buffer.from(real, 'utf8');
+  let block = Buffer.alloc(0);
+  let at = 0;
+  let counter = 0;
+  const next32 = (): number => {
+    if (at + 4 > block.length) {
+      const c = Buffer.alloc(4);
+      c.writeUInt32BE(counter++);
+      block = createHmac('sha256', key).update('srt sentinel v1\0').update(value).update(c).digest();
+      at = 0;
+    }
+    const v = block.readUInt32BE(at);
+    at += 4;
+    return v;
+  };
+  return (n) => {
+    const limit = 0x1_0000_0000 - (0x1_0000_0000 % n);
+    for (;;) {
+      const v = next32();
+      if (v < limit) return v % n;
+    }
+  };
+}
 
 let crcTable: Uint32Array | undefined;
 /** CRC-32 (IEEE 802.3), as GitHub's token checksum uses it. */
@@ -124,6 +157,13 @@ export function shapeSentinel(real: string, random: RandomInt = cryptoRandom, mi
   return { sentinel: prefix + out.join(''), extendedBy };
 }
 
+/** Where a mint's randomness comes from: a per-user key (stable sentinels), else `random`
+ *  (cryptoRandom when absent). */
+export interface SentinelSource {
+  key?: Buffer;
+  random?: RandomInt;
+}
+
 /**
  * Mints the sentinels of one run. Every sentinel is distinct from, and neither contains nor is
  * contained in, any real value or other sentinel of the run — so substitution in either
@@ -132,8 +172,13 @@ export function shapeSentinel(real: string, random: RandomInt = cryptoRandom, mi
 export class SentinelMint {
   private readonly taken: string[] = [];
 
-  constructor(reals: Iterable<string>, private readonly random: RandomInt = cryptoRandom) {
+  constructor(reals: Iterable<string>, private readonly source: SentinelSource = {}) {
     for (const r of reals) if (r !== '') this.taken.push(r);
+  }
+
+  /** The random stream for `real`'s sentinel: keyed by the value when there is a key. */
+  streamFor(real: string): RandomInt {
+    return this.source.key ? keyedRandom(this.source.key, real) : (this.source.random ?? cryptoRandom);
   }
 
   private clashes(s: string): boolean {
@@ -147,10 +192,12 @@ export class SentinelMint {
     return true;
   }
 
-  /** A sentinel shaped like `real` (see shapeSentinel). */
+  /** A sentinel shaped like `real` (see shapeSentinel); with a key, the same one in every run
+   *  (a clash draws on from the same stream). */
   shaped(real: string): SentinelShape {
+    const random = this.streamFor(real);
     for (let attempt = 0; attempt < 64; attempt++) {
-      const shape = shapeSentinel(real, this.random);
+      const shape = shapeSentinel(real, random);
       if (this.reserve(shape.sentinel)) return shape;
     }
     // Only a broken random source gets here: 64 draws of ≥ 64 bits that all collide.

@@ -9,11 +9,14 @@ import type { Jose } from '../credentials/jwt.js';
 import { buildCredentialPlan, MAX_MASKED_FILE, type CredentialPlan, type FileFact } from '../credentials/plan.js';
 import { describeSource, runSourceCommand, SourceCommandError } from '../credentials/source.js';
 import { findOutside, pathOutside, writableRoots } from './writable.js';
+import { loadSentinelKey } from './sentinel-key.js';
 
 export interface CredentialFacts {
   files: Map<string, FileFact>;
   sourced?: Map<string, string>;
   jose?: Jose;
+  sentinelKey?: Buffer;
+  sentinelKeyProblem?: string;
 }
 
 /** What is at `path`: a file's bytes (at most MAX_MASKED_FILE), or why there are none. */
@@ -46,8 +49,9 @@ export function readCredentialFile(path: string): FileFact {
 }
 
 /**
- * Read masked files, load jose if needed and (unless `runSources` is false: a dry run) run every
- * `source` command, in parallel. A failing source command rejects with its SourceCommandError.
+ * Read masked files, load jose if needed and (unless `runSources` is false: a dry run) load the
+ * sentinel key and run every `source` command, in parallel. A failing source command rejects
+ * with its SourceCommandError.
  */
 export async function gatherCredentialFacts(policy: Policy, opts: { runSources: boolean; env: NodeJS.ProcessEnv }): Promise<CredentialFacts> {
   const { envVars, files } = policy.credentials;
@@ -55,6 +59,13 @@ export async function gatherCredentialFacts(policy: Policy, opts: { runSources: 
   for (const f of files) if (f.mode === 'mask' && !f.glob) facts.files.set(f.path, readCredentialFile(f.path));
   const masked = [...envVars, ...files].filter((e) => e.mode === 'mask');
   if (masked.length === 0) return facts;
+  // A run's sentinels are the ones earlier runs gave the same values (a dry run or `srt config`
+  // shows none, and makes no key).
+  if (opts.runSources) {
+    const k = loadSentinelKey(policy.home);
+    if ('key' in k) facts.sentinelKey = k.key;
+    else facts.sentinelKeyProblem = k.problem;
+  }
   const work: Promise<unknown>[] = [];
   if (masked.some((e) => e.decode === 'jwt')) work.push((async () => { facts.jose = await (await import('../credentials/jwt.js')).loadJose(); })());
   const sourced = envVars.filter((e) => e.mode === 'mask' && e.sourceCommand);

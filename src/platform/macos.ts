@@ -17,7 +17,7 @@ import { closeSync, constants as fsConstants, existsSync, fstatSync, lstatSync, 
 import { dirname, isAbsolute, join } from 'node:path';
 import { isatty } from 'node:tty';
 import type { Policy } from '../policy.js';
-import { denyGlobRules, mayRead, mayWrite } from '../profiles/access.js';
+import { denyGlobRules, mayRead, mayWrite, srtSecretsDir } from '../profiles/access.js';
 import { globMatcher } from '../glob.js';
 import type { Landing } from '../profiles/bwrap.js';
 import {
@@ -207,6 +207,8 @@ export class MacosSandbox implements PlatformBackend {
   static async create(opts: SandboxOptions): Promise<MacosSandbox> {
     const { policy } = opts;
     const created = opts.dryRun ? [] : createCacheDirs(policy);
+    // The directory srt's secrets live in is hidden in every run: it must exist to be covered.
+    if (!opts.dryRun) try { mkdirSync(srtSecretsDir(policy.home), { recursive: true, mode: 0o700 }); } catch { /* no key then (sentinel-key.ts says why) */ }
     const credentials = await runCredentialPlan(policy, { ...(opts.dryRun ? { dryRun: true } : {}), bindFiles: false });
     try { reapStale(policy.home); } catch { /* the lock is busy: they stay for the next run */ }
 

@@ -13,7 +13,7 @@
 //   write: readable AND (inside srt's own TMPDIR, OR inside a write root and inside no denyWrite
 //          or protected path: denyWrite wins whatever its depth and scope).
 
-import { dirname } from 'node:path';
+import { dirname, join } from 'node:path';
 import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, type GlobToken } from '../glob.js';
 import type { PathRule, Policy, Scope, Source } from '../policy.js';
 import type { Landing } from './bwrap.js';
@@ -108,10 +108,22 @@ export interface AccessFacts {
   globTargets?: ReadonlyMap<string, string[]>;
 }
 
+/** The directory of srt's own secrets: the key of stable sentinels (platform/sentinel-key.ts). */
+export function srtSecretsDir(home: string): string {
+  return join(home, '.srt', 'keys');
+}
+
+/** srt's own secrets, unreadable in every sandbox exactly like a denied credential file (with
+ *  filesystem.disabled too, whatever the write roots). */
+export function srtSecretRules(home: string): PathRule[] {
+  return [{ path: srtSecretsDir(home), glob: false, original: '~/.srt/keys', source: { scope: 'default' } }];
+}
+
 /** Credential files are unreadable inside on macOS: `deny`, and `mask` too (no sentinel copy),
- *  exactly the credential plan's denyFiles there (Linux binds sentinel copies from the plan). */
+ *  exactly the credential plan's denyFiles there (Linux binds sentinel copies from the plan);
+ *  srt's own secrets on every platform. */
 export function credentialRules(policy: Policy): PathRule[] {
-  return policy.credentials.files.map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source }));
+  return [...policy.credentials.files.map((f) => ({ path: f.path, glob: f.glob, original: f.path, source: f.source })), ...srtSecretRules(policy.home)];
 }
 
 /** The literal part of a rule: its path, or the directory before the glob's first wildcard. */

@@ -91,6 +91,22 @@ describe('credential plan: environment', () => {
     expect(error.errors).toEqual(['credentials: T: extract "token=(\\\\w+)" matches nothing (onExtractNoMatch is "error"); fix the entry\'s extract/decode or the value']);
   });
 
+  it('with the per-user key every sentinel (a fake JWT too) is the same in every run; without one, new each run', async () => {
+    const jwt = await new jose.SignJWT({ sub: 'u-1', exp: 4000000000 }).setProtectedHeader({ alg: 'HS256' }).sign(new Uint8Array(32));
+    const settings = { network: TLS, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask' }, { name: 'JWT', mode: 'mask', decode: 'jwt' }], files: [{ path: '~/.netrc', mode: 'mask', extract: 'password (\\S+)' }] } };
+    const env = { GH_TOKEN: GH, JWT: jwt, COPY: `x ${GH}` };
+    const files = new Map([['/home/u/.netrc', file('machine api.github.com login me password s3cr3t-netrc-password\n')]]);
+    const shown = (p: ReturnType<typeof plan>) => [...p.setEnv.map((c) => `${c.name}=${c.value}`), ...p.maskFiles.map((m) => m.content.toString())];
+    const key = Buffer.alloc(32, 1);
+    const first = plan(settings, { env, files, sentinelKey: key });
+    expect(shown(plan(settings, { env, files, sentinelKey: Buffer.from(key) }))).toEqual(shown(first));
+    expect(shown(plan(settings, { env, files, sentinelKey: Buffer.alloc(32, 2) }))).not.toEqual(shown(first));
+    expect(shown(plan(settings, { env, files }))).not.toEqual(shown(plan(settings, { env, files })));
+    // A key srt could not use: said once, and the run goes on with new sentinels.
+    const problem = plan(settings, { env, files, sentinelKeyProblem: 'others may read or change K (mode 644); chmod 600 it' });
+    expect(problem.warnings).toContain('credentials: sentinels are new in this run, not the ones earlier runs used: others may read or change K (mode 644); chmod 600 it');
+  });
+
   it('decode "jwt": the variable gets a fake JWT; a value that is not one follows onExtractNoMatch', async () => {
     const real = await new jose.SignJWT({ sub: 'u-1', exp: 4000000000 }).setProtectedHeader({ alg: 'HS256' }).sign(new Uint8Array(32));
     const p = plan({ network: TLS, credentials: { envVars: [{ name: 'JWT', mode: 'mask', decode: 'jwt' }] } }, { env: { JWT: real } });

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { base62, crc32, hasValidChecksum, KNOWN_PREFIXES, SentinelMint, shapeSentinel } from '../../src/credentials/sentinels.js';
+import { createHmac } from 'node:crypto';
+import { base62, crc32, hasValidChecksum, keyedRandom, KNOWN_PREFIXES, SentinelMint, shapeSentinel } from '../../src/credentials/sentinels.js';
 
 /** A GitHub-style validator written from the published format, independent of the code under test. */
 function githubValid(token: string): boolean {
@@ -121,7 +122,7 @@ describe('sentinels', () => {
       const i = n++;
       return i < real.length ? real.charCodeAt(i) - 97 : (i * 7) % size;
     };
-    const mint = new SentinelMint([real], rigged);
+    const mint = new SentinelMint([real], { random: rigged });
     const s = mint.shaped(real).sentinel;
     expect(s).not.toBe(real);
     expect(s).toHaveLength(real.length);
@@ -133,7 +134,52 @@ describe('sentinels', () => {
   });
 
   it('a broken random source is an error, not a repeated sentinel', () => {
-    const mint = new SentinelMint(['0'.repeat(30)], () => 0);
+    const mint = new SentinelMint(['0'.repeat(30)], { random: () => 0 });
     expect(() => mint.shaped('0'.repeat(30))).toThrow(/unique sentinel/);
+  });
+});
+
+describe('stable sentinels (a per-user key)', () => {
+  const KEY = Buffer.alloc(32, 7);
+  const OTHER = Buffer.alloc(32, 8);
+  const REALS = ['ghp_16C7e42F292c6912E7710c838347Ae178B4a', 'AKIAIOSFODNN7EXAMPLE', 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', 'xoxb-123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx', 'abc1'];
+
+  it('the keyed stream is HMAC-SHA256 of the value and a block counter, drawn without modulo bias', () => {
+    // Independent reference for the first draw: the first 32-bit word of block 0.
+    const word = createHmac('sha256', KEY).update('srt sentinel v1\0').update('v').update(Buffer.from([0, 0, 0, 0])).digest().readUInt32BE(0);
+    expect(keyedRandom(KEY, 'v')(0x1_0000_0000)).toBe(word);
+    const r = keyedRandom(KEY, 'v');
+    const counts = new Array<number>(3).fill(0);
+    for (let i = 0; i < 30_000; i++) counts[r(3)]!++;
+    for (const c of counts) expect(Math.abs(c - 10_000)).toBeLessThan(600);
+  });
+
+  it('the same value gets the same sentinel from every mint with the same key, another key gives another one', () => {
+    const a = new SentinelMint(REALS, { key: KEY });
+    const b = new SentinelMint([...REALS].reverse(), { key: KEY });
+    const c = new SentinelMint(REALS, { key: OTHER });
+    for (const real of REALS) {
+      const sa = a.shaped(real);
+      expect(b.shaped(real)).toEqual(sa);
+      expect(c.shaped(real).sentinel).not.toBe(sa.sentinel);
+      expect(sa.sentinel).not.toBe(real);
+    }
+  });
+
+  it('keeps every shape rule: prefixes, the GitHub checksum, the AWS alphabets, length', () => {
+    const m = new SentinelMint(REALS, { key: KEY });
+    const [gh, id, secret, slack] = REALS.map((r) => m.shaped(r).sentinel);
+    expect(githubValid(gh!)).toBe(true);
+    expect(id).toMatch(/^AKIA[A-Z2-7]{16}$/);
+    expect(secret).toMatch(/^[A-Za-z0-9+/]{40}$/);
+    expect(slack).toMatch(/^xoxb-[A-Za-z0-9]{12}-[A-Za-z0-9]{13}-[A-Za-z0-9]{24}$/);
+  });
+
+  it('different values get unrelated sentinels (one character apart is no help)', () => {
+    const m = new SentinelMint([], { key: KEY });
+    const s1 = m.shaped('ghp_16C7e42F292c6912E7710c838347Ae178B4a').sentinel;
+    const s2 = m.shaped('ghp_16C7e42F292c6912E7710c838347Ae178B4b').sentinel;
+    const same = [...s1].filter((ch, i) => ch === s2[i]).length;
+    expect(same).toBeLessThan(12); // the prefix (4) and chance (~1/62 per character)
   });
 });
