@@ -1,6 +1,6 @@
 // `--log FILE` (SPEC §1): one JSON line per network decision, per upstream connection that ends
 // (with its byte counts), and per refused protected write, appended to FILE. The schema is
-// documented in the README ("The audit log"); fields are only ever added.
+// documented in docs/cli.md ("The audit log"); fields are only ever added.
 
 import { closeSync, openSync, writeSync } from 'node:fs';
 import type { Source } from './policy.js';

@@ -97,7 +97,7 @@ const PROBES: Probe[] = [
   },
   {
     bin: 'ssh', name: 'ssh (git)', ssh: true,
-    // git's ssh transport runs GIT_SSH_COMMAND (srt's ProxyCommand); without git, the README's recipe.
+    // git's ssh transport runs GIT_SSH_COMMAND (srt's ProxyCommand); without git, the recipe in docs/network.md.
     script: 'opts="-o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=20"; '
       + 'if command -v git >/dev/null; then GIT_SSH_COMMAND="$GIT_SSH_COMMAND $opts" GIT_TERMINAL_PROMPT=0 git ls-remote "ssh://probe@$SRT_DOCTOR_HOST:$SRT_DOCTOR_SSH_PORT/probe.git"; '
       + 'else eval "$GIT_SSH_COMMAND $opts -p $SRT_DOCTOR_SSH_PORT probe@$SRT_DOCTOR_HOST true"; fi',

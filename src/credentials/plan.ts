@@ -311,7 +311,7 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     const m: Masking | null = aws ? { entry: f, label: f.path, values: aws.values, render: aws.render, labelOf: awsLabels(f.path, aws.profiles) } : find(f, f.path, text);
     if (!m) continue;
     if (!aws && f.extract === undefined && f.decode === undefined && text.replace(/\r?\n$/, '').includes('\n')) {
-      plan.warnings.push(`credentials: ${f.path}: masked whole (no extract) although it has several lines: the command reads one sentinel instead of the file, which its tools cannot parse, and the proxy would inject the whole file as one value; give it an extract (the README has patterns for .npmrc, .netrc, gh's hosts.yml, .docker/config.json and .git-credentials)`);
+      plan.warnings.push(`credentials: ${f.path}: masked whole (no extract) although it has several lines: the command reads one sentinel instead of the file, which its tools cannot parse, and the proxy would inject the whole file as one value; give it an extract (docs/tls-and-credentials.md has patterns for .npmrc, .netrc, gh's hosts.yml, .docker/config.json and .git-credentials)`);
     }
     m.mode = fact.mode ?? 0o600;
     maskings.push(m);

@@ -35,7 +35,7 @@ type Destination = Pick<Target, 'host' | 'port'>;
  *  foreign sentinel split so is still stopped, before its last part leaves. */
 export const HOLD_MS = holdMs(process.env.SRT_CREDENTIAL_HOLD_MS);
 
-/** `SRT_CREDENTIAL_HOLD_MS` (README): a longer wait for machines whose senders stall (50–10000). */
+/** `SRT_CREDENTIAL_HOLD_MS` (docs/tls-and-credentials.md): a longer wait for machines whose senders stall (50–10000). */
 export function holdMs(value: string | undefined): number {
   const n = Number(value);
   return value !== undefined && Number.isInteger(n) && n >= 50 && n <= 10_000 ? n : 250;

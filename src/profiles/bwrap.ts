@@ -536,7 +536,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   }
   // A sentinel copy is a mount on the masked file's name too: a host program renaming over that
   // file (`aws configure` rewriting ~/.aws/credentials) would detach it and show the real file.
-  // Inside a writable path the read gate cannot help (the copy must stay readable): README.
+  // Inside a writable path the read gate cannot help (the copy must stay readable): docs/linux-sandbox.md.
   // In a snapshot the copy takes the entry's place rather than covering a bind of the host file:
   // a mount on the host's dentry is what a rename over it detaches.
   const maskedCopies = new Set<string>();

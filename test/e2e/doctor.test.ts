@@ -25,7 +25,7 @@ function world() {
   return { root, home, cwd };
 }
 
-/** The documented shape of `srt doctor --json` (README "srt doctor"). */
+/** The documented shape of `srt doctor --json` (docs/cli.md "srt doctor"). */
 const REPORT_SCHEMA = {
   type: 'object', additionalProperties: false, required: ['version', 'checks', 'summary'],
   properties: {

@@ -1,4 +1,4 @@
-// Landlock is defence in depth under the mounts (README: "Landlock"): without it a host FIFO on a
+// Landlock is defence in depth under the mounts (docs/linux-sandbox.md: "Landlock"): without it a host FIFO on a
 // read-only path can be opened for writing. srt never goes without it silently: the helper warns
 // when the kernel has none (or only ABI 1), srt warns when allowNestedUserNamespaces turns it off,
 // and srt doctor shows the kernel's ABI. A kernel without Landlock is played by a seccomp filter

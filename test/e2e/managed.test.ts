@@ -1,4 +1,4 @@
-// The administrator's example (examples/managed/, README "Managed settings"): installed as the
+// The administrator's example (examples/managed/, docs/settings.md "Managed settings"): installed as the
 // fixed /etc/srt, it holds against a hostile user file and a hostile (even approved) repository.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';

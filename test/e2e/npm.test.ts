@@ -1,4 +1,4 @@
-// A new user's path with npm, verbatim from the README, against the real npm registry (the one
+// A new user's path with npm, verbatim from the documentation (docs/trust.md), against the real npm registry (the one
 // registry this machine reaches): `srt --with npm -- npm install left-pad` in a fresh project, and
 // the `srt trust` → `srt -- npm ci` walkthrough. Runs as root and, in CI, again unprivileged.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -44,11 +44,11 @@ describe('srt --with npm', () => {
   });
 });
 
-describe('the README walkthrough: srt trust, then srt -- npm ci', () => {
+describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () => {
   it('works verbatim once the user settings name the npm preset', async () => {
     const { home, cwd } = fresh('walkthrough');
-    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-    const section = readme.slice(readme.indexOf('Worked example.'));
+    const page = readFileSync(join(REPO, 'docs', 'trust.md'), 'utf8');
+    const section = page.slice(page.indexOf('Worked example.'));
     const settings = /```json\n([\s\S]*?)\n```/.exec(section)![1]!;
     const userSettings = /`~\/\.srt\/settings\.json`[^`]*`([^`]+)`/.exec(section)![1]!;
     await execa('git', ['init', '-q', cwd]);

@@ -231,7 +231,7 @@ describe('hole 6: a crash leaves no core file in a protected directory', () => {
 });
 
 describe('hole 7: what npx runs from its cache', () => {
-  // The README's old recipe, allowWrite ~/.npm: the sandbox rewrote ~/.npm/_npx/*, which the next
+  // The old README recipe, allowWrite ~/.npm: the sandbox rewrote ~/.npm/_npx/*, which the next
   // host `npx -y server` (every MCP host does this) ran without installing anything.
   const npxWorld = (cacheEnv: boolean) => () => world((w) => {
     writeTree(w.base, {

@@ -502,7 +502,7 @@ function plantInSrt(pkg: string, deps: string, node: string, links: string[], ma
 }
 
 // Without the supervisor the mounts keep every existing file and directory read-only, but not a
-// symlink (README "Known limitations"): srt then says that the link (~/bin/srt) can be replaced, and
+// symlink (docs/security-model.md "Known limitations"): srt then says that the link (~/bin/srt) can be replaced, and
 // what the command created where none of srt's files was (a shadowing node_modules/) is set aside.
 const MODES = [['with the supervisor', {}, true], ['without it (read-only mounts)', NO_SUPERVISOR, false]] as const;
 describe.each(MODES)("srt's own files under a writable root, %s", (_, mode, supervised) => {

@@ -60,17 +60,26 @@ describe("the reference tool's muscle memory", () => {
   });
 });
 
-describe('the README quick start', () => {
-  it('runs srt on a real command without a single warning', async () => {
+describe('the README install and quick start', () => {
+  it('puts srt on PATH as the README says, then runs the quick start without a single warning', async () => {
     const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-    const block = /## Quick start[\s\S]*?```sh\n(.*)\n```/.exec(readme)![1]!;
-    const run = block.replace(/^bash scripts\/setup\.sh && /, '');
-    expect(run).not.toBe(block);
-    // Its own TMPDIR, to see that the quick start leaves no directory behind.
+    const install = /## Install[\s\S]*?```sh\n([\s\S]*?)```/.exec(readme)![1]!;
+    const link = install.split('\n').find((l) => l.startsWith('mkdir -p ~/.local/bin'))!.replace(/\s+#.*$/, '');
+    const quick = /## Quick start[\s\S]*?```sh\n(.*)\n```/.exec(readme)![1]!;
+    const user = join(tmp.path, 'newcomer');
+    const project = join(tmp.path, 'project');
+    mkdirSync(user);
+    mkdirSync(project);
+    const linked = await execa('bash', ['-c', link], { reject: false, cwd: REPO, env: { HOME: user, PATH: process.env.PATH } });
+    expect(linked.exitCode).toBe(0);
+    // Its own TMPDIR, to see that the quick start leaves nothing behind.
     const scratch = join(tmp.path, 'quickstart-tmp');
     mkdirSync(scratch);
-    const r = await execa('bash', ['-c', run], { reject: false, cwd: REPO, env: { HOME: home, PATH: process.env.PATH, TMPDIR: scratch } });
+    const r = await execa('bash', ['-c', quick], {
+      reject: false, cwd: project, env: { HOME: user, PATH: `${join(user, '.local', 'bin')}:${process.env.PATH}`, TMPDIR: scratch },
+    });
     expect(readdirSync(scratch)).toEqual([]);
+    expect(readdirSync(project)).toEqual([]);
     expect(r.stdout).toContain('in the sandbox');
     expect(r.stdout).toContain('home is read-only');
     expect(r.stdout).toContain('network only through the proxy');

@@ -1,4 +1,4 @@
-// The README's ready `extract` patterns (Credentials), read from the README itself, against
+// The ready `extract` patterns of docs/tls-and-credentials.md, read from that page itself, against
 // realistic files: exactly the secrets are masked, nothing else changes, the file still parses.
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,12 +11,12 @@ import { REPO } from '../e2e/helpers.js';
 const home = '/home/u';
 const ctx = { cwd: '/work/repo', home, root: '/work/repo' };
 
-/** The settings block that follows "Ready `extract` patterns" in the README. */
+/** The settings block that follows "Ready `extract` patterns" in docs/tls-and-credentials.md. */
 function readmePatterns(): { credentials: { files: Array<{ path: string; extract: string }> } } {
-  const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
-  const at = readme.indexOf('**Ready `extract` patterns**');
+  const page = readFileSync(join(REPO, 'docs', 'tls-and-credentials.md'), 'utf8');
+  const at = page.indexOf('**Ready `extract` patterns**');
   expect(at).toBeGreaterThan(-1);
-  const block = /```json\n([\s\S]*?)```/.exec(readme.slice(at))!;
+  const block = /```json\n([\s\S]*?)```/.exec(page.slice(at))!;
   return JSON.parse(block[1]!.replace(/^ {2}/gm, ''));
 }
 
@@ -91,7 +91,7 @@ const SAMPLES: Record<string, { text: string; secrets: string[]; parses?: (text:
   },
 };
 
-describe('the README\'s ready extract patterns', () => {
+describe('the documented ready extract patterns', () => {
   const settings = readmePatterns();
   const policy = buildPolicy(ctx, [{
     scope: 'user', file: `${home}/.srt/settings.json`, base: `${home}/.srt`,
@@ -100,7 +100,7 @@ describe('the README\'s ready extract patterns', () => {
   const files = new Map<string, FileFact>(Object.entries(SAMPLES).map(([p, s]) => [p.replace('~', home), { kind: 'file', bytes: Buffer.from(s.text) }]));
   const plan = buildCredentialPlan({ policy, env: {}, files, bindFiles: true });
 
-  it('cover the five files the README names, with no warning and no error', () => {
+  it('cover the five files the documentation names, with no warning and no error', () => {
     expect(settings.credentials.files.map((f) => f.path)).toEqual(Object.keys(SAMPLES));
     expect(plan.errors).toEqual([]);
     expect(plan.warnings).toEqual([]);
@@ -129,6 +129,6 @@ describe('the README\'s ready extract patterns', () => {
     }]);
     const p = buildCredentialPlan({ policy: whole, env: {}, files, bindFiles: true });
     expect(p.warnings).toEqual(Object.keys(SAMPLES).map((path) =>
-      `credentials: ${path.replace('~', home)}: masked whole (no extract) although it has several lines: the command reads one sentinel instead of the file, which its tools cannot parse, and the proxy would inject the whole file as one value; give it an extract (the README has patterns for .npmrc, .netrc, gh's hosts.yml, .docker/config.json and .git-credentials)`));
+      `credentials: ${path.replace('~', home)}: masked whole (no extract) although it has several lines: the command reads one sentinel instead of the file, which its tools cannot parse, and the proxy would inject the whole file as one value; give it an extract (docs/tls-and-credentials.md has patterns for .npmrc, .netrc, gh's hosts.yml, .docker/config.json and .git-credentials)`));
   });
 });

@@ -1,6 +1,6 @@
 // `srt schema` checked by an independent JSON Schema validator (ajv, draft 2020-12): it describes
-// every key, accepts the `{ "sandbox": … }` wrapper, accepts every settings example the README and
-// examples/ show (which srt itself loads too), and rejects malformed documents as srt does.
+// every key, accepts the `{ "sandbox": … }` wrapper, accepts every settings example the README,
+// docs/ and examples/ show (which srt itself loads too), and rejects malformed documents as srt does.
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,15 +12,16 @@ const REPO = join(import.meta.dirname, '..', '..');
 const schema = settingsJsonSchema() as Record<string, unknown>;
 const validate = new Ajv2020({ strict: true, allErrors: true }).compile(schema);
 
-/** Every fenced ```json / ```yaml block of the README (the README uses them for settings only). */
-function readmeExamples(): Array<[string, unknown]> {
-  const text = readFileSync(join(REPO, 'README.md'), 'utf8');
-  const out: Array<[string, unknown]> = [];
-  for (const m of text.matchAll(/^```(json|yaml)\n([\s\S]*?)^```$/gm)) {
-    const line = text.slice(0, m.index).split('\n').length;
-    out.push([`README.md:${line}`, m[1] === 'json' ? JSON.parse(m[2]!) : YAML.parse(m[2]!)]);
-  }
-  return out;
+/** Every fenced ```json / ```yaml block of the README and docs/ (they use those for settings only). */
+function docExamples(): Array<[string, unknown]> {
+  const files = ['README.md', ...readdirSync(join(REPO, 'docs')).filter((n) => n.endsWith('.md')).sort().map((n) => `docs/${n}`)];
+  return files.flatMap((file) => {
+    const text = readFileSync(join(REPO, file), 'utf8');
+    return [...text.matchAll(/^```(json|yaml)\n([\s\S]*?)^```$/gm)].map((m): [string, unknown] => {
+      const line = text.slice(0, m.index).split('\n').length;
+      return [`${file}:${line}`, m[1] === 'json' ? JSON.parse(m[2]!) : YAML.parse(m[2]!)];
+    });
+  });
 }
 
 function exampleFiles(dir = join(REPO, 'examples')): Array<[string, unknown]> {
@@ -55,7 +56,7 @@ describe('srt schema', () => {
     expect(schema.$schema).toBe('https://json-schema.org/draft/2020-12/schema');
   });
 
-  const examples = [...readmeExamples(), ...exampleFiles()];
+  const examples = [...docExamples(), ...exampleFiles()];
   it('finds the examples', () => expect(examples.length).toBeGreaterThanOrEqual(4));
   it.each(examples)('accepts %s, which srt loads too', (_where, doc) => {
     expect(validate(doc), JSON.stringify(validate.errors)).toBe(true);
