@@ -1,12 +1,13 @@
 // Resolved-address guard (SPEC §6, invariant 4). An allowed *hostname* is resolved exactly once;
 // every address that is loopback, unspecified, link-local, multicast, broadcast, a cloud
-// metadata endpoint, one of this host's own addresses, a deniedDomains IP literal or inside a
-// deniedResolvedAddresses CIDR is dropped, and the caller dials only what is left — by address,
-// so nothing is ever resolved a second time (no DNS-rebinding window). IPv6 forms that carry an
-// IPv4 address (IPv4-mapped, IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged as
-// that IPv4 address. IP-literal allow entries are explicit and skip the built-in ranges, and so
-// does `localhost`, which is never resolved: it means the host's 127.0.0.1 and ::1. A name that
-// resolves to a loopback address passes where that address with this port is itself allowed
+// metadata or pod-identity endpoint (METADATA below, with sources), one of this host's own
+// addresses, a deniedDomains IP literal or inside a deniedResolvedAddresses CIDR is dropped, and
+// the caller dials only what is left — by address, so nothing is ever resolved a second time (no
+// DNS-rebinding window). IPv6 forms that carry an IPv4 address (IPv4-mapped, IPv4-translated,
+// IPv4-compatible, NAT64 64:ff9b::/96, 6to4 2002::/16) are judged as that IPv4 address.
+// IP-literal allow entries are explicit and skip the built-in ranges, and so does `localhost`,
+// which is never resolved: it means the host's 127.0.0.1 and ::1. A name that resolves to a
+// loopback address passes where that address with this port is itself allowed
 // (`["myapp.test", "127.0.0.1:3000"]`): the user named the loopback service, so a test or a local
 // setup can reach it by name, while a rebinding name (allowed by `*` or a wildcard) still cannot.
 
@@ -58,12 +59,13 @@ function startsWith(b: Uint8Array, prefix: number[]): boolean {
   return prefix.every((v, i) => b[i] === v);
 }
 
-/** The IPv4 address an IPv6 address stands for (mapped, compatible, NAT64, 6to4), else null. */
+/** The IPv4 address an IPv6 address stands for (mapped, translated, compatible, NAT64, 6to4), else null. */
 export function embeddedIpv4(addr: string): string | null {
   const b = ipBytes(addr);
   if (!b || b.length !== 16) return null;
   const zeros = (n: number) => new Array<number>(n).fill(0);
   if (startsWith(b, [...zeros(10), 0xff, 0xff])) return v4String(b, 12); // ::ffff:a.b.c.d
+  if (startsWith(b, [...zeros(8), 0xff, 0xff, 0, 0])) return v4String(b, 12); // ::ffff:0:a.b.c.d (IPv4-translated, SIIT)
   if (startsWith(b, zeros(12)) && (b[12]! | b[13]!) !== 0) return v4String(b, 12); // ::a.b.c.d (not :: / ::1)
   if (startsWith(b, [0x00, 0x64, 0xff, 0x9b, ...zeros(8)])) return v4String(b, 12); // 64:ff9b::/96
   if (startsWith(b, [0x20, 0x02])) return v4String(b, 2); // 2002:AABB:CCDD::/16
@@ -92,35 +94,81 @@ export function inCidr(addr: Uint8Array, net: { bytes: Uint8Array; bits: number 
   return true;
 }
 
-const BUILTIN: Array<[string, string]> = [
+/**
+ * Cloud instance-metadata and pod-identity endpoints: they hand out the machine's own
+ * credentials to anyone who asks from it. Each address as its provider documents it (or the
+ * cloud-init datasource that reads it, canonical/cloud-init cloudinit/sources/), checked before
+ * the generic ranges so a refusal names what the address is. IPv4-mapped, NAT64 and 6to4 forms
+ * are judged as their IPv4 address (embeddedIpv4).
+ * - 169.254.169.254: AWS EC2 IMDS, GCP, Azure IMDS, Oracle, DigitalOcean, Hetzner, OpenStack,
+ *   Linode/Akamai, IBM, Huawei, Vultr, Exoscale, UpCloud (each one's cloud-init datasource).
+ * - fd00:ec2::/32: AWS Nitro services over IPv6 — IMDS ::254, EKS Pod Identity ::23, DNS ::253,
+ *   NTP ::123 (docs.aws.amazon.com/whitepapers/latest/ipv6-on-aws/supporting-amazon-vpc-services.html,
+ *   docs.aws.amazon.com/eks/latest/userguide/pod-id-agent-setup.html).
+ * - 169.254.170.23: AWS EKS Pod Identity agent (pod-id-agent-setup.html above).
+ * - 169.254.170.2: AWS ECS task metadata and task-role credentials
+ *   (docs.aws.amazon.com/AmazonECS/latest/developerguide/task-iam-roles.html).
+ * - fd20:ce::254: GCP metadata server for IPv6-only VMs
+ *   (cloud.google.com/compute/docs/metadata/querying-metadata).
+ * - 168.63.129.16: Azure WireServer (learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16).
+ * - 100.100.100.200 and fd00:100::100:200: Alibaba Cloud ECS (cloud-init DataSourceAliYun).
+ * - 192.0.0.192: Oracle Cloud Infrastructure Classic; fd00:c1::a9fe:a9fe: OCI over IPv6
+ *   (cloud-init DataSourceOracle).
+ * - 169.254.42.42 and fd00:42::42: Scaleway (cloud-init DataSourceScaleway).
+ * - fd00:a9fe:a9fe::1: Akamai/Linode over IPv6 (cloud-init DataSourceAkamai).
+ * - 169.254.0.23: Tencent Cloud, metadata.tencentyun.com (intl.cloud.tencent.com/document/product/213/4934).
+ * - fe80::a9fe:a9fe: OpenStack and Hetzner over IPv6 (link-local; cloud-init DataSourceOpenStack,
+ *   DataSourceHetzner).
+ * The reference tool refuses the same addresses outside link-local space.
+ */
+const METADATA: Array<[string, string]> = [
+  ['169.254.169.254/32', 'instance metadata of AWS, GCP, Azure, Oracle, DigitalOcean, Hetzner, OpenStack and others'],
+  ['169.254.170.2/32', 'AWS ECS task metadata and credentials'],
+  ['169.254.170.23/32', 'AWS EKS Pod Identity'],
+  ['169.254.42.42/32', 'Scaleway'],
+  ['169.254.0.23/32', 'Tencent Cloud'],
+  ['100.100.100.200/32', 'Alibaba Cloud'],
+  ['168.63.129.16/32', 'Azure WireServer'],
+  ['192.0.0.192/32', 'Oracle Cloud Classic'],
+  ['fd00:ec2::/32', 'AWS over IPv6: IMDS, EKS Pod Identity, DNS, NTP'],
+  ['fd20:ce::254/128', 'GCP over IPv6'],
+  ['fd00:100::100:200/128', 'Alibaba Cloud over IPv6'],
+  ['fd00:c1::a9fe:a9fe/128', 'Oracle Cloud over IPv6'],
+  ['fd00:42::42/128', 'Scaleway over IPv6'],
+  ['fd00:a9fe:a9fe::1/128', 'Akamai/Linode over IPv6'],
+  ['fe80::a9fe:a9fe/128', 'OpenStack and Hetzner over IPv6'],
+];
+
+const BUILTIN: Array<[string, string, string?]> = [
   ['0.0.0.0/8', 'unspecified address'],
   ['127.0.0.0/8', 'loopback address'],
-  ['169.254.169.254/32', 'cloud metadata address'],
-  ['169.254.170.2/32', 'cloud metadata address'], // ECS task metadata
-  ['100.100.100.200/32', 'cloud metadata address'], // Alibaba
-  ['168.63.129.16/32', 'cloud metadata address'], // Azure wireserver
+  ...METADATA.map(([c, of]): [string, string, string] => [c, 'cloud metadata address', of]),
   ['169.254.0.0/16', 'link-local address'],
   ['224.0.0.0/4', 'multicast address'],
   ['255.255.255.255/32', 'broadcast address'],
   ['240.0.0.0/4', 'reserved address'],
   ['::/128', 'unspecified address'],
   ['::1/128', 'loopback address'],
-  ['fd00:ec2::254/128', 'cloud metadata address'], // AWS IMDS over IPv6
   ['fe80::/10', 'link-local address'],
   ['fec0::/10', 'site-local address'],
   ['ff00::/8', 'multicast address'],
-].map(([c, why]) => [c!, why!]);
+];
 // Parsed on first use, not at import: srt imports the proxy on every run, and the first isIP
 // compiles node's IPv6 regex (several ms) even when the command never opens a connection.
-let builtinNets: Array<{ net: { bytes: Uint8Array; bits: number }; why: string }> | undefined;
+let builtinNets: Array<{ net: { bytes: Uint8Array; bits: number }; why: string; of?: string }> | undefined;
+
+/** The built-in range that forbids `addr` (already reduced to its IPv4 form if it has one): what it is and, for a metadata endpoint, whose. */
+function builtinBlock(addr: string): { why: string; of?: string } | null {
+  const b = ipBytes(addr);
+  if (!b) return { why: 'not an IP address' };
+  builtinNets ??= BUILTIN.map(([c, why, of]) => ({ net: parseCidr(c)!, why, ...(of ? { of } : {}) }));
+  for (const n of builtinNets) if (inCidr(b, n.net)) return n;
+  return null;
+}
 
 /** Why the built-in ranges forbid `addr` (already reduced to its IPv4 form if it has one), or null. */
 export function builtinBlockReason(addr: string): string | null {
-  const b = ipBytes(addr);
-  if (!b) return 'not an IP address';
-  builtinNets ??= BUILTIN.map(([c, why]) => ({ net: parseCidr(c)!, why }));
-  for (const { net, why } of builtinNets) if (inCidr(b, net)) return why;
-  return null;
+  return builtinBlock(addr)?.why ?? null;
 }
 
 /** Is `addr` (an IP address, any IPv6 form of an IPv4 one included) on the loopback? */
@@ -231,13 +279,13 @@ export function addressBlockReason(
     return eb !== null && (sameBytes(eb, bytes) || sameBytes(eb, ipBytes(addr)!));
   });
   if (exempt) return null;
-  const builtin = builtinBlockReason(judged);
-  if (builtin === 'loopback address') {
+  const builtin = builtinBlock(judged);
+  if (builtin?.why === 'loopback address') {
     const literal = decide(opts.network, judged, port);
     if (literal.allow && literal.explicit) return null;
     return `${label} is a loopback address (allow ${displayHostPort(judged, port)} to reach it)`;
   }
-  if (builtin) return `${label} is a ${builtin}`;
+  if (builtin) return `${label} is a ${builtin.why}${builtin.of ? ` (${builtin.of})` : ''}`;
   if (isOwnAddress(judged, (opts.localAddresses ?? localAddresses)())) return `${label} is an address of this host`;
   return null;
 }
@@ -283,7 +331,7 @@ export async function guardDestination(
 }
 
 /** The addresses `host` resolved to (once, by the caller) that may be dialed, in resolver order. */
-export function judgeResolved(host: string, resolved: readonly string[], port: number, opts: Omit<GuardOptions, 'resolver'>): GuardResult {
+function judgeResolved(host: string, resolved: readonly string[], port: number, opts: Omit<GuardOptions, 'resolver'>): GuardResult {
   const passed: string[] = [];
   const refused: string[] = [];
   for (const addr of resolved) {

@@ -8,9 +8,8 @@ import type { Policy } from '../policy.js';
 import type { DomainRule } from './domains.js';
 import type { NormalizedHost } from './domains.js';
 import { SIGN_ONLY, type Refusal } from './pipeline.js';
-import { addressBlockReason, guardDestination, isLoopbackAddress, judgeResolved, type Resolver } from './address-guard.js';
+import { guardDestination, isLoopbackAddress, type Resolver } from './address-guard.js';
 import { decide, displayHostPort } from './decide.js';
-import { namedLoopback } from './domains.js';
 import { bypassesUpstream, connectThrough, type UpstreamProxies } from './upstream.js';
 
 export interface Violation {
@@ -46,7 +45,7 @@ export interface Target {
   port: number;
   /** Addresses that passed the guard, in resolver order; dialed in turn, never re-resolved. */
   addresses: string[];
-  /** Corporate proxy the connection is chained through (it resolves the name itself). */
+  /** Corporate proxy the connection is chained through, asked for each of `addresses` in turn. */
   upstream?: URL;
   /** `host:port` for messages and Host headers (IPv6 bracketed). */
   display: string;
@@ -115,50 +114,34 @@ export class Gate {
     const display = displayHostPort(d.host.host, port);
     const guardOpts = { network, resolver: this.opts.resolver, testOnlyExemptAddresses: this.opts.testOnlyExemptAddresses };
 
+    const g = await guardDestination(d.host, port, d.explicit, guardOpts);
     const up = this.opts.upstream;
-    // The host's loopback is never sent to a corporate proxy: there it would be the proxy's own.
-    const loopback = namedLoopback(d.host.host) !== undefined || (d.host.ip !== undefined && isLoopbackAddress(d.host.host));
-    let upstream = up && !loopback && !bypassesUpstream(up.noProxy, d.host.host, port) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
-    let resolved: string[] | undefined;
-    if (upstream && d.host.ip === undefined) {
-      // The corporate proxy resolves the name, so srt cannot pin the address it dials: refuse a
-      // name if ANY address it resolves to here is forbidden (fail closed). A name that does not
-      // resolve locally (split DNS) is left to that proxy.
-      resolved = [];
-      try {
-        resolved = await this.opts.resolver(d.host.host);
-      } catch {
-        /* not resolvable here */
-      }
-      const blocked = resolved.map((a) => addressBlockReason(a, port, guardOpts)).find((r) => r !== null);
-      if (blocked) return this.refuse(d.host.host, port, `resolves to a blocked address: ${blocked}`, via);
-      if (!resolved.some(isLoopbackAddress)) {
-        this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) via upstream proxy ${upstream.host}`);
-        allowed([], `via upstream proxy ${upstream.host}`);
-        return { ok: true, target: { host: d.host, port, addresses: [], upstream, display } };
-      }
-      // A name for an allowed service on the host's loopback: dialed here, at what it resolved
-      // to; that proxy's loopback is another machine's.
-      upstream = undefined;
+    const chained = up !== undefined && !bypassesUpstream(up.noProxy, d.host.host, port);
+    if (!g.ok) {
+      const why = chained && d.host.ip === undefined && g.reason.startsWith('cannot resolve')
+        ? `${g.reason}; through the upstream proxy srt connects only to addresses it resolved and checked itself` : g.reason;
+      return this.refuse(d.host.host, port, why, via);
     }
-
-    const g = resolved ? judgeResolved(d.host.host, resolved, port, guardOpts) : await guardDestination(d.host, port, d.explicit, guardOpts);
-    if (!g.ok) return this.refuse(d.host.host, port, g.reason, via);
-    this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}`);
-    allowed(g.addresses);
+    // Through a corporate proxy srt names the address its own guard passed, never the host name:
+    // that proxy would resolve the name again, and a rebinding answer there (its loopback is this
+    // host's when it runs here) is what the guard refused. The name still travels inside the
+    // tunnel (SNI, Host). A passed loopback address (an allowed local service) is dialled here:
+    // that proxy's loopback is another machine's.
+    const upstream = up && chained && !g.addresses.some(isLoopbackAddress) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
+    const through = upstream ? ` via upstream proxy ${upstream.host}` : '';
+    this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}${through}`);
+    allowed(g.addresses, through ? through.trim() : undefined);
     const target: Target = { host: d.host, port, addresses: g.addresses, display };
     if (upstream) target.upstream = upstream;
     return { ok: true, target };
   }
 
-  /** Connect to an authorized target: each passed address in turn, or through the corporate proxy. */
+  /** Connect to an authorized target: each passed address in turn, directly or through the corporate proxy. */
   async dial(t: Target): Promise<Socket> {
     const audit = this.opts.audit;
     let socket: Socket;
     try {
-      socket = t.upstream
-        ? await connectThrough(t.upstream, t.host.host, t.port, this.opts.connectTimeoutMs)
-        : await this.dialAddresses(t.addresses, t.port);
+      socket = await this.dialAddresses(t.addresses, t.port, t.upstream);
     } catch (e) {
       audit?.({ kind: 'connection', target: t.display, bytesUp: 0, bytesDown: 0, error: upstreamErrorReason(e) });
       throw e;
@@ -168,11 +151,13 @@ export class Gate {
     return socket;
   }
 
-  private async dialAddresses(addresses: string[], port: number): Promise<Socket> {
+  private async dialAddresses(addresses: string[], port: number, upstream?: URL): Promise<Socket> {
     let last: Error = new Error('no address to dial');
     for (const address of addresses) {
       try {
-        return await dialOne(address, port, this.opts.connectTimeoutMs);
+        return upstream
+          ? await connectThrough(upstream, address, port, this.opts.connectTimeoutMs)
+          : await dialOne(address, port, this.opts.connectTimeoutMs);
       } catch (e) {
         last = e as Error;
       }

@@ -301,10 +301,6 @@ export class Terminator implements TlsTerminator {
     client.once('close', onClientGone);
     client.once('end', onClientGone);
 
-    if (info.sni !== undefined) {
-      const sni = normalizeHost(info.sni);
-      if (!sni || sni.host !== target.host.host) return fail(`TLS server name "${info.sni}" is not the tunnel's host ${target.display}`);
-    }
     const refusal = runTunnelStages(this.opts.stages, { target, via, ...(info.sni !== undefined ? { sni: target.host.host } : {}) });
     if (refusal) {
       gate.refuse(target.host.host, target.port, refusal.refuse, via, refusal);

@@ -1,17 +1,20 @@
 // What happens to a tunnel (CONNECT, SOCKS5, or a forwarded host loopback port) once its
 // destination is authorized and dialled.
-// Without TLS termination, or for an `excludeDomains` host: an opaque byte stream, as always.
-// With termination: srt waits for the first bytes. A server that speaks first (SMTP, SSH
-// banners, MySQL) or a client whose first byte is not a TLS handshake record gets the opaque
-// tunnel; a ClientHello is read (bounded) and handed to the terminator. A first byte that
-// starts a TLS record but is no valid ClientHello closes the tunnel: it must not reach the
-// upstream uninspected. The whole wait, up to the end of the client's TLS handshake, is bounded
-// by `handshakeTimeoutMs`.
+// srt waits for the first bytes. A server that speaks first (SMTP, SSH banners, MySQL) or a
+// client whose first byte is not a TLS handshake record gets an opaque byte stream; a
+// ClientHello is read (bounded) and its server name must be the tunnel's host: a CONNECT to an
+// allowed name whose ClientHello names another host (domain fronting: a CDN routes by the SNI)
+// is refused. Then, with TLS termination (and the host not in `excludeDomains`), it is handed to
+// the terminator; without, the tunnel goes on as bytes. A first byte that starts a TLS record
+// but is no valid ClientHello closes the tunnel: it must not reach the upstream uninspected.
+// Relayed from their first byte, when not terminated: a tunnel to an IP literal (no name to
+// bind) and a forwarded port (its destination is fixed). With termination the whole wait, up to
+// the end of the client's TLS handshake, is bounded by `handshakeTimeoutMs`; without, only the
+// ClientHello once it has begun.
 // A forwarded port has no CONNECT line naming its host: a client that reaches it by another name
 // (a hosts-file name for a loopback service) says so in its SNI. That name is judged like a
 // CONNECT to it, and the tunnel becomes that name's only if it leads to the very address this
-// connection was dialled to; otherwise the tunnel is closed (terminate.ts refuses an SNI that
-// is not the tunnel's host).
+// connection was dialled to; otherwise the tunnel is closed.
 
 import type { Socket } from 'node:net';
 import type { Duplex, Transform } from 'node:stream';
@@ -121,7 +124,8 @@ export class Tunnels {
 
   /** The tunnel is established (client told so): relay it, or terminate its TLS. */
   serve(client: Duplex, upstream: Duplex, t: AdmittedTunnel, head: Buffer): void {
-    if (!t.terminate || !this.opts.terminator) {
+    const terminating = t.terminate && this.opts.terminator !== undefined;
+    if (!terminating && (t.target.host.ip !== undefined || t.via === 'forward')) {
       t.release();
       const guard = guardTunnel(this.gate, this.opts.stages, t);
       if (head.length > 0) (guard ?? upstream).write(head);
@@ -130,11 +134,15 @@ export class Tunnels {
     }
     const gate = this.gate;
     const limit = gate.network.tlsTerminate?.handshakeTimeoutMs ?? 10_000;
-    const timer = setTimeout(() => {
-      gate.log(`proxy: ${t.via} ${t.target.display}: no completed TLS handshake within ${limit} ms (network.tlsTerminate.handshakeTimeoutMs); closed`);
-      client.destroy();
-      upstream.destroy();
-    }, limit);
+    let timer: NodeJS.Timeout | undefined;
+    const arm = () => {
+      timer ??= setTimeout(() => {
+        gate.log(`proxy: ${t.via} ${t.target.display}: no completed TLS handshake within ${limit} ms (network.tlsTerminate.handshakeTimeoutMs); closed`);
+        client.destroy();
+        upstream.destroy();
+      }, limit);
+    };
+    if (terminating) arm();
     const deadline: Deadline = { cancel: () => clearTimeout(timer) };
     const fail = () => {
       deadline.cancel();
@@ -165,7 +173,7 @@ export class Tunnels {
       stopListening();
       deadline.cancel();
       t.release();
-      gate.log(`proxy: ${t.via} ${t.target.display}: not TLS, relayed as an opaque tunnel`);
+      if (terminating) gate.log(`proxy: ${t.via} ${t.target.display}: not TLS, relayed as an opaque tunnel`);
       const guard = guardTunnel(this.gate, this.opts.stages, t);
       if (first.length > 0) (to === upstream ? guard ?? upstream : to).write(first);
       splice(client, upstream, guard);
@@ -175,6 +183,7 @@ export class Tunnels {
     const examine = () => {
       if (hello.length === 0) return;
       if (!looksLikeTls(hello[0]!)) return opaque(hello, upstream);
+      arm();
       const parsed = parseClientHello(hello);
       if (parsed.status === 'incomplete') return;
       if (parsed.status === 'invalid') {
@@ -198,7 +207,15 @@ export class Tunnels {
         );
       };
       const named = sni === undefined ? undefined : normalizeHost(sni)?.host;
-      if (t.via !== 'forward' || named === undefined || named === t.target.host.host) return terminate(t);
+      if (t.via !== 'forward' || named === undefined || named === t.target.host.host) {
+        const other = otherServerName(sni, t.target);
+        if (other) {
+          gate.refuse(t.target.host.host, t.target.port, other, t.via);
+          return fail();
+        }
+        return terminating ? terminate(t) : opaque(hello, upstream);
+      }
+      // A forwarded port reached by another name (only terminated ones get here).
       void this.retarget(t, sni!, upstream).then(
         (tunnel) => {
           if (!tunnel || this.closed || client.destroyed) return fail();
@@ -286,4 +303,15 @@ export function splice(a: Duplex, b: Duplex, aToB?: Transform): void {
   a.once('close', () => aToB.end());
   aToB.once('end', () => closeAfterFlush(b));
   a.pipe(aToB).pipe(b);
+}
+
+/**
+ * Why a ClientHello's server name does not fit the tunnel, or undefined: the SNI, when there is
+ * one, must be the tunnel's host (an IP-literal tunnel has none to offer). Encrypted Client Hello
+ * shows only a provider's public name and is refused the same way: srt cannot see the host it asks for.
+ */
+export function otherServerName(sni: string | undefined, target: Target): string | undefined {
+  if (sni === undefined) return undefined;
+  const name = normalizeHost(sni);
+  return name && name.host === target.host.host ? undefined : `TLS server name "${sni}" is not the tunnel's host ${target.display}`;
 }

@@ -1,5 +1,6 @@
 // Chaining through a corporate proxy: when srt itself runs with HTTPS_PROXY/HTTP_PROXY set,
-// allowed connections leave through that proxy with a CONNECT (SPEC §6). The environment is
+// allowed connections leave through that proxy with a CONNECT to the address srt's own guard
+// passed, never to a name that proxy would resolve again (SPEC §6, gate.ts). The environment is
 // passed in explicitly so tests (and the library API) decide it.
 
 import { connect as netConnect, type Socket } from 'node:net';

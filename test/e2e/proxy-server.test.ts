@@ -136,12 +136,12 @@ describe('startProxy', () => {
     await tunnelClosed; // the tunnel opened before was freed by close()
   });
 
-  it('chains allowed connections through a corporate proxy from its environment, honouring NO_PROXY', async () => {
+  it('chains allowed connections through a corporate proxy from its environment, by the address srt checked, honouring NO_PROXY', async () => {
     const seen: string[] = [];
     const corp = http.createServer();
     corp.on('connect', (req, client: Socket) => {
       seen.push(`${req.url} auth=${req.headers['proxy-authorization'] ?? ''}`);
-      // The test's corporate proxy maps every name to the loopback origin.
+      // The test's corporate proxy maps every target to the loopback origin.
       const up = connect(A, '127.0.0.1', () => {
         client.write('HTTP/1.1 200 OK\r\n\r\n');
         up.pipe(client).pipe(up);
@@ -150,13 +150,13 @@ describe('startProxy', () => {
     });
     const corpPort = await listenOn(corp);
     const p = await startProxy({
-      network: network({ allow: ['far.example', 'near.example', 'blocked.example', 'mixed.example'] }),
+      network: network({ allow: ['far.example', 'near.example', 'blocked.example', 'mixed.example', 'split.example'] }),
       listen: { http: tcp(0), socks: tcp(0) },
-      // far.example does not resolve here (split DNS): left to the corporate proxy.
       resolver: async (h) => {
+        if (h === 'far.example') return ['192.0.2.10', '2001:db8::10'];
         if (h === 'blocked.example') return ['169.254.169.254'];
-        // One forbidden answer is enough: srt cannot pin which address the corporate proxy dials.
-        if (h === 'mixed.example') return ['192.0.2.10', '169.254.169.254'];
+        // Only the address that passes is asked for.
+        if (h === 'mixed.example') return ['169.254.169.254', '192.0.2.11'];
         if (h === 'near.example') return ['127.0.0.1'];
         throw Object.assign(new Error('nx'), { code: 'ENOTFOUND' });
       },
@@ -165,15 +165,19 @@ describe('startProxy', () => {
     try {
       const r = await exchange({ port: p.httpPort! }, `GET http://far.example:${A}/far HTTP/1.1\r\nHost: x\r\n\r\n`);
       expect(r).toContain(`hello /far host=far.example:${A}`);
-      expect(seen).toEqual([`far.example:${A} auth=Basic ${Buffer.from('u@corp:p:ss').toString('base64')}`]);
+      expect(seen).toEqual([`192.0.2.10:${A} auth=Basic ${Buffer.from('u@corp:p:ss').toString('base64')}`]);
+      const mixed = await exchange({ port: p.httpPort! }, `GET http://mixed.example:${A}/m HTTP/1.1\r\nHost: x\r\n\r\n`);
+      expect(mixed).toContain(`hello /m host=mixed.example:${A}`);
+      expect(seen[1]).toBe(`192.0.2.11:${A} auth=Basic ${Buffer.from('u@corp:p:ss').toString('base64')}`);
       const blocked = await exchange({ port: p.httpPort! }, 'GET http://blocked.example/ HTTP/1.1\r\nHost: x\r\n\r\n');
-      expect(blocked).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves to a blocked address: 169\.254\.169\.254 is a cloud metadata address/);
-      const mixed = await exchange({ port: p.httpPort! }, 'GET http://mixed.example/ HTTP/1.1\r\nHost: x\r\n\r\n');
-      expect(mixed).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves to a blocked address: 169\.254\.169\.254/);
+      expect(blocked).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves only to blocked addresses: 169\.254\.169\.254 is a cloud metadata address/);
+      // A name srt cannot resolve is never handed to the corporate proxy to resolve.
+      const split = await exchange({ port: p.httpPort! }, 'GET http://split.example/ HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(split).toMatch(/^HTTP\/1\.1 403 Blocked by srt: cannot resolve split\.example \(ENOTFOUND\); through the upstream proxy srt connects only to addresses it resolved and checked itself/);
       // NO_PROXY: direct, so the address guard refuses loopback itself (no test exemption here).
       const near = await exchange({ port: p.httpPort! }, `GET http://near.example:${A}/ HTTP/1.1\r\nHost: x\r\n\r\n`);
       expect(near).toMatch(/^HTTP\/1\.1 403 Blocked by srt: resolves only to blocked addresses: 127\.0\.0\.1 is a loopback address/);
-      expect(seen).toHaveLength(1);
+      expect(seen).toHaveLength(2);
     } finally {
       await p.close();
       await closeServer(corp);
