@@ -16,7 +16,7 @@
 import { dirname, join } from 'node:path';
 import { globBase, isWithin } from '../glob.js';
 import type { PathRule, Policy } from '../policy.js';
-import { CREDENTIAL, literalOf, SRT_OWN, trustOf, writeRootsOf } from './access.js';
+import { accessIndex, buildAccessRules, literalOf, SRT_OWN, type AccessRules } from './access.js';
 import { hostListenArgv, initArgv, type HostListen, type InitArgs, type RelayListen } from './init-args.js';
 
 export type { HostListen, RelayListen };
@@ -205,6 +205,8 @@ export interface BwrapPlan {
   argGroups: string[][];
   /** The mount operations, in order. */
   ops: MountOp[];
+  /** The access model these mounts make true (test/unit/bwrap-access.test.ts holds them to it). */
+  access: AccessRules;
   /** srt-init's options, when it is the sandbox's first process. */
   init?: InitArgs;
   /** Mount points srt must create on the host before the run (and remove after): none with the supervisor. */
@@ -273,26 +275,17 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   const landing = (p: string): Landing => facts.landings.get(p) ?? { real: p, kind: 'missing', firstMissing: p };
 
   const existing = (l: Landing) => l.kind === 'file' || l.kind === 'dir';
-  /** The landings a rule covers now; for a deny rule also the directories whose names bwrap cannot be given. */
-  const expand = (rules: PathRule[], what: string, deny = false): Landing[] => {
-    const out: Landing[] = [];
-    for (const r of rules) {
-      const lit = literalOf(r);
-      if (lit !== null) out.push(landing(lit));
-      else {
-        const matches = facts.globMatches.get(r.path) ?? [];
-        notes.push(`${what} ${r.original}: ${matches.length} match(es) at wrap time`);
-        out.push(...matches);
-        const whole = facts.globUndecodable?.get(r.path) ?? [];
-        if (deny) {
-          for (const d of whole) warnings.push(`${what}: ${r.original}: ${d.real} holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered`);
-          const closed = facts.globUnreadable?.get(r.path) ?? [];
-          for (const d of closed) warnings.push(`${what}: ${r.original}: srt cannot read ${d.real} (permission denied), which may hold matches; the whole directory is covered`);
-          out.push(...whole, ...closed);
-        }
-      }
-    }
-    return out;
+  /** Globs are expanded now: the landings a glob covers; for a deny also the directories whose
+   *  names bwrap cannot be given or srt cannot read, whole. */
+  const expand = (r: PathRule, deny: boolean, what: string): Landing[] => {
+    const matches = facts.globMatches.get(r.path) ?? [];
+    notes.push(`${what} ${r.original}: ${matches.length} match(es) at wrap time`);
+    if (!deny) return matches;
+    const whole = facts.globUndecodable?.get(r.path) ?? [];
+    for (const d of whole) warnings.push(`${what}: ${r.original}: ${d.real} holds a name that is not valid UTF-8 and may match; srt cannot name it to bubblewrap, so the whole directory is covered`);
+    const closed = facts.globUnreadable?.get(r.path) ?? [];
+    for (const d of closed) warnings.push(`${what}: ${r.original}: srt cannot read ${d.real} (permission denied), which may hold matches; the whole directory is covered`);
+    return [...matches, ...whole, ...closed];
   };
 
   // Settings that do nothing here, said once rather than silently.
@@ -305,135 +298,117 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   for (const [key, set] of macOnly) {
     if (set) warnings.push(`${key} only has an effect on macOS; ignored on Linux${key === 'network.allowUnixSockets' ? ' (Linux has no per-path rule: see network.allowAllUnixSockets)' : ''}`);
   }
-  // --- write roots, each with the trust of the scope that made it writable
-  const planned = writeRootsOf(policy, landing, facts.worktree);
-  const writeRoots = new Map(planned.roots.map((r) => [r.region.base, r.trust]));
-  writeRoots.set(facts.tmpDir, SRT_OWN);
-  warnings.push(...planned.warnings);
-  notes.push(...planned.notes);
+  // --- the access model (access.ts): what the command may read and write, which the mounts
+  // below make true (test/unit/bwrap-access.test.ts interprets them against it)
   const supervised = facts.seccomp?.supervisor !== undefined;
+  const copies = (facts.credentials?.masked ?? []).map((m) => landing(m.path)).filter((l) => l.kind === 'file').map((l) => l.real);
+  const access = buildAccessRules(policy, {
+    landings: facts.landings, tmpDir: facts.tmpDir, runDir: facts.runDir,
+    ...(facts.runRoot ? { runRoot: facts.runRoot } : {}),
+    ...(facts.runtimeFiles ? { runtimeFiles: facts.runtimeFiles } : {}),
+    ...(facts.worktree ? { worktree: facts.worktree } : {}),
+    // With the supervisor a deny glob is judged at each open (the read gate), so nothing is
+    // expanded and a match made during the run is covered too.
+    expand, openTimeDenyGlobs: supervised, credentialDenies: facts.credentials?.deny ?? [], copies,
+    protect: () => facts.protectedTargets.map((t) => ({ path: t.path, kind: t.kind, why: t.path })),
+  });
+  warnings.push(...access.warnings);
+  notes.push(...access.notes);
+  errors.push(...access.errors);
+  const model = accessIndex(access);
+  const writeRoots = new Map(access.writeRoots.map((r) => [r.region.base, r.trust]));
+  writeRoots.set(facts.tmpDir, SRT_OWN);
   const homeRoot = [...writeRoots.keys()].find((w) => w !== facts.tmpDir && isWithin(policy.home, w));
   if (homeRoot && !fsPolicy.disabled) {
     warnings.push(`the whole home directory ${policy.home} is writable in this sandbox (through ${homeRoot}): apart from srt's protected paths, ` +
       'the command can change any of your files there, including ones other programs run later');
   }
-
-  // --- write denies: denyWrite + protected targets (missing ones become placeholders)
-  const denyWrite = new Set<string>();
-  /** Is p, or a directory above it, write-denied? (Looked up along p's chain, not scanned.) */
-  const writeDenied = (p: string) => selfAndAncestors(p).some((a) => denyWrite.has(a));
-  const placeholders = new Map<string, ProtectedTarget>();
   const writableByRoots = (p: string) => [...writeRoots.keys()].some((w) => isWithin(p, w));
+  /** Directories a deny had to cover whole, because srt cannot search them. */
+  const blockedDirs = new Set<string>();
+  const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
+
+  // --- write denies as mounts: existing ones read-only; missing ones refused by the supervisor,
+  // or without it kept by a placeholder
+  const denyWrite = new Set<string>();
   const missingDenies: [Landing, 'file' | 'dir'][] = [];
   /** For the supervisor: every write-denied path, as written and where it lands. */
   const protectedPaths = new Set<string>();
-  const denyRead = new Map<string, number>();
-  const allowRead = new Map<string, number>();
-  const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
-  /** Directories a deny had to cover whole, because srt cannot search them. */
-  const blockedDirs = new Set<string>();
-  // A deny entry through a symlink loop would silently deny nothing (the command could replace the
-  // loop and write the path): stop the run instead. A deny inside a directory srt cannot search
-  // (EACCES) cannot be placed, yet the command may open that directory up (its owner can chmod
-  // it, inside or from outside during the run): the deny then covers that whole directory,
-  // hidden (read) or read-only (write), which takes nothing away the command could reach now.
-  const unresolvable = (l: Landing, what: string, deny: { read: number } | 'write') => {
-    if (l.kind === 'impossible' && l.why === 'loop') {
-      errors.push(`${what}: srt cannot tell where ${l.real} leads (its symlinks loop or nest deeper than 40); fix the path or remove the entry`);
-    } else if (l.kind === 'impossible' && l.why === 'unreadable') {
-      if (!l.blockedBy) {
-        errors.push(`${what}: srt cannot look at ${l.real}; fix its permissions or remove the entry`);
-        return;
-      }
-      const how = deny === 'write' ? 'read-only' : 'hidden';
-      warnings.push(`${what}: srt cannot search ${l.blockedBy} (permission denied), so it cannot find ${l.real}: ` +
-        `all of ${l.blockedBy} is ${how} in this sandbox (make it searchable, e.g. chmod u+x, to deny only the entry)`);
-      blockedDirs.add(l.blockedBy);
-      if (deny === 'write') denyWrite.add(l.blockedBy);
-      else rank(denyRead, l.blockedBy, deny.read);
-    }
-  };
-  const denyLanding = (l: Landing, kind: 'file' | 'dir', what: string) => {
-    if (existing(l)) denyWrite.add(l.real);
-    else if (l.kind === 'missing' && l.firstMissing) missingDenies.push([l, kind]);
-    // An existing file where a directory of the path would be: keep it, so the path cannot appear.
-    else if (l.why === 'not-dir' && l.blockedBy) denyWrite.add(l.blockedBy);
-    else unresolvable(l, what, 'write');
-  };
-  const placeholderFor = (l: Landing, kind: 'file' | 'dir') => {
-    // The supervisor refuses to create a missing write-denied path: nothing to put on the host.
-    if (!l.firstMissing || supervised) return;
-    // A missing protected path must stay uncreatable. Mask its FIRST missing component: an
-    // empty read-only directory if more components follow (e.g. `.git` for `.git/hooks` in a
-    // non-repository: nothing below it can be created, and no hooks dir appears on the host),
-    // else an empty file/dir of the path's own kind. Only needed where the parent is writable.
-    const at = l.firstMissing;
-    const parent = dirname(at);
-    if (!writableByRoots(parent) || facts.readOnlyDirs?.has(parent) || writeDenied(parent)) return;
-    const phKind = at === l.real ? kind : 'dir';
-    if (!placeholders.has(at)) placeholders.set(at, { path: at, kind: phKind });
-    denyWrite.add(at);
-  };
-  for (const r of fsPolicy.denyWrite) {
-    const lit = literalOf(r);
-    const what = `filesystem.denyWrite: ${r.original}`;
-    if (lit !== null) protectedPaths.add(lit);
-    for (const m of expand([r], what, true)) {
-      denyLanding(m, 'file', what);
-      protectedPaths.add(m.real);
-    }
-    if (lit === null) warnings.push(`${what}: a glob covers only the paths that match when the run starts; a new file matching it can be created (name the files, or their directory)`);
-  }
-  for (const t of facts.protectedTargets) {
-    const l = landing(t.path);
-    protectedPaths.add(t.path).add(l.real);
-    denyLanding(l, t.kind, `protected path ${t.path}`);
+  for (const r of access.writeDenies) {
+    const l = r.landing;
+    if (r.kind === 'copy' || !l) continue; // a sentinel copy is read-only itself
+    if (r.written !== undefined) protectedPaths.add(r.written);
+    protectedPaths.add(l.real);
+    if (r.region.base !== l.real) {
+      denyWrite.add(r.region.base);
+      if (l.why === 'unreadable') blockedDirs.add(r.region.base);
+    } else if (existing(l)) denyWrite.add(l.real);
+    else if (l.kind === 'missing' && l.firstMissing) missingDenies.push([l, r.shape ?? 'file']);
     // Read-only here, but its other names may be writable: writing one changes this file too.
-    if (l.kind === 'file' && (l.nlink ?? 1) > 1) hardLinkWarning(l.real, l.nlink!);
+    if (r.kind === 'protected' && l.kind === 'file' && (l.nlink ?? 1) > 1) hardLinkWarning(l.real, l.nlink!);
+  }
+  for (const r of fsPolicy.denyWrite) {
+    if (literalOf(r) === null) warnings.push(`filesystem.denyWrite: ${r.original}: a glob covers only the paths that match when the run starts; a new file matching it can be created (name the files, or their directory)`);
   }
   for (const h of facts.hardLinked ?? []) hardLinkWarning(h.path, h.nlink);
   function hardLinkWarning(path: string, nlink: number) {
     warnings.push(`protected file ${path} has ${nlink} hard links: writing another of its names changes it; remove the other links (find / -xdev -samefile ${path})`);
   }
-  for (const [l, kind] of missingDenies) placeholderFor(l, kind);
+  const placeholders = new Map<string, ProtectedTarget>();
+  /** Is p, or a directory above it, a placeholder? (Looked up along p's chain, not scanned.) */
+  const inPlaceholder = (p: string) => selfAndAncestors(p).some((a) => placeholders.has(a));
+  if (!fsPolicy.disabled && !supervised) {
+    for (const [l, kind] of missingDenies) {
+      // A missing protected path must stay uncreatable. Mask its FIRST missing component: an
+      // empty read-only directory if more components follow (e.g. `.git` for `.git/hooks` in a
+      // non-repository: nothing below it can be created, and no hooks dir appears on the host),
+      // else an empty file/dir of the path's own kind. Only needed where the parent is writable.
+      const at = l.firstMissing!;
+      const parent = dirname(at);
+      if (!model.write(parent) || inPlaceholder(parent) || facts.readOnlyDirs?.has(parent)) continue;
+      if (!placeholders.has(at)) placeholders.set(at, { path: at, kind: at === l.real ? kind : 'dir' });
+      denyWrite.add(at);
+    }
+  }
 
-  // --- reads: real path → the trust of the strongest rule naming it
+  // --- read denies and allows as mounts: real path → the trust of the strongest rule naming it
+  const denyRead = new Map<string, number>();
+  const allowRead = new Map<string, number>();
   /** Read-denied paths that do not exist now, with the first missing component (one may appear). */
   const missingReadDenies = new Map<string, { firstMissing: string; trust: number }>();
   const linkedDenies = new Set<string>();
-  const denyReadLanding = (l: Landing, trust: number, what: string) => {
-    if (existing(l)) {
-      rank(denyRead, l.real, trust);
+  /** Deny globs the supervisor's read gate judges at each open. */
+  const openTimeGlobs: { glob: string; trust: number }[] = [];
+  for (const r of access.readDenies) {
+    const l = r.landing;
+    if (r.region.tail !== undefined) openTimeGlobs.push({ glob: join(r.region.base, r.region.tail), trust: r.trust });
+    else if (!l || r.region.base !== l.real) {
+      // srt's own (other runs' directories), or a directory srt cannot search, covered whole
+      if (l?.why === 'unreadable') blockedDirs.add(r.region.base);
+      rank(denyRead, r.region.base, r.trust);
+    } else if (existing(l)) {
+      rank(denyRead, l.real, r.trust);
       // The mount hides one name: the file's other names show its content.
       if (l.kind === 'file' && (l.nlink ?? 1) > 1 && !linkedDenies.has(l.real)) {
         linkedDenies.add(l.real);
-        warnings.push(`${what}: ${l.real} has ${l.nlink} hard links: the command can read it under its other names unless they are denied too (find / -xdev -samefile ${l.real})`);
+        warnings.push(`${r.setting ?? r.origin}: ${l.real} has ${l.nlink} hard links: the command can read it under its other names unless they are denied too (find / -xdev -samefile ${l.real})`);
+      }
+    } else if (l.kind === 'missing' && l.firstMissing) {
+      const m = missingReadDenies.get(l.real);
+      missingReadDenies.set(l.real, { firstMissing: l.firstMissing, trust: Math.max(r.trust, m?.trust ?? -1) });
+    }
+  }
+  if (!supervised && !fsPolicy.disabled) {
+    for (const [key, rules] of [['filesystem.denyRead', fsPolicy.denyRead], ['credentials.files', facts.credentials?.deny ?? []]] as const) {
+      for (const r of rules) {
+        if (literalOf(r) !== null) continue;
+        warnings.push(`${key}: ${r.original}: a deny glob covers only the paths that match when the run starts: a matching file made during the run is readable ` +
+          '(srt judges deny globs at each open only with its protected-path supervisor, which this system cannot run: see the warning about protected paths)');
       }
     }
-    else if (l.kind === 'missing' && l.firstMissing) {
-      const m = missingReadDenies.get(l.real);
-      missingReadDenies.set(l.real, { firstMissing: l.firstMissing, trust: Math.max(trust, m?.trust ?? -1) });
-    } else unresolvable(l, what, { read: trust });
-  };
-  // With the supervisor a deny glob is judged at each open (the read gate), so nothing is
-  // expanded and a match made during the run is covered too.
-  const openTimeGlobs: { glob: string; trust: number }[] = [];
-  const readDeny = (r: PathRule, trust: number, what: string) => {
-    if (supervised && literalOf(r) === null) return void openTimeGlobs.push({ glob: r.path, trust });
-    for (const l of expand([r], what, true)) denyReadLanding(l, trust, `${what}: ${r.original}`);
-    if (literalOf(r) === null && !fsPolicy.disabled) {
-      warnings.push(`${what}: ${r.original}: a deny glob covers only the paths that match when the run starts: a matching file made during the run is readable ` +
-        '(srt judges deny globs at each open only with its protected-path supervisor, which this system cannot run: see the warning about protected paths)');
-    }
-  };
-  for (const r of fsPolicy.denyRead) readDeny(r, trustOf(r), 'filesystem.denyRead');
-  const credentialDeny = facts.credentials?.deny ?? [];
-  for (const r of credentialDeny) readDeny(r, CREDENTIAL, 'credentials.files');
-  for (const r of fsPolicy.allowRead) for (const l of expand([r], 'allowRead')) if (existing(l)) rank(allowRead, l.real, trustOf(r));
-  for (const [w, trust] of writeRoots) rank(allowRead, w, trust);
-  rank(allowRead, facts.runDir, SRT_OWN);
-  if (facts.runRoot) rank(denyRead, facts.runRoot, SRT_OWN);
-  for (const f of facts.runtimeFiles ?? []) rank(allowRead, f.path, SRT_OWN);
+  }
+  // An allow that does not exist now re-opens nothing: there is nothing to bind.
+  for (const r of access.readAllows) if (!r.landing || existing(r.landing)) rank(allowRead, r.region.base, r.trust);
   const kindOf = new Map<string, 'file' | 'dir'>();
   const recordKinds = (ls: Landing[]) => { for (const l of ls) if (l.kind === 'file' || l.kind === 'dir') kindOf.set(l.real, l.kind); };
   recordKinds([...facts.landings.values()]);
@@ -447,44 +422,13 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   if (facts.runRoot) kindOf.set(facts.runRoot, 'dir');
   for (const f of facts.runtimeFiles ?? []) kindOf.set(f.path, f.kind);
 
-  // Hidden when some deny covering p is not re-opened by an allow covering p that is at least as
-  // specific and of at least the deny's trust. With equal trust: the most specific rule wins, an
-  // allow on the same path as a deny wins.
-  // Rules are looked up along p's own chain (p, its parent, …, "/"), not scanned: with 1,000
-  // denied files, scanning every rule for every path took 0.15 s. The rules are complete here,
-  // so each path's answer is kept.
-  const readableOf = new Map<string, boolean>();
-  const readable = (p: string): boolean => {
-    let r = readableOf.get(p);
-    if (r === undefined) readableOf.set(p, (r = readableNow(p)));
-    return r;
-  };
-  const readableNow = (p: string): boolean => {
-    const chain = selfAndAncestors(p);
-    for (let i = 0; i < chain.length; i++) {
-      const dTrust = denyRead.get(chain[i]!);
-      if (dTrust === undefined) continue;
-      let reopened = false;
-      for (let j = 0; j <= i && !reopened; j++) reopened = (allowRead.get(chain[j]!) ?? -1) >= dTrust;
-      if (!reopened) return false;
-    }
-    return true;
-  };
-  const cwdReal = landing(policy.cwd).real;
+  const readable = model.read;
   // Started in a repository's subdirectory: its .git is outside what the command may write, so
   // commits (and every git command that writes) fail inside. Say it once, with the remedy.
   if (!fsPolicy.disabled && policy.root !== policy.cwd && !writableByRoots(join(policy.root, '.git'))) {
     warnings.push(`the repository's .git (${join(policy.root, '.git')}) is outside the writable paths, so git commits fail inside; run srt from ${policy.root}, or add it to filesystem.allowWrite`);
   }
-  if (!fsPolicy.disabled && !readable(cwdReal)) {
-    warnings.push(`the current directory ${cwdReal} is inside a denyRead region that only managed or cli settings may re-open: the command sees it empty and cannot write it`);
-  }
-  const accessOf = (p: string): Access => {
-    const read = readable(p);
-    // srt's own TMPDIR lives under ~/.srt (protected), and is writable all the same.
-    const write = read && (isWithin(p, facts.tmpDir) || (writableByRoots(p) && !writeDenied(p)));
-    return { read, write };
-  };
+  const accessOf = (p: string): Access => ({ read: model.read(p), write: model.write(p) && !inPlaceholder(p) });
 
   // --- nodes, plus rename guards: every directory between a write root and a write- or
   // read-denied path inside it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot
@@ -633,7 +577,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
 
   if (fsPolicy.disabled) {
     // Only credential denies survive; the filesystem is otherwise the host's.
-    const creds = new Set(credentialDeny.flatMap((r) => expand([r], 'credentials.files', true)).filter(existing).map((l) => l.real));
+    const creds = new Set(access.readDenies.filter((r) => r.kind === 'credential' && r.landing && existing(r.landing)).map((r) => r.landing!.real));
     for (const p of [...creds].sort()) maskRead(p);
     bind(facts.tmpDir, facts.tmpDir, false);
   } else {
@@ -743,7 +687,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   };
   const argGroups = [...nsArgs, ...capArgs, ...bwrapMountArgs(ops), ['--chdir', policy.cwd], ...statusArgs, ['--', ...(init ? initArgv(init) : []), ...command]];
   return {
-    args: argGroups.flat(), argGroups, ops, ...(init ? { init } : {}), placeholders: [...placeholders.values()], warnings, errors, notes, writable,
+    args: argGroups.flat(), argGroups, ops, access, ...(init ? { init } : {}), placeholders: [...placeholders.values()], warnings, errors, notes, writable,
     launcher: launch ? hostListenArgv(launch.helperPath, launch.exposes) : [],
     chdir: policy.cwd, snapshots: [...snapshotDirs].sort(), gated,
     protectedRoots: fsPolicy.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),

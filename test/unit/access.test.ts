@@ -1,7 +1,7 @@
 // The access model itself (profiles/access.ts): the oracle every backend's translation is held
 // to, so its rules are tested directly — the same cases the bwrap plan is tested with.
 import { describe, expect, it } from 'vitest';
-import { buildAccessRules, mayRead, mayWrite, type AccessFacts } from '../../src/profiles/access.js';
+import { accessIndex, buildAccessRules, mayRead, mayWrite, type AccessFacts } from '../../src/profiles/access.js';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { cli, credentialFile, Landings, local, managed, policy, project, user } from './policy-fixtures.js';
 
@@ -124,5 +124,29 @@ describe('access model: a reference-tool file whose allowWrite is the whole list
     expect(writes(rules({ ...whole, allowWrite: [user(`${W}/src`)] }), `${W}/src/a`)).toBe(true);
     expect(writes(rules({ ...whole, allowWrite: [user(W)] }), `${W}/a`)).toBe(true);
     expect(writes(rules({}), `${W}/a`)).toBe(true);
+  });
+});
+
+describe('accessIndex: the same answers as mayRead/mayWrite, looked up instead of scanned', () => {
+  it('on random policies with literal and glob rules of every scope', () => {
+    let seed = 0x1dea;
+    const rnd = (n: number) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
+    const pick = <T,>(xs: readonly T[]): T => xs[rnd(xs.length)]!;
+    const dirs = [H, `${H}/a`, `${H}/a/b`, `${H}/a/b/c`, W, `${W}/x`, `${W}/x/y`, '/opt/data', '/opt/data/z', '/'];
+    const globs = [`${H}/**/*.pem`, `${H}/a/*`, `${W}/**/secret*`, `${H}/a/b/[!c]*`, '/opt/**'];
+    const scopes = [managed, cli, user, project, local];
+    const paths = dirs.flatMap((d) => ['', '/k.pem', '/secret1', '/c', '/q/r.pem', '/.bashrc'].map((t) => `${d === '/' ? '' : d}${t}` || '/'));
+    for (let n = 0; n < 300; n++) {
+      const rule = () => pick(scopes)(rnd(4) === 0 ? pick(globs) : pick(dirs));
+      const many = (k: number) => Array.from({ length: rnd(k) }, rule);
+      const r = rules({ denyRead: many(4), allowRead: many(4), denyWrite: many(3), allowWrite: many(3).filter((x) => !x.glob) }, {}, {
+        protect: (roots) => roots.map((root) => ({ region: { base: root, tail: '**/.bashrc' }, why: '.bashrc' })),
+      });
+      const index = accessIndex(r);
+      for (const p of paths) {
+        expect(index.read(p), `read ${p}`).toBe(reads(r, p));
+        expect(index.write(p), `write ${p}`).toBe(writes(r, p));
+      }
+    }
   });
 });

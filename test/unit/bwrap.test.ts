@@ -415,7 +415,9 @@ describe('deny globs with the supervisor: judged at each open', () => {
       { path: '/w/**/.env', glob: true, reopened: ['/w/conf/.env'] },
       { path: '/h/**/*.pem', glob: true, reopened: [] },
     ]);
-    expect(mounts(plan.args).filter((m) => m.includes('.env') || m.includes('.pem'))).toEqual([]);
+    // No match is mounted for the globs; the project's allow names a file the model keeps denied,
+    // and a path the plan mounts at all is mounted as the model says (masked).
+    expect(mounts(plan.args).filter((m) => m.includes('.env') || m.includes('.pem'))).toEqual(['ro-bind /w/low/.env </r/denied']);
     expect(plan.warnings.filter((w) => w.includes('glob'))).toEqual([]);
     expect(encodeRules({ names: [], suffixes: [], gitInternals: [], exempt: [], markers: [] }, [], [], [], plan.gated).toString().split('\0'))
       .toEqual(['h/w/**/.env', 'O/w/conf/.env', 'h/h/**/*.pem', '']);
