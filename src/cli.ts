@@ -11,8 +11,8 @@ import { PACKAGE_JSON } from './paths.js';
 import { PRESET_NAMES, PRESETS } from './settings/presets.js';
 import { leaveTerminalModes } from './platform/terminal.js';
 import { printable, say } from './shell.js';
-import type { PlatformBackend, PlatformName } from './platform/backend.js';
-import type { CommandSpec } from './sandbox.js';
+import type { PlatformName } from './platform/backend.js';
+import type { CommandSpec, Sandbox as SandboxType } from './sandbox.js';
 import type { LoadOptions, SettingsReport } from './settings/index.js';
 
 const EXIT_SRT_FAILURE = 125;
@@ -45,6 +45,7 @@ function mergedPolicyOptions(parent: PolicyOptions, own: PolicyOptions): PolicyO
 interface RunOptions extends PolicyOptions {
   command?: string;
   dryRun?: boolean;
+  json?: boolean;
   platform?: PlatformName;
   debug?: boolean;
   controlFd?: number;
@@ -160,7 +161,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       throw new Fatal([`--control-fd ${opts.controlFd}: not an open file descriptor`]);
     }
   }
-  let sandbox: PlatformBackend | undefined;
+  let sandbox: SandboxType | undefined;
   let stopControl = () => {};
   let audit: { sink: import('./audit.js').AuditSink; close: () => void } | undefined;
   if (opts.log !== undefined && !opts.dryRun) {
@@ -179,7 +180,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       policy: report.policy, debug, pinCwd: true, dryRun: opts.dryRun === true, onMessage: say, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
     });
     if (opts.dryRun) {
-      process.stdout.write(printableBlock(sandbox.dryRun(spec)));
+      process.stdout.write(opts.json ? `${JSON.stringify(sandbox.dryRunJson(spec), null, 2)}\n` : printableBlock(sandbox.dryRun(spec)));
       return 0;
     }
     let policy = report.policy;
@@ -276,7 +277,8 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .argument('[command...]', 'the command to run and its arguments')
     .option('-c, --command <string>', 'run STRING with bash -c (sh -c if there is no bash)');
   addPolicyOptions(program)
-    .option('--dry-run', 'print the sandbox plan (mounts, environment, proxy) and exit without running')
+    .option('--dry-run', 'print the sandbox plan (mounts, environment, proxy) and exit without running or writing anything')
+    .option('--json', 'with --dry-run: print the plan as JSON (stable shape, version 1)')
     .option('--platform <name>', 'the sandbox to build: linux (bubblewrap) or macos (Seatbelt); default: this host\'s. With --dry-run, macos prints the Seatbelt profile on any platform', parsePlatform)
     .option('-d, --debug', 'print details to stderr (same as SRT_DEBUG=1)')
     .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs; each replaces every setting below managed scope, its network lists from the next connection', parseFd)
@@ -287,6 +289,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .action(async (operands: string[], opts: RunOptions) => {
       const spec = commandSpec(operands, split.tail, opts);
       if (spec === undefined) throw new Fatal([`no command given; ${SHORT_USAGE}`]);
+      if (opts.json && !opts.dryRun) throw new Fatal(['--json goes with --dry-run (the plan as JSON); a run prints what the command prints']);
       result.exit = await runAction(spec, opts);
     });
 

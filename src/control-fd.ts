@@ -4,8 +4,8 @@ import { createReadStream, fstatSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
 import type { Policy } from './policy.js';
-import type { PlatformBackend } from './platform/backend.js';
 import { forwardedPorts } from './proxy/local-services.js';
+import type { Sandbox } from './sandbox.js';
 import { SettingsError, type SettingsReport } from './settings/index.js';
 import { say } from './shell.js';
 
@@ -57,7 +57,7 @@ export function applyControl(running: Policy, next: Policy): { policy: Policy; f
  * mid-run is reported. A bad line is reported and changes nothing. `onPolicy` gets each policy
  * that took effect. Returns the function that stops reading.
  */
-export function followControlFd(fd: number, report: SettingsReport, sandbox: PlatformBackend, onPolicy: (p: Policy) => void): () => void {
+export function followControlFd(fd: number, report: SettingsReport, sandbox: Pick<Sandbox, 'updateNetwork'>, onPolicy: (p: Policy) => void): () => void {
   const label = `--control-fd ${fd}`;
   // Pipes and sockets are read without blocking (a pending fs read could not be cancelled and
   // would keep srt alive after the command ends); a regular file is read as a file.

@@ -8,5 +8,4 @@ export type * from './policy.js';
 export { parseDomainEntry, normalizeHost, ruleMatches } from './proxy/domains.js';
 export type { DomainRule, ParsedDomainEntry } from './proxy/domains.js';
 export { Sandbox, SandboxError } from './sandbox.js';
-export type { CommandSpec, SandboxOptions } from './sandbox.js';
-export type { PlatformBackend, PlatformName } from './platform/backend.js';
+export type { CommandSpec, PlatformName, SandboxOptions, SpawnPlan } from './sandbox.js';

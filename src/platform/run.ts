@@ -6,12 +6,10 @@ import { spawn, type ChildProcess, type StdioOptions } from 'node:child_process'
 import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import { isatty } from 'node:tty';
+import type { RunSignals } from './session.js';
 import type { Terminal } from './terminal.js';
 
 export const STATUS_FD = 3;
-/** Every signal a terminal or a supervisor sends to end srt (Ctrl-C, Ctrl-\, hang-up, kill):
- *  forwarded to the command while it runs; Node would otherwise die on them without cleaning up. */
-export const FORWARDED_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'] as const;
 
 export interface LaunchResult {
   /** false: bwrap failed before the command started (bwrap printed why). */
@@ -23,6 +21,9 @@ export interface LaunchResult {
 }
 
 export interface LaunchOptions {
+  /** The run's signals: forwarded to the command once it runs; one that came before it started
+   *  means it never does. */
+  signals: RunSignals;
   bwrap: string;
   args: string[];
   env: NodeJS.ProcessEnv;
@@ -90,18 +91,21 @@ function withDescriptors(stdio: StdioOptions, extra: Array<{ at: number; value: 
 
 export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   const { terminal } = opts;
+  const early = opts.signals.received[0];
+  if (early) {
+    terminal?.close();
+    return { started: false, status: signalExit(early), signal: early };
+  }
   let received: NodeJS.Signals | undefined;
   const pending: NodeJS.Signals[] = [];
   let deliver = (sig: NodeJS.Signals) => { pending.push(sig); };
   const signalled = new AbortController();
-  const onSignal = (sig: NodeJS.Signals) => {
+  const detach = opts.signals.listen((sig) => {
     received ??= sig;
     deliver(sig);
     terminal?.end();
     signalled.abort();
-  };
-  for (const s of FORWARDED_SIGNALS) process.on(s, onSignal);
-  const detach = () => { for (const s of FORWARDED_SIGNALS) process.off(s, onSignal); };
+  });
   try {
     // Waits while srt is in the background; a signal meanwhile ends srt before anything started.
     if (terminal && !(await terminal.prepare(signalled.signal))) {

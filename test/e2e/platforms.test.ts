@@ -1,37 +1,43 @@
-// `--platform`: the real srt prints either backend's plan on this (Linux) host. The macOS plan is
-// taken apart the way sandbox-exec would get it (the profile text and each -D argument) and
-// checked structurally and against paths of this run; running it here is refused cleanly.
-import { existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+// `--platform`: the real srt prints either backend's plan on this (Linux) host, as text and as
+// JSON (`--dry-run --json`). The macOS plan is taken from the argv sandbox-exec would get (the
+// profile and each -D argument) and checked structurally and against paths of this run; running
+// it here is refused cleanly. A dry run makes and removes nothing.
+import { createHash } from 'node:crypto';
+import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadProfile } from '../unit/sbpl-checker.js';
 import { srt, tempDir } from './helpers.js';
 
-/** The words of a line of shellQuote output: plain words, '…' quotes and \' escapes. */
-function shellWords(line: string): string[] {
-  const words: string[] = [];
-  let word: string | null = null;
-  for (let i = 0; i < line.length; i++) {
-    const c = line[i]!;
-    if (c === ' ') { if (word !== null) words.push(word); word = null; continue; }
-    word ??= '';
-    if (c === "'") { const end = line.indexOf("'", i + 1); word += line.slice(i + 1, end); i = end; } else if (c === '\\') word += line[++i]; else word += c;
-  }
-  if (word !== null) words.push(word);
-  return words;
+/** The plan `srt --dry-run --json` prints (docs/cli.md "Dry run"). */
+interface PlanJson {
+  version: number;
+  platform: string;
+  command: string[];
+  argv: string[];
+  env: { set: Record<string, string>; unset: string[] };
+  runDir: string;
+  filesystem: { writable: string[]; profile?: string; params?: [string, string][]; mounts?: { kind: string; dest: string }[] };
+  sections: { title: string; lines: string[] }[];
+  warnings: string[];
 }
 
-/** The profile and the -D parameters from `srt --dry-run --platform macos` output. */
-function parseMacDryRun(out: string): { profile: string; params: [string, string][]; argv: string[] } {
-  const command = out.slice(0, out.indexOf('\n\n')).split(' \\\n  ');
-  const params = command.filter((l) => l.startsWith('-D ')).map((l) => {
-    const kv = shellWords(l)[1]!;
-    return [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)] as [string, string];
+/** The macOS plan's profile and every -D parameter of its argv (the proxy's ports given). */
+function macPlan(out: string): { plan: PlanJson; profile: string; params: [string, string][] } {
+  const plan = JSON.parse(out) as PlanJson;
+  const params = plan.argv.flatMap((a, i) => (plan.argv[i - 1] === '-D' ? [[a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1).replace(/(HTTP|SOCKS)_PORT$/, '40000')] as [string, string]] : []));
+  return { plan, profile: plan.argv[plan.argv.indexOf('-p') + 1]!, params };
+}
+
+/** Every entry under `dir`, with its type, mode, size, modification time and content. */
+function listing(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { recursive: true, encoding: 'utf8' }).sort().map((rel) => {
+    const p = join(dir, rel);
+    const st = lstatSync(p);
+    const content = st.isFile() ? createHash('sha256').update(readFileSync(p)).digest('hex') : '';
+    return `${rel} ${st.mode.toString(8)} ${st.size} ${st.mtimeMs} ${content}`;
   });
-  const argv = shellWords(command[command.length - 1]!).slice(1);
-  const start = out.indexOf('(version 1)');
-  const profile = out.slice(start, out.indexOf('\n# network'));
-  return { profile, params, argv };
 }
 
 describe('srt --platform', () => {
@@ -48,14 +54,18 @@ describe('srt --platform', () => {
   afterAll(() => { home.cleanup(); work.cleanup(); });
 
   it('--dry-run --platform macos prints a Seatbelt profile that checks out, with every path as a -D parameter', async () => {
-    const r = await srt(['--dry-run', '--platform', 'macos', '--deny-read', '~/.ssh', '--allow-domain', 'localhost:5432', '--', 'ls', "it's here"], { home: home.path, cwd: work.path });
+    const r = await srt(['--dry-run', '--json', '--platform', 'macos', '--deny-read', '~/.ssh', '--allow-domain', 'localhost:5432', '--', 'ls', "it's here"], { home: home.path, cwd: work.path });
     expect(r.exitCode, r.stderr).toBe(0);
-    const { profile, params, argv } = parseMacDryRun(r.stdout);
-    expect(argv).toEqual(['ls', "it's here"]);
+    const { plan, profile, params } = macPlan(r.stdout);
+    expect([plan.version, plan.platform]).toEqual([1, 'macos']);
+    expect(plan.command).toEqual(['ls', "it's here"]);
+    expect(plan.argv.slice(plan.argv.indexOf('--'))).toEqual(['--', 'ls', "it's here"]);
+    expect(plan.argv[0]).toBe('/usr/bin/sandbox-exec');
+    expect(plan.filesystem.profile).toBe(profile);
     expect(profile).toMatch(/^\(version 1\)\n/);
     expect(profile).toContain('(deny default (with message "srt-');
     expect(profile.replace(/^\s*;.*$/gm, '')).not.toContain(home.path); // paths travel as parameters
-    const ev = loadProfile(profile, params.map(([k, v]) => [k, v.replace(/(HTTP|SOCKS)_PORT$/, '40000')]));
+    const ev = loadProfile(profile, params);
     const q = (op: string, path: string) => ev.allows({ op, path, type: 'REGULAR-FILE' });
     expect(q('file-read-data', join(home.path, '.ssh', 'id_ed25519'))).toBe(false);
     expect(q('file-read-data', join(work.path, 'README'))).toBe(true);
@@ -68,9 +78,10 @@ describe('srt --platform', () => {
     expect(q('file-write-create', join(work.path, '.husky', '_', 'h'))).toBe(false);
     expect(ev.allows({ op: 'network-outbound', remoteIp: 'localhost:5432' })).toBe(true);
     expect(ev.allows({ op: 'network-outbound', remoteIp: 'localhost:5433' })).toBe(false);
-    expect(r.stdout).toMatch(/^HTTP_PROXY=http:\/\/127\.0\.0\.1:HTTP_PORT$/m);
-    expect(r.stdout).toMatch(/^TMPDIR=.*\/\.srt\/run\/\d+-\w+\/tmp$/m);
-    expect(readdirSync(join(home.path, '.srt', 'run'))).toEqual([]); // the dry run's directory is gone
+    expect(plan.env.set.HTTP_PROXY).toBe('http://127.0.0.1:HTTP_PORT');
+    expect(plan.env.set.TMPDIR).toBe(join(plan.runDir, 'tmp'));
+    expect(plan.runDir).toMatch(/\/\.srt\/run\/\d+-[\w-]+$/);
+    expect(existsSync(plan.runDir)).toBe(false); // planned, never made
   });
 
   it('a symlink whose name matches a deny glob is denied where it leads', async () => {
@@ -78,21 +89,54 @@ describe('srt --platform', () => {
     mkdirSync(join(home.path, 'data'), { recursive: true });
     writeFileSync(join(home.path, 'data', 'secret.txt'), 'k');
     symlinkSync(join(home.path, 'data', 'secret.txt'), join(home.path, 'keys', 'link.pem'));
-    const r = await srt(['--dry-run', '--platform', 'macos', '--deny-read', '~/**/*.pem', '--', 'true'], { home: home.path, cwd: work.path });
+    const r = await srt(['--dry-run', '--json', '--platform', 'macos', '--deny-read', '~/**/*.pem', '--', 'true'], { home: home.path, cwd: work.path });
     expect(r.exitCode, r.stderr).toBe(0);
-    const { profile, params } = parseMacDryRun(r.stdout);
-    const ev = loadProfile(profile, params.map(([k, v]) => [k, v.replace(/(HTTP|SOCKS)_PORT$/, '40000')]));
+    const { profile, params } = macPlan(r.stdout);
+    const ev = loadProfile(profile, params);
     expect(ev.allows({ op: 'file-read-data', path: join(home.path, 'data', 'secret.txt'), type: 'REGULAR-FILE' })).toBe(false);
     expect(ev.allows({ op: 'file-read-data', path: join(home.path, 'data', 'other.txt'), type: 'REGULAR-FILE' })).toBe(true);
     expect(ev.allows({ op: 'file-read-data', path: join(home.path, 'x', 'new.pem'), type: 'REGULAR-FILE' })).toBe(false);
   });
 
-  it('--dry-run --platform linux prints the bubblewrap plan', async () => {
+  it('--dry-run --platform linux prints the bubblewrap plan; with --json its argv, mounts and environment', async () => {
     const r = await srt(['--dry-run', '--platform', 'linux', '--', 'true'], { home: home.path, cwd: work.path });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(/^# bubblewrap command\n\S*bwrap /);
     expect(r.stdout).not.toContain('(version 1)');
+    const j = await srt(['--dry-run', '--json', '--platform', 'linux', '--', 'true'], { home: home.path, cwd: work.path });
+    expect(j.exitCode, j.stderr).toBe(0);
+    const plan = JSON.parse(j.stdout) as PlanJson;
+    expect([plan.version, plan.platform, plan.command]).toEqual([1, 'linux', ['true']]);
+    expect(plan.argv[0]).toMatch(/\/bwrap$/);
+    expect(plan.argv.slice(plan.argv.lastIndexOf('--'))).toEqual(['--', 'true']);
+    expect(plan.argv).toContain('--unshare-net');
+    expect(plan.filesystem.writable).toContain(work.path);
+    expect(plan.filesystem.mounts).toContainEqual({ kind: 'bind', dest: work.path, source: work.path, ro: false });
+    expect(plan.env.set.TMPDIR).toBe(join(plan.runDir, 'tmp'));
+    expect(plan.sections.map((s) => s.title)).toContain('network');
+    // The text is the same plan: its command section is the argv, quoted.
+    expect(r.stdout.split('\n\n')[0]).toContain(plan.argv.slice(0, 3).join(' \\\n  '));
   });
+
+  it('--dry-run (either platform) leaves ~/.srt byte for byte as it was: no run directory, nothing reaped', async () => {
+    const srtDir = join(home.path, '.srt');
+    // What a killed run leaves (its owner is gone): only a real run clears it.
+    const stale = join(srtDir, 'run', '999999-stale1');
+    mkdirSync(join(stale, 'tmp'), { recursive: true });
+    writeFileSync(join(stale, 'tmp', 'f'), 'left\n');
+    const variants = ['linux', 'macos'].flatMap((platform) => [[], ['--json']].map((json) => ['--dry-run', ...json, '--platform', platform, '--deny-read', '~/.ssh', '--', 'true']));
+    // srt's own caches (~/.srt/cache: bytecode of each part of srt a run loads) are made by the
+    // first run of any kind that loads that part; after that nothing changes.
+    for (const args of variants) await srt(args, { home: home.path, cwd: work.path });
+    const before = listing(srtDir);
+    expect(before.some((l) => l.startsWith('run/999999-stale1/tmp/f '))).toBe(true);
+    for (const args of variants) {
+      const r = await srt(args, { home: home.path, cwd: work.path });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(listing(srtDir), args.join(' ')).toEqual(before);
+    }
+    rmSync(stale, { recursive: true });
+  }, 300_000);
 
   it('running the macOS backend on Linux is refused (125) and runs nothing', async () => {
     const marker = join(work.path, 'ran');
@@ -100,7 +144,7 @@ describe('srt --platform', () => {
     expect(r.exitCode).toBe(125);
     expect(r.stderr).toContain('srt: the macOS backend runs only on macOS (sandbox-exec); use --dry-run to review its Seatbelt profile here');
     expect(existsSync(marker)).toBe(false);
-    expect(readdirSync(join(home.path, '.srt', 'run'))).toEqual([]);
+    expect(listing(join(home.path, '.srt', 'run'))).toEqual([]);
   });
 
   it('an unknown platform is a usage error', async () => {

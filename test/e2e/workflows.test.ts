@@ -253,4 +253,42 @@ describe('the library', () => {
     expect(kept.some((l) => l.startsWith('srt: warning: the whole home directory'))).toBe(true);
     expect(r.stdout).toMatch(/^sunk=\[.*srt: warning: the whole home directory.*\] left=0$/m);
   });
+
+  it('an embedding program runs two commands in one sandbox, handles its own SIGINT, and sees nothing on its stderr', async () => {
+    const dir = join(tmp.path, 'embedder-signals');
+    mkdirSync(dir);
+    const script = join(dir, 'agent.mjs');
+    writeFileSync(script, [
+      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
+      "const handlers = () => ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'exit'].map((s) => process.listenerCount(s)).join(',');",
+      'let interrupted = 0;',
+      "process.on('SIGINT', () => { interrupted++; });",
+      'const before = handlers();',
+      `const policy = loadPolicy({ cwd: ${JSON.stringify(dir)}, home: ${JSON.stringify(home)} });`,
+      'const sandbox = await Sandbox.create({ policy });',
+      "const plan = sandbox.prepare({ argv: ['true'] });",
+      "const first = await sandbox.run({ shell: 'echo first > out1' });",
+      'const between = handlers();',
+      "const second = await sandbox.run({ shell: 'cat out1; exit 3' });",
+      'const after = handlers();',
+      // Its own SIGINT, outside any run: its handler runs, the process lives on.
+      "process.kill(process.pid, 'SIGINT');",
+      'await new Promise((r) => setTimeout(r, 200));',
+      'await sandbox.dispose();',
+      "console.log(JSON.stringify({ first, second, interrupted, before, between, after, runDir: plan.runDir, messages: sandbox.messages().length }));",
+    ].join('\n'));
+    const r = await execa(process.execPath, [script], { reject: false, cwd: dir, env: { HOME: home, PATH: process.env.PATH } });
+    expect(r.stderr).toBe('');
+    expect(r.exitCode).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toBe('first');
+    const out = JSON.parse(lines[1]!) as { first: number; second: number; interrupted: number; before: string; between: string; after: string; runDir: string };
+    expect(out).toMatchObject({ first: 0, second: 3, interrupted: 1 });
+    // No handler of srt's outlives a run: before, between and after the runs, only its own.
+    expect(out.between).toBe(out.before);
+    expect(out.after).toBe(out.before);
+    // Each run had its own directory, and none is left.
+    expect(existsSync(out.runDir)).toBe(false);
+    expect(readdirSync(join(home, '.srt', 'run'))).toEqual([]);
+  });
 });

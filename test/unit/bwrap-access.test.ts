@@ -11,7 +11,8 @@ import { describe, expect, it } from 'vitest';
 import { globMatcher, isWithin } from '../../src/glob.js';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { mayRead, mayWrite } from '../../src/profiles/access.js';
-import { buildBwrapPlan, literalOf, type BwrapFacts, type BwrapPlan, type Landing, type MountOp, type SnapshotEntry } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, literalOf, type BwrapFacts, type BwrapPlan, type Landing, type SnapshotEntry } from '../../src/profiles/bwrap.js';
+import type { MountOp } from '../../src/profiles/mounts.js';
 import type { ProtectedTarget } from '../../src/profiles/protected.js';
 import { at, credentialFile, policy } from './policy-fixtures.js';
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { buildBwrapPlan, encodeMounts, globRules, literalOf, plannedMounts, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, globRules, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { encodeMounts, plannedMounts } from '../../src/profiles/mounts.js';
 import { encodeRules } from '../../src/profiles/protected.js';
 
 const src = { scope: 'cli' as const };

@@ -1,6 +1,6 @@
 // Seatbelt denial lines from the unified log, as the macOS runner reads them for its report.
 import { describe, expect, it } from 'vitest';
-import { parseDenial } from '../../src/platform/macos.js';
+import { parseDenial } from '../../src/platform/macos-exec.js';
 
 describe('Seatbelt denial lines', () => {
   const tag = 'srt-0123456789ab';

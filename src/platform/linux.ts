@@ -1,0 +1,240 @@
+// The Linux backend: bubblewrap + srt-init. A sandbox gathers its facts (linux-facts.ts), plans
+// each command purely (linux-plan.ts), and runs it: materialise the run directory, placeholders
+// and srt-init's mount plan, start the proxy, launch bwrap (run.ts), then review what the run
+// left (refused writes, new repositories) and clean up. The facts of a run that has happened are
+// stale (the command may have created anything): the next run gathers them again.
+
+import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { credentialEnv } from '../credentials/env.js';
+import type { Policy } from '../policy.js';
+import type { BwrapPlan } from '../profiles/bwrap.js';
+import { encodeMounts, plannedMounts } from '../profiles/mounts.js';
+import { parseReport, refusalLines } from '../profiles/protected.js';
+import { Messages, type CommandSpec, type PlatformBackend, type SandboxOptions } from './backend.js';
+import { checkCommand, commandArgv } from './command.js';
+import { diagnoseBubblewrap } from './deps.js';
+import { placeholderExcludesEnv } from './git-excludes.js';
+import { realIdentifier } from './landing.js';
+import { gatherLinux, isRepositoryHead, type LinuxFacts } from './linux-facts.js';
+import { linuxPlan } from './linux-plan.js';
+import { materialise } from './materialise.js';
+import { disableNewRepositories, newGitDirs } from './newrepos.js';
+import { removeTree } from './remove.js';
+import { launch, signalExit } from './run.js';
+import { scanProtected } from './search.js';
+import { RunSession, type RunSignals } from './session.js';
+import type { SpawnPlan } from './spawn-plan.js';
+import { PlaceholderSet, reapStale, setAside } from './state.js';
+import { Terminal } from './terminal.js';
+
+export class LinuxSandbox implements PlatformBackend {
+  readonly platform = 'linux' as const;
+  private readonly session: RunSession;
+  private readonly placeholders: PlaceholderSet;
+  /** The facts the next run uses; `stale` once a run has used them. */
+  private gathered: LinuxFacts;
+  private stale = false;
+  private cleanupReported = false;
+
+  private constructor(readonly policy: Policy, private readonly opts: SandboxOptions, gathered: LinuxFacts) {
+    this.gathered = gathered;
+    this.session = new RunSession(policy, new Messages(opts.onMessage), opts.debug ?? false, opts.audit);
+    this.placeholders = new PlaceholderSet(policy.home);
+  }
+
+  /** Validate dependencies and gather what a run needs; throws SandboxError. */
+  static async create(opts: SandboxOptions): Promise<LinuxSandbox> {
+    return new LinuxSandbox(opts.policy, opts, await gatherLinux(opts));
+  }
+
+  prepare(cmd: CommandSpec): SpawnPlan {
+    return linuxPlan(this.policy, this.gathered, commandArgv(cmd)).spawn;
+  }
+
+  messages(): string[] {
+    return this.session.out.list();
+  }
+
+  async run(cmd: CommandSpec): Promise<number> {
+    if (this.stale) this.gathered = await gatherLinux({ ...this.opts, policy: this.policy });
+    this.stale = true;
+    const g = this.gathered;
+    return this.session.run((signals) => this.runPlanned(g, commandArgv(cmd), signals), () => this.cleanupSync(g));
+  }
+
+  private async runPlanned(g: LinuxFacts, argv: string[], signals: RunSignals): Promise<number> {
+    const out = this.session.out;
+    const { bwrap: plan, spawn } = linuxPlan(this.policy, g, argv);
+    for (const w of spawn.warnings) out.say(`srt: warning: ${w}`);
+    for (const n of spawn.notes) this.session.log?.(n);
+    const env: NodeJS.ProcessEnv = { ...credentialEnv(g.credentials, process.env), ...spawn.env.set };
+
+    const missing = checkCommand(argv[0]!, env.PATH ?? '', this.policy.cwd);
+    if (missing) {
+      out.say(`srt: ${argv[0]}: ${missing.message}`);
+      return missing.status;
+    }
+
+    // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
+    // real run clears them: a dry run (or srt doctor) changes nothing.
+    try {
+      for (const n of reapStale(this.policy.home)) out.say(`srt: warning: ${n}`);
+    } catch { /* the lock is busy: they stay for the next run */ }
+
+    try {
+      materialise(spawn);
+    } catch (e) {
+      out.say(`srt: ${(e as Error).message}`);
+      return 125;
+    }
+    // Placeholders other runs recorded that this run binds read-only must survive this run too.
+    const kinds = new Map<string, 'file' | 'dir'>();
+    for (const l of g.facts.landings.values()) if (l.kind === 'file' || l.kind === 'dir') kinds.set(l.real, l.kind);
+    for (const ph of plan.placeholders) kinds.set(ph.path, ph.kind);
+    const bound = new Map<string, 'file' | 'dir'>();
+    for (const m of plan.ops) {
+      if (m.kind === 'bind' && m.ro && !m.optional && !m.byHelper && m.source === m.dest && kinds.has(m.dest)) bound.set(m.dest, kinds.get(m.dest)!);
+    }
+    try {
+      this.placeholders.create(plan.placeholders, bound, g.watched);
+    } catch (e) {
+      out.say(`srt: cannot create placeholders for protected paths: ${(e as Error).message}`);
+      return 125;
+    }
+    Object.assign(env, placeholderExcludesEnv(plan.placeholders, env, g.facts.runDir, this.policy));
+
+    const mountsPath = g.facts.seccomp?.mountsPath;
+    if (mountsPath) {
+      // Identities now, after the placeholders exist: the helper compares what bwrap mounted.
+      const ids = realIdentifier();
+      let encoded;
+      try {
+        encoded = encodeMounts(plannedMounts(plan.ops), ids.identify, g.facts.landings.get(plan.chdir)?.id);
+      } finally {
+        ids.close();
+      }
+      try {
+        if ('error' in encoded) throw new Error(encoded.error);
+        writeFileSync(mountsPath, encoded.data, { mode: 0o400 });
+      } catch (e) {
+        out.say(`srt: cannot plan the sandbox's mounts: ${(e as Error).message}`);
+        return 125;
+      }
+    }
+
+    const sup = g.facts.seccomp?.supervisor;
+    let reportFd: number | undefined;
+    try {
+      if (sup) reportFd = openSync(join(g.facts.runDir, 'report'), 'a', 0o600);
+      if (g.proxySockets) {
+        await this.session.startProxy(g.credentials, { http: { socketPath: g.proxySockets.http }, socks: { socketPath: g.proxySockets.socks }, forwards: g.forwards },
+          g.tls ? { termination: g.tls.termination } : {});
+      }
+    } catch (e) {
+      if (reportFd !== undefined) closeSync(reportFd);
+      out.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
+      return 125;
+    }
+
+    const stdio = g.facts.seccomp?.terminal?.stdio;
+    let terminal: Terminal | undefined;
+    try {
+      terminal = stdio ? new Terminal(stdio) : undefined;
+      // With exposed ports the helper starts first, outside: it binds them, then execs bwrap.
+      const res = await launch({
+        signals,
+        ...(plan.launcher.length
+          ? { bwrap: plan.launcher[0]!, args: [...plan.launcher.slice(1), g.bwrap, ...plan.args] }
+          : { bwrap: g.bwrap, args: plan.args }),
+        env, cwd: this.policy.cwd,
+        viaHelper: g.facts.seccomp !== undefined,
+        ...(terminal ? { terminal } : {}),
+        ...(reportFd !== undefined && sup ? { report: { fd: reportFd, at: sup.reportFd } } : {}),
+        data: g.facts.credentials!.masked.map((m, i) => ({ fd: m.fd, bytes: g.credentials.maskFiles[i]!.content })),
+      });
+      if (!res.started) {
+        if (res.signal) return signalExit(res.signal);
+        // The helper's own failure before bwrap ran (an exposed port is taken): it said why.
+        if (res.status === 125) return 125;
+        const why = await diagnoseBubblewrap(g.bwrap, { weakerNested: this.policy.enableWeakerNestedSandbox });
+        out.say(`srt: ${why ?? 'the sandbox could not be set up (see the bwrap error above)'}; the command did not run`);
+        return 125;
+      }
+      return res.status;
+    } finally {
+      terminal?.close();
+      if (reportFd !== undefined) closeSync(reportFd);
+      this.setAsideCreated(g);
+      await this.reviewNewRepositories(g, plan);
+    }
+  }
+
+  /**
+   * Without the supervisor: a protected path no placeholder could stand in for (a git
+   * `commondir` would point git outside at other config and hooks) is set aside if the command
+   * created it.
+   */
+  private setAsideCreated(g: LinuxFacts): void {
+    for (const path of g.watched) {
+      try {
+        const aside = setAside(path);
+        if (aside) this.session.note(`moved ${path} to ${aside}: it was created inside the sandbox (a protected path)`);
+      } catch (e) {
+        this.session.note(`${path} was created inside the sandbox and could not be moved aside (${(e as Error).message}); delete it before running git there`);
+      }
+    }
+  }
+
+  /** Refused writes, and what srt disabled in repositories the command created. */
+  private async reviewNewRepositories(g: LinuxFacts, plan: BwrapPlan): Promise<void> {
+    let created: string[] = [];
+    if (g.facts.seccomp?.supervisor) {
+      let report;
+      try {
+        report = parseReport(readFileSync(join(g.facts.runDir, 'report')));
+      } catch {
+        return; // the sandbox never started
+      }
+      for (const line of refusalLines(report.refused, this.policy.cwd)) this.session.note(line);
+      for (const r of report.refused) this.session.auditSink?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
+      created = report.created;
+    } else if (!this.policy.filesystem.disabled) {
+      // The same search as at the start: a repository HEAD that was not there is the run's.
+      try {
+        const after = await scanProtected(plan.protectedRoots.map((root) => ({ root })), this.policy.mandatoryDenySearchDepth, this.policy.home);
+        const before = new Set(g.headsBefore);
+        created = after.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))).filter((h) => !before.has(h));
+      } catch (e) {
+        this.session.note(`could not look for repositories created inside the sandbox (${(e as Error).message}): check new .git directories before running git in them`);
+      }
+    }
+    for (const line of disableNewRepositories(newGitDirs(created), this.policy.cwd)) this.session.note(line);
+  }
+
+  updateNetwork(network: Policy['network']): void {
+    this.session.updateNetwork(network);
+  }
+
+  /**
+   * One printable line per distinct refusal by the proxy (`srt: blocked evil.example:443 — …`)
+   * and per refused protected write, then what srt did about the run's protected paths and new
+   * repositories.
+   */
+  violations(): string[] {
+    return this.session.violations();
+  }
+
+  private cleanupSync(g: LinuxFacts): void {
+    this.placeholders.cleanup();
+    const left = removeTree(g.facts.runDir);
+    if (left && !this.cleanupReported) {
+      this.cleanupReported = true;
+      this.session.out.say(`srt: warning: could not remove the run directory ${g.facts.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
+    }
+  }
+
+  async dispose(): Promise<void> {
+    this.session.dispose();
+  }
+}
