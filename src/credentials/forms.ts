@@ -8,8 +8,9 @@
 //     alignments (the value inside a larger blob: only the characters that encode the value's
 //     bytes alone), hex in either case, and the JSON string escapes common serializers write.
 
-/** Values shorter than this are looked for raw and percent-encoded only: their other forms are a
- *  few characters that turn up in ordinary data by chance. */
+/** Values shorter than this are looked for raw and percent-encoded only (and not at all in other
+ *  variables and files, copies.ts): their other forms are a few characters that turn up in
+ *  ordinary data by chance. */
 export const MIN_FORM_LENGTH = 8;
 
 const UNRESERVED = /^[A-Za-z0-9\-._~]$/;

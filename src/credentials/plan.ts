@@ -10,6 +10,7 @@ import type { AwsPair, EnvCredential, FileCredential, InjectPlace, PathRule, Pol
 import { effectiveAllowList } from '../proxy/decide.js';
 import type { DomainRule } from '../proxy/domains.js';
 import { extractAwsCredentials, type AwsProfile } from './aws-files.js';
+import { replaceCopies, type Copy, type Found as CopiesFound } from './copies.js';
 import { extract } from './extract.js';
 import { fakeJwt, parseJwt, type Jose, type ParsedJwt } from './jwt.js';
 import { SentinelMint, type RandomInt } from './sentinels.js';
@@ -17,9 +18,6 @@ import { emptyCredentialPlan } from './env.js';
 
 /** Larger masked files fall back to deny: a secret file is small, and the copy is held in memory. */
 export const MAX_MASKED_FILE = 8 * 1024 * 1024;
-/** Shorter values are not looked for elsewhere (other variables, other files, responses' extra
- *  forms): a few characters turn up in ordinary data by chance. */
-const MIN_CROSS_MASK = 8;
 
 /** What srt found at a credential file's path (outside the sandbox, symlinks followed). */
 export type FileFact =
@@ -200,23 +198,13 @@ function expose(plan: CredentialPlan, warning: string): void {
   plan.exposures.push(warning);
 }
 
-/** Replace every occurrence of the long enough real values in `text`. */
-function crossMask(text: string, secrets: readonly Secret[]): { text: string; hit: Secret[] } {
-  const hit: Secret[] = [];
-  let out = text;
-  for (const s of [...secrets].sort((a, b) => b.real.length - a.real.length)) {
-    if (s.real.length < MIN_CROSS_MASK || !out.includes(s.real)) continue;
-    out = out.split(s.real).join(s.sentinel);
-    hit.push(s);
-  }
-  return { text: out, hit };
-}
 
 export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   const { policy, env } = input;
   const plan = emptyCredentialPlan();
   const maskings: Masking[] = [];
   const awsFiles: AwsFile[] = [];
+  const unmatched: Array<{ entry: FileCredential; text: string; mode: number }> = [];
   const deny = (f: FileCredential, why: string) => plan.denyFiles.push({ rule: { path: f.path, glob: f.glob, original: f.path, source: f.source }, why });
 
   /** onExtractNoMatch for an entry whose extract/decode found nothing usable. */
@@ -309,7 +297,11 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
     const aws = f.extract === undefined && f.decode === undefined ? extractAwsCredentials(text) : null;
     if (aws) awsFiles.push({ path: f.path, profiles: aws.profiles });
     const m: Masking | null = aws ? { entry: f, label: f.path, values: aws.values, render: aws.render, labelOf: awsLabels(f.path, aws.profiles) } : find(f, f.path, text);
-    if (!m) continue;
+    if (!m) {
+      // Passed unmasked (onExtractNoMatch "warn"): still never with a value guarded elsewhere.
+      unmatched.push({ entry: f, text, mode: fact.mode ?? 0o600 });
+      continue;
+    }
     if (!aws && f.extract === undefined && f.decode === undefined && text.replace(/\r?\n$/, '').includes('\n')) {
       plan.warnings.push(`credentials: ${f.path}: masked whole (no extract) although it has several lines: the command reads one sentinel instead of the file, which its tools cannot parse, and the proxy would inject the whole file as one value; give it an extract (docs/tls-and-credentials.md has patterns for .npmrc, .netrc, gh's hosts.yml, .docker/config.json and .git-credentials)`);
     }
@@ -352,32 +344,53 @@ export function buildCredentialPlan(input: PlanInput): CredentialPlan {
   const sentinelOf = (real: string) => byReal.get(real)!.sentinel;
   defaultInjectNotice(policy, maskings, plan);
 
-  // --- what the command sees
-  const maskedNames = new Set<string>();
+  // --- what the command sees. Elsewhere (another variable, another file) a guarded value is
+  // never handed over either, raw or base64/base64url-encoded (copies.ts): a masked value becomes
+  // its sentinel encoded the same way; a denied one withholds what holds it.
+  const deniedValues = policy.credentials.envVars.filter((e) => e.mode === 'deny' || plan.unsetEnv.includes(e.name)).map((e) => env[e.name]).filter((v): v is string => !!v);
+  const copies: Array<Copy<Secret | null>> = [
+    ...plan.secrets.map((s) => ({ real: s.real, sentinel: s.sentinel, tag: s })),
+    ...deniedValues.map((real) => ({ real, sentinel: null, tag: null })),
+  ];
+  const labels = (tags: Array<Secret | null>) => [...new Set(tags.filter((t): t is Secret => t !== null).map((t) => t.label))].join(', ');
+  const withheld = (found: CopiesFound<Secret | null>) => found.raw.includes(null) || found.encoded.includes(null)
+    ? `holds the value of a denied variable${found.raw.includes(null) ? '' : ' (base64-encoded)'}`
+    : `holds the value of masked ${labels(found.stuck)} base64-encoded inside a longer run srt cannot re-encode`;
+  const files: Array<{ entry: FileCredential; text: string; mode: number; masked: number }> = unmatched.map((u) => ({ ...u, masked: 0 }));
   for (const m of maskings) {
     const rendered = m.render(sentinelOf);
-    if ('name' in m.entry) {
-      plan.setEnv.push({ name: m.entry.name, value: rendered });
-      maskedNames.add(m.entry.name);
-    } else {
-      const { text, hit } = crossMask(rendered, plan.secrets);
-      for (const s of hit) plan.notes.push(`credentials: ${m.label} also holds ${s.label}'s value: masked there too`);
-      plan.maskFiles.push({ path: m.entry.path, content: Buffer.from(text, 'utf8'), mode: m.mode! & 0o555, masked: m.values.length + hit.length });
-    }
+    if ('name' in m.entry) plan.setEnv.push({ name: m.entry.name, value: rendered });
+    else files.push({ entry: m.entry, text: rendered, mode: m.mode!, masked: m.values.length });
   }
-  // Another variable holding a guarded value (GITHUB_TOKEN = GH_TOKEN) must not hand it over.
-  const denied = policy.credentials.envVars.filter((e) => e.mode === 'deny' || plan.unsetEnv.includes(e.name)).map((e) => env[e.name]).filter((v): v is string => !!v && v.length >= MIN_CROSS_MASK);
-  for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || maskedNames.has(name) || plan.unsetEnv.includes(name) || policy.credentials.envVars.some((e) => e.name === name)) continue;
-    if (denied.some((d) => value.includes(d))) {
-      plan.unsetEnv.push(name);
-      plan.warnings.push(`credentials: ${name} holds the value of a denied variable; unset too`);
+  const order = (e: FileCredential) => policy.credentials.files.indexOf(e);
+  for (const f of files.sort((a, b) => order(a.entry) - order(b.entry))) {
+    const found = replaceCopies(f.text, copies);
+    const label = f.entry.path;
+    if (found.withhold) {
+      const why = withheld(found);
+      plan.warnings.push(`credentials: ${label} ${why}; denied too`);
+      deny(f.entry, why);
       continue;
     }
-    const { text, hit } = crossMask(value, plan.secrets);
-    if (hit.length === 0) continue;
-    plan.setEnv.push({ name, value: text });
-    plan.warnings.push(`credentials: ${name} holds the value of masked ${hit.map((s) => s.label).join(', ')}; the command sees the sentinel there too`);
+    const hits = [...found.raw, ...found.encoded];
+    if (f.masked === 0 && hits.length === 0) continue; // nothing guarded in it: passed as it is (warned above)
+    if (f.masked === 0) plan.warnings.push(`credentials: ${label}: its extract matched nothing, but it holds the value of masked ${labels(hits)}: the command sees the sentinel there (the rest is passed unmasked)`);
+    else if (hits.length > 0) plan.notes.push(`credentials: ${label} also holds ${labels(hits)}'s value: masked there too`);
+    plan.maskFiles.push({ path: label, content: Buffer.from(found.text, 'utf8'), mode: f.mode & 0o555, masked: f.masked + hits.length });
+  }
+  for (const [name, value] of Object.entries(env)) {
+    // A variable masked or pending a `source` command is set above; one passed unmasked (its
+    // extract matched nothing) still never carries another entry's value.
+    if (value === undefined || plan.unsetEnv.includes(name) || plan.setEnv.some((c) => c.name === name)) continue;
+    const found = replaceCopies(value, copies);
+    if (found.withhold) {
+      plan.unsetEnv.push(name);
+      plan.warnings.push(`credentials: ${name} ${withheld(found)}; unset too`);
+      continue;
+    }
+    if (found.raw.length > 0) plan.warnings.push(`credentials: ${name} holds the value of masked ${labels(found.raw)}; the command sees the sentinel there too`);
+    if (found.encoded.length > 0) plan.warnings.push(`credentials: ${name} holds the value of masked ${labels(found.encoded)} base64-encoded; the command sees the sentinel there, encoded the same way`);
+    if (found.text !== value) plan.setEnv.push({ name, value: found.text });
   }
   plan.unsetEnv = [...new Set(plan.unsetEnv)];
 

@@ -4,7 +4,7 @@
 // tripwire like any other. The real srt runs in a mount namespace with its own /etc/hosts
 // (srtManaged); curl, python, node and git inside; HTTPS upstreams on 127.0.0.1 (certificates
 // from a test CA srt is told to trust) record every decrypted byte they receive.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo, Socket } from 'node:net';
@@ -243,5 +243,75 @@ print('python=' + urllib.request.urlopen(req, timeout=20).read().decode())"`,
     noReal(seen, r.stdout, r.stderr);
     const line = `srt: warning: not injected: plain HTTP — GH_TOKEN's sentinel went to api.fake.test:${port} unchanged (srt injects only inside terminated TLS: use https://, or set credentials.allowPlaintextInject)`;
     expect(r.stderr.split('\n').filter((l) => l === line)).toHaveLength(1);
+  }, 90_000);
+});
+
+describe('a guarded value elsewhere: base64-encoded in another variable, in a credential file passed unmasked', () => {
+  it('the command sees the sentinel encoded the same way (and its client is injected with it), or nothing where the value is denied', async () => {
+    service.reset();
+    const port = service.port;
+    const NPM = 'npm_deniedDeniedDeniedDenied0123456789';
+    const b64 = (t: string) => Buffer.from(t).toString('base64');
+    const docker = (t: string) => JSON.stringify({ auths: { [`localhost:${port}`]: { auth: b64(`octocat:${t}`) } } });
+    mkdirSync(join(home, '.docker'), { recursive: true });
+    writeFileSync(join(home, '.netrc'), `machine localhost login octocat password ${GH}\n`);
+    writeFileSync(join(home, '.docker', 'config.json'), docker(GH));
+    writeFileSync(join(home, '.npmrc'), `//localhost:${port}/:_auth=${b64(`octocat:${GH}`)}\n`);
+    try {
+      const file = join(tmp.path, 'settings-copies.json');
+      writeFileSync(file, JSON.stringify({
+        network: { allowedDomains: [`localhost:${port}`], tlsTerminate: tls() },
+        credentials: {
+          envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: [`localhost:${port}`] }, { name: 'NPM_TOKEN', mode: 'deny' }],
+          // Patterns that match nothing in these files: they pass unmasked, but never with GH_TOKEN's value.
+          files: [
+            { path: '~/.netrc', mode: 'mask', extract: 'token=(\\S+)' },
+            { path: '~/.docker/config.json', mode: 'mask', extract: '"identitytoken":"([^"]+)"' },
+            { path: '~/.npmrc', mode: 'mask', extract: '_authToken=(\\S+)' },
+          ],
+        },
+      }));
+      const r = await srtManaged(null, ['--settings', file, '-c', [
+        `curl -sS -H "Authorization: Basic $NPM_CONFIG__AUTH" https://localhost:${port}/env-basic > basic.json`,
+        `curl -sS --netrc https://localhost:${port}/netrc > netrc.json`,
+        // npm sends the .npmrc's _auth as a Basic credential.
+        `npm view left-pad --registry https://localhost:${port}/ --cache "$PWD/npm-cache" > npm.txt 2>&1 || true`,
+        `python3 -c "
+import base64, json, os, urllib.request
+auth = json.loads(os.environ['DOCKER_AUTH_CONFIG'])['auths']['localhost:${port}']['auth']
+req = urllib.request.Request('https://localhost:${port}/docker-env', headers={'Authorization': 'Basic ' + auth})
+open('docker.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().decode())"`,
+        'echo "decoded=$(printf %s "$NPM_CONFIG__AUTH" | base64 -d)"',
+        'echo "other=${NPM_CONFIG_OTHER_AUTH:-unset}"',
+        'cat ~/.netrc ~/.docker/config.json ~/.npmrc > files.txt',
+        ENVIRON,
+        'echo "gh=$GH_TOKEN"',
+      ].join('\n')], {
+        home, cwd, scratch: tmp.path, hosts,
+        env: { GH_TOKEN: GH, NPM_TOKEN: NPM, NPM_CONFIG__AUTH: b64(`octocat:${GH}`), DOCKER_AUTH_CONFIG: docker(GH), NPM_CONFIG_OTHER_AUTH: b64(`me:${NPM}`) },
+      });
+      const kv = keyValues(r.stdout);
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(kv.decoded).toBe(`octocat:${kv.gh}`);
+      expect(kv.other).toBe('unset');
+      // Each client sent the sentinel in its Basic credential; srt put the real token in.
+      const lines = service.raw().split('\r\n');
+      for (const path of ['/env-basic', '/netrc', '/docker-env', '/left-pad']) expect(lines.some((l) => l.startsWith(`GET ${path} HTTP/`)), path).toBe(true);
+      const auths = lines.filter((l) => l.startsWith('authorization:'));
+      expect(auths.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(auths)).toEqual(new Set([`authorization: Basic ${b64(`octocat:${GH}`)}`]));
+      const inside = [r.stdout, ...['files.txt', 'environ.txt', 'basic.json', 'netrc.json', 'docker.json', 'npm.txt'].map((f) => readFileSync(join(cwd, f), 'utf8'))];
+      for (const text of inside) {
+        for (const secret of [GH, NPM, b64(`octocat:${GH}`), b64(`me:${NPM}`)]) expect(text).not.toContain(secret);
+      }
+      expect(readFileSync(join(cwd, 'files.txt'), 'utf8')).toBe(`machine localhost login octocat password ${kv.gh}\n${docker(kv.gh!)}//localhost:${port}/:_auth=${b64(`octocat:${kv.gh}`)}\n`);
+      expect(r.stderr).toContain('srt: warning: credentials: NPM_CONFIG__AUTH holds the value of masked GH_TOKEN base64-encoded; the command sees the sentinel there, encoded the same way');
+      expect(r.stderr).toContain('srt: warning: credentials: NPM_CONFIG_OTHER_AUTH holds the value of a denied variable (base64-encoded); unset too');
+      expect(r.stderr).toContain(`srt: warning: credentials: ${home}/.netrc: its extract matched nothing, but it holds the value of masked GH_TOKEN: the command sees the sentinel there (the rest is passed unmasked)`);
+    } finally {
+      rmSync(join(home, '.netrc'));
+      rmSync(join(home, '.npmrc'));
+      rmSync(join(home, '.docker'), { recursive: true });
+    }
   }, 90_000);
 });

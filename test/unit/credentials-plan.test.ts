@@ -169,6 +169,73 @@ describe('credential plan: where a mask without injectHosts goes', () => {
   });
 });
 
+describe('credential plan: copies elsewhere, encoded or not', () => {
+  const b64 = (t: string) => Buffer.from(t).toString('base64');
+  const docker = (t: string) => JSON.stringify({ auths: { 'ghcr.io': { auth: b64(`octocat:${t}`) } } });
+  const NPM = 'npm_deniedDeniedDeniedDenied0123456789';
+
+  it('another variable holding a masked value base64-encoded gets the sentinel encoded the same way; a denied one is withheld', () => {
+    const p = plan(
+      { network: TLS, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['api.github.com'] }, { name: 'NPM_TOKEN', mode: 'deny' }] } },
+      { env: { GH_TOKEN: GH, NPM_CONFIG__AUTH: b64(`octocat:${GH}`), DOCKER_AUTH_CONFIG: docker(GH), NPM_CONFIG_OTHER_AUTH: b64(`me:${NPM}`), NPM_TOKEN: NPM, PLAIN: 'nothing here at all' } },
+    );
+    const sentinel = p.secrets[0]!.sentinel;
+    const seen = (name: string) => p.setEnv.find((c) => c.name === name)?.value;
+    expect(seen('NPM_CONFIG__AUTH')).toBe(b64(`octocat:${sentinel}`));
+    expect(seen('DOCKER_AUTH_CONFIG')).toBe(docker(sentinel));
+    expect(seen('PLAIN')).toBeUndefined();
+    expect(p.unsetEnv).toEqual(['NPM_TOKEN', 'NPM_CONFIG_OTHER_AUTH']);
+    expect(p.warnings).toEqual([
+      'credentials: NPM_CONFIG__AUTH holds the value of masked GH_TOKEN base64-encoded; the command sees the sentinel there, encoded the same way',
+      'credentials: DOCKER_AUTH_CONFIG holds the value of masked GH_TOKEN base64-encoded; the command sees the sentinel there, encoded the same way',
+      'credentials: NPM_CONFIG_OTHER_AUTH holds the value of a denied variable (base64-encoded); unset too',
+    ]);
+  });
+
+  it('a variable passed unmasked (its extract matched nothing) gets the sentinel too; a copy srt cannot re-encode withholds the variable', () => {
+    const p = plan(
+      { network: TLS, credentials: { envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['api.github.com'] }, { name: 'GIT_CONFIG_VALUE_0', mode: 'mask', extract: 'token=(\\S+)' }] } },
+      { env: { GH_TOKEN: GH, GIT_CONFIG_VALUE_0: `Authorization: Basic ${b64(`x:${GH}`)}`, BLOB: `/v1/x/${b64(`u:${GH}`)}/y` } },
+    );
+    const sentinel = p.secrets[0]!.sentinel;
+    expect(p.setEnv.find((c) => c.name === 'GIT_CONFIG_VALUE_0')?.value).toBe(`Authorization: Basic ${b64(`x:${sentinel}`)}`);
+    expect(p.unsetEnv).toEqual(['BLOB']);
+    expect(p.warnings).toContain('credentials: BLOB holds the value of masked GH_TOKEN base64-encoded inside a longer run srt cannot re-encode; unset too');
+  });
+
+  it('a file passed unmasked (extract matched nothing) never carries a value masked elsewhere; a masked file holding a denied value is denied', () => {
+    const netrc = `machine github.com login octocat password ${GH}\n`;
+    const p = plan(
+      { network: TLS, credentials: {
+        envVars: [{ name: 'GH_TOKEN', mode: 'mask', injectHosts: ['api.github.com'] }, { name: 'NPM_TOKEN', mode: 'deny' }],
+        files: [
+          { path: '/home/u/.netrc', mode: 'mask', extract: 'token=(\\S+)' },
+          { path: '/home/u/plain.txt', mode: 'mask', extract: 'token=(\\S+)' },
+          { path: '/home/u/.npmrc', mode: 'mask', extract: '_authToken=(\\S+)' },
+          { path: '/home/u/docker.json', mode: 'mask', extract: 'nomatch=(\\S+)' },
+        ],
+      } },
+      { env: { GH_TOKEN: GH, NPM_TOKEN: NPM }, files: new Map([
+        ['/home/u/.netrc', file(netrc)],
+        ['/home/u/plain.txt', file('nothing guarded\n')],
+        ['/home/u/.npmrc', file(`//r.example/:_authToken=npm_maskedMaskedMasked0123456789\n//other/:_auth=${b64(`x:${NPM}`)}\n`)],
+        ['/home/u/docker.json', file(docker(GH))],
+      ]) },
+    );
+    const gh = p.secrets.find((s) => s.real === GH)!;
+    expect(p.maskFiles.map((m) => [m.path, m.content.toString(), m.masked])).toEqual([
+      ['/home/u/.netrc', netrc.replace(GH, gh.sentinel), 1],
+      ['/home/u/docker.json', docker(gh.sentinel), 1],
+    ]);
+    expect(p.denyFiles.map((d) => [d.rule.path, d.why])).toEqual([['/home/u/.npmrc', 'holds the value of a denied variable (base64-encoded)']]);
+    expect(p.warnings).toEqual(expect.arrayContaining([
+      'credentials: /home/u/.netrc: its extract matched nothing, but it holds the value of masked GH_TOKEN: the command sees the sentinel there (the rest is passed unmasked)',
+      'credentials: /home/u/docker.json: its extract matched nothing, but it holds the value of masked GH_TOKEN: the command sees the sentinel there (the rest is passed unmasked)',
+      'credentials: /home/u/.npmrc holds the value of a denied variable (base64-encoded); denied too',
+    ]));
+  });
+});
+
 describe('credential plan: files', () => {
   const hosts = 'github.com:\n  user: me\n  oauth_token: gho_16C7e42F292c6912E7710c838347Ae178B4a\n';
 
