@@ -7,7 +7,7 @@
 // moments). What it reports for an existing path, with its device and inode, was at that path
 // when it looked. Elsewhere (macOS) the walk is by path, one lstat per component.
 
-import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, statSync, type BigIntStats } from 'node:fs';
+import { accessSync, closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readlinkSync, statSync, type BigIntStats, type Dirent, type OpenDirOptions } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import type { FileId, Landing, SnapshotEntry } from '../profiles/bwrap.js';
 
@@ -17,6 +17,8 @@ const O_PATH = 0o10000000;
 const PINNED = process.platform === 'linux';
 
 const idOf = (st: BigIntStats): FileId => ({ dev: String(st.dev), ino: String(st.ino) });
+/** A directory's entry as a path (names here are single components, never `.` or `..`). */
+const child = (dir: string, name: string) => (dir === '/' ? `/${name}` : `${dir}/${name}`);
 
 /** One directory entry, looked up in an open directory (or by path off Linux). */
 interface Dir {
@@ -88,7 +90,7 @@ function heldPrefix(components: string[], cache: DirCache | undefined): Dir[] {
   }
   const stack: Dir[] = [{ path: '/', fd: root, shared: true }];
   for (const name of components) {
-    const next = join(stack[stack.length - 1]!.path, name);
+    const next = child(stack[stack.length - 1]!.path, name);
     const fd = cache.get(next);
     if (fd === undefined) break;
     stack.push({ path: next, fd, shared: true });
@@ -118,7 +120,7 @@ function walk(path: string, cache: DirCache | undefined): Landing {
         continue;
       }
       const cur = top();
-      const next = join(cur.path, name);
+      const next = child(cur.path, name);
       let found;
       try {
         found = pending.length === 0 ? lookupLast(cur, name) : lookup(cur, name);
@@ -201,15 +203,25 @@ export function realIdentifier(): { identify: (path: string) => FileId | null; c
 
 const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 /** More entries than srt binds one by one in a snapshot (each is a mount and bwrap arguments). */
-const MAX_SNAPSHOT_ENTRIES = 1000;
+export const MAX_SNAPSHOT_ENTRIES = 1000;
 
 /**
  * A directory's entries for a snapshot: names with their kinds and symlink targets; names that
- * are not valid UTF-8 (which bwrap cannot be given) apart. `too-large` past MAX_SNAPSHOT_ENTRIES.
+ * are not valid UTF-8 (which bwrap cannot be given) apart. `too-large` past `max` entries, read
+ * no further: what a directory holds beyond that is never looked at.
  */
-export function listSnapshot(dir: string): { entries: SnapshotEntry[]; skipped: Buffer[] } | 'too-large' {
-  const list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
-  if (list.length > MAX_SNAPSHOT_ENTRIES) return 'too-large';
+export function listSnapshot(dir: string, max = MAX_SNAPSHOT_ENTRIES): { entries: SnapshotEntry[]; skipped: Buffer[] } | 'too-large' {
+  const list: Dirent<Buffer>[] = [];
+  // Node reads names as bytes with `encoding: 'buffer'`, which its types leave out for opendir.
+  const d = opendirSync(dir, { encoding: 'buffer', bufferSize: 128 } as unknown as OpenDirOptions);
+  try {
+    for (let e = d.readSync(); e; e = d.readSync()) {
+      if (list.length === max) return 'too-large';
+      list.push(e as unknown as Dirent<Buffer>);
+    }
+  } finally {
+    d.closeSync();
+  }
   const entries: SnapshotEntry[] = [];
   const skipped: Buffer[] = [];
   for (const e of list) {

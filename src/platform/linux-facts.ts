@@ -23,7 +23,7 @@ import { createCacheDirs } from './cache-dirs.js';
 import { DependencyError, findBubblewrap } from './deps.js';
 import { findInitHelper, supervisorUnavailable } from './init-helper.js';
 import { protectionPlan } from './landed.js';
-import { landingResolver, listSnapshot, replaceableNames, resolveLanding } from './landing.js';
+import { landingResolver, listSnapshot, MAX_SNAPSHOT_ENTRIES, replaceableNames, resolveLanding } from './landing.js';
 import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
 import { expandGlobs, readGitFile, scanProtected, SearchError } from './search.js';
@@ -32,6 +32,8 @@ import { PARENT_STAT_FD, TERMINAL_CHANNEL_FD, terminalStdio } from './terminal.j
 
 // The helper takes at most 256 listeners (relays.c); the HTTP and SOCKS relays are four of them.
 const MAX_LISTENERS = 256;
+/** Entries srt binds back in all its snapshots before the read gate holds the denies instead. */
+const SNAPSHOT_BUDGET = 1000;
 
 export interface LinuxFacts {
   bwrap: string;
@@ -317,11 +319,15 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
     // must be checked (the filter then sends every open to the supervisor).
     const first = buildBwrapPlan(policy, facts, ['true']);
     const snapshots = new Map<string, SnapshotEntry[] | 'too-large'>();
+    // With the supervisor, snapshots past a budget of entries in all are not worth their binds at
+    // every start: the read gate holds those denies instead (the plan decides on 'too-large').
+    let budget = supervise ? SNAPSHOT_BUDGET : Infinity;
     for (const d of first.snapshots) {
       let listed: ReturnType<typeof listSnapshot>;
-      try { listed = listSnapshot(d); } catch {
+      try { listed = budget < 0 ? 'too-large' : listSnapshot(d, Math.min(MAX_SNAPSHOT_ENTRIES, budget)); } catch {
         throw new SandboxError(`${d} changed or disappeared while srt was setting up the sandbox; nothing ran, try again`);
       }
+      budget -= listed === 'too-large' ? Infinity : listed.entries.length;
       if (listed !== 'too-large' && listed.skipped.length) {
         warnings.push(`${d}: ${listed.skipped.length} name(s) that are not valid UTF-8 are not seen inside (srt cannot name them to bubblewrap)`);
       }
@@ -334,7 +340,8 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
         allowUnixSockets: policy.network.allowAllUnixSockets,
         allowNamespaces: policy.allowNestedUserNamespaces,
         supervise,
-        gateReads: supervise && first.gated.length > 0,
+        // A snapshot too large: the second plan may hold denies with the read gate.
+        gateReads: supervise && (first.gated.length > 0 || [...snapshots.values()].includes('too-large')),
       });
     }
   }

@@ -167,7 +167,9 @@ export interface BwrapPlan {
   launcher: string[];
   /** bwrap's `--chdir`: the helper checks it landed in the directory `landings` has for it. */
   chdir: string;
-  /** Directories made snapshots (a read-only tmpfs, each entry bound back): the platform lists them in `facts.snapshots`. */
+  /** Directories made snapshots (a read-only tmpfs, each entry bound back): the platform lists them
+   *  in `facts.snapshots`, those a masked file's copy needs first (past a budget of entries the
+   *  read gate holds the denies instead, never a copy). */
   snapshots: string[];
   /** Read-denied paths inside the writable paths, and with the supervisor every deny glob, each
    *  with the paths inside it that stay readable: the supervisor checks every open against them
@@ -201,7 +203,10 @@ export function literalPaths(policy: Policy, targets: ProtectedTarget[], worktre
 }
 
 function depthOf(p: string): number {
-  return p === '/' ? 0 : p.split('/').length - 1;
+  if (p === '/') return 0;
+  let n = 0;
+  for (let i = p.indexOf('/'); i >= 0; i = p.indexOf('/', i + 1)) n++;
+  return n;
 }
 
 
@@ -263,7 +268,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     warnings.push(`the whole home directory ${policy.home} is writable in this sandbox (through ${homeRoot}): apart from srt's protected paths, ` +
       'the command can change any of your files there, including ones other programs run later');
   }
-  const writableByRoots = (p: string) => [...writeRoots.keys()].some((w) => isWithin(p, w));
+  const rootList = [...writeRoots.keys()];
+  const writableByRoots = (p: string) => rootList.some((w) => isWithin(p, w));
   /** Directories a deny had to cover whole, because srt cannot search them. */
   const blockedDirs = new Set<string>();
   const rank = (into: Map<string, number>, path: string, trust: number) => into.set(path, Math.max(trust, into.get(path) ?? -1));
@@ -370,19 +376,9 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   }
   const accessOf = (p: string): Access => ({ read: model.read(p), write: model.write(p) && !inPlaceholder(p) });
 
-  // --- nodes, plus rename guards: every directory between a write root and a write- or
-  // read-denied path inside it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot
-  // swap the protected path away, nor put other content where a tool expects the hidden file
-  // (rename of a mount point fails with EBUSY).
+  // --- nodes, plus rename guards (below, once the read gate's share is known)
   const nodes = new Set<string>([...writeRoots.keys(), ...denyWrite, ...denyRead.keys(), ...allowRead.keys()]);
   const mustMount = new Set<string>();
-  for (const d of [...denyWrite, ...denyRead.keys()]) {
-    const root = [...writeRoots.keys()].filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
-    if (!root) continue;
-    for (let a = dirname(d); a !== root && isWithin(a, root); a = dirname(a)) {
-      nodes.add(a); mustMount.add(a); kindOf.set(a, 'dir');
-    }
-  }
 
   // --- denies that hold while the command runs (invariant 2). A mask is a mount on the host's
   // own directory entry, and the kernel detaches it in every namespace once that entry is
@@ -395,28 +391,44 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   //    a read-only tmpfs with each of its entries bound back (the binds hold the very files and
   //    directories listed; a name added there later, the denied file included, is not seen);
   //  - inside a writable path a snapshot would swallow the command's writes: there the
-  //    supervisor checks every open against the denied paths (`gated`), whatever is mounted.
-  // Not covered: "/" and sticky shared directories (/tmp) are never snapshots; a directory too
-  // large to bind entry by entry (a warning says which).
-  const snapshotDirs = new Set<string>();
+  //    supervisor checks every open against the denied paths (`gated`), whatever is mounted;
+  //  - with the supervisor, outside too once the snapshots would cost more than a budget of
+  //    entries at every start (a denied file in a directory of 10,000, or in hundreds of
+  //    directories): each open is checked then, whatever the directories hold.
+  // Not covered: "/" and sticky shared directories (/tmp) are never snapshots; without the
+  // supervisor, a directory too large to bind entry by entry (a warning says which).
   const gatedDenies = new Map<string, number>();
+  /** Denies outside the writable paths: each with the first name on its way a snapshot must hold. */
+  const outside = new Map<string, { child: string; trust: number }>();
   const hold = (path: string, child: string, trust: number) => {
     if ((allowRead.get(path) ?? -1) >= trust) return; // re-opened after all
     if (writableByRoots(path) || isWithin(path, facts.tmpDir)) {
       gatedDenies.set(path, Math.max(trust, gatedDenies.get(path) ?? -1));
       return;
     }
-    pin(child);
+    outside.set(path, { child, trust: Math.max(trust, outside.get(path)?.trust ?? -1) });
   };
-  const pin = (child: string) => {
+  const pin = (child: string, into: Set<string>) => {
     for (let c = child, d = dirname(c); d !== '/'; c = d, d = dirname(d)) {
       if (!readable(d)) break; // inside a mask: the entries there are the sandbox's own
-      if (facts.replaceable?.has(c)) snapshotDirs.add(d);
+      if (facts.replaceable?.has(c)) into.add(d);
     }
   };
   if (!fsPolicy.disabled) {
     for (const [d, trust] of denyRead) if (d !== facts.runRoot) hold(d, d, trust);
     for (const [path, { firstMissing, trust }] of missingReadDenies) hold(path, firstMissing, trust);
+  }
+  // Rename guards: every directory between a write root and a write- or read-denied path inside
+  // it becomes a mount point itself, so `mv`/`rm -rf` of a parent cannot swap the protected path
+  // away, nor put other content where a tool expects the hidden file (rename of a mount point
+  // fails with EBUSY). A read deny the read gate holds needs none: the supervisor refuses moving
+  // a directory that holds one (and 1,000 denied files in a project made hundreds of mounts).
+  for (const d of [...denyWrite, ...[...denyRead.keys()].filter((r) => !(supervised && gatedDenies.has(r)))]) {
+    const root = rootList.filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
+    if (!root) continue;
+    for (let a = dirname(d); a !== root && isWithin(a, root); a = dirname(a)) {
+      nodes.add(a); mustMount.add(a); kindOf.set(a, 'dir');
+    }
   }
   // A sentinel copy is a mount on the masked file's name too: a host program renaming over that
   // file (`aws configure` rewriting ~/.aws/credentials) would detach it and show the real file.
@@ -424,16 +436,24 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   // In a snapshot the copy takes the entry's place rather than covering a bind of the host file:
   // a mount on the host's dentry is what a rename over it detaches.
   const maskedCopies = new Set<string>();
+  const maskSnapshots = new Set<string>();
   for (const m of facts.credentials?.masked ?? []) {
     const l = landing(m.path);
     if (!fsPolicy.disabled && l.kind === 'file' && readable(l.real) && !writableByRoots(l.real) && !isWithin(l.real, facts.tmpDir)) {
-      pin(l.real);
+      pin(l.real, maskSnapshots);
       maskedCopies.add(l.real);
     }
   }
+  const denySnapshots = new Set<string>();
+  for (const { child } of outside.values()) pin(child, denySnapshots);
+  // Listed once the first plan asked (masks' directories first): one that is too large, or past
+  // the budget, means the read gate holds the denies.
+  const tooLarge = (d: string) => facts.snapshots?.get(d) === 'too-large';
+  const byGate = supervised && [...denySnapshots].some(tooLarge);
+  if (byGate) for (const [path, { trust }] of outside) gatedDenies.set(path, Math.max(trust, gatedDenies.get(path) ?? -1));
+  const snapshotDirs = new Set([...maskSnapshots, ...(byGate ? [] : denySnapshots)]);
   for (const d of [...snapshotDirs]) {
-    const listed = facts.snapshots?.get(d);
-    if (listed === 'too-large') {
+    if (tooLarge(d)) {
       snapshotDirs.delete(d);
       warnings.push(`${d} holds too many entries for srt to snapshot: a denied path below it that a program outside the sandbox replaces during the run would be seen inside`);
     }
@@ -472,7 +492,8 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     warnings.push('with filesystem.disabled a denied credential file that a program outside the sandbox replaces during the run is readable inside');
   }
 
-  const sorted = [...nodes].sort((a, b) => depthOf(a) - depthOf(b) || (a < b ? -1 : 1));
+  const depth = new Map([...nodes].map((p) => [p, depthOf(p)]));
+  const sorted = [...nodes].sort((a, b) => depth.get(a)! - depth.get(b)! || (a < b ? -1 : 1));
   const ops: MountOp[] = [];
   const stageDir = facts.seccomp?.mountsPath !== undefined ? facts.seccomp.stageDir : undefined;
   const byHelper = stageDir !== undefined;
@@ -629,7 +650,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   return {
     args: argGroups.flat(), argGroups, ops, access, ...(init ? { init } : {}), placeholders: [...placeholders.values()], warnings, errors, notes, writable,
     launcher: launch ? hostListenArgv(launch.helperPath, launch.exposes) : [],
-    chdir: policy.cwd, snapshots: [...snapshotDirs].sort(), gated,
+    chdir: policy.cwd, snapshots: [...[...snapshotDirs].filter((d) => maskSnapshots.has(d)).sort(), ...[...snapshotDirs].filter((d) => !maskSnapshots.has(d)).sort()], gated,
     protectedRoots: fsPolicy.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),
     protectedPaths: [...protectedPaths],
   };

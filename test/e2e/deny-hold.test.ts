@@ -202,6 +202,30 @@ describe('a denied path that a program outside the sandbox replaces during the r
     expect(readFileSync(token, 'utf8')).toBe(`${fresh}\n`);
   });
 
+  // A snapshot of a big directory would cost a bind per entry at every start: past a budget the
+  // supervisor's read gate holds such a deny instead (without it srt warns, as the test below says).
+  it('a denyRead file in a directory of 1,500 entries outside the writable paths, replaced outside, and one made there: unreadable, its neighbours as on the host', async () => {
+    const dir = scratch();
+    const data = join(dir.home, '..', 'data');
+    mkdirSync(data);
+    for (let i = 0; i < 1500; i++) writeFileSync(join(data, `r${i}`), `row${i}\n`);
+    const secret = join(data, 'r7');
+    const later = join(data, 'later-secret');
+    const run = background(afterGo(`cat ${secret}; cat ${later}; cat ${join(data, 'r8')} ${join(data, 'fresh')}; ls ${data} | wc -l`), dir, ['--deny-read', secret, '--deny-read', later]);
+    await waitForFile(join(dir.cwd, 'started'));
+    replaceByRename(secret, 'NEW-SECRET\n');
+    writeFileSync(later, 'LATER-SECRET\n');
+    writeFileSync(join(data, 'fresh'), 'fresh\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('NEW-SECRET');
+    expect(out).not.toContain('LATER-SECRET');
+    expect(out).not.toContain('row7');
+    expect(out).toContain('row8\nfresh\n'); // not a snapshot: the directory is the host's
+    expect(out).not.toContain('too many entries');
+    expect(readFileSync(secret, 'utf8')).toBe('NEW-SECRET\n');
+  });
+
   it('a denied .env in the writable project, saved by an editor outside (rename over it) while the command reads it in a loop: never readable', async () => {
     const dir = scratch();
     const env = join(dir.cwd, '.env');

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { buildBwrapPlan, globRules, literalOf, type BwrapFacts, type Landing } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, globRules, literalOf, type BwrapFacts, type Landing, type SnapshotEntry } from '../../src/profiles/bwrap.js';
 import { encodeMounts, plannedMounts } from '../../src/profiles/mounts.js';
 import { encodeRules } from '../../src/profiles/protected.js';
 
@@ -585,6 +585,41 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeGreaterThan(-1);
     expect(args.indexOf('--ro-bind-try /h/.config /h/.config')).toBeLessThan(args.indexOf('--ro-bind-data 9 /h/.config/gh/hosts.yml'));
     expect(plannedMounts(plan.ops)).toContainEqual({ kind: 'bind', dest: '/h/.bashrc', source: '/h/.bashrc', ro: true, optional: true, byHelper: true });
+  });
+
+  it('with the supervisor, a snapshot too large (or past the budget) hands every deny outside to the read gate; a masked copy keeps its snapshot', () => {
+    const seccomp = { ...sup.seccomp, mountsPath: '/r/mounts', stageDir: '/r/stage' };
+    const l = { '/h/.aws/credentials': file('/h/.aws/credentials'), '/data/big/s1': file('/data/big/s1'), '/h/.config/gh/hosts.yml': file('/h/.config/gh/hosts.yml') };
+    const f = (snapshots?: BwrapFacts['snapshots']) => facts(l, {
+      seccomp, replaceable: new Set(['/h/.aws/credentials', '/h/.aws', '/data/big/s1', '/h/.config', '/h/.config/gh', '/h/.config/gh/hosts.yml']),
+      credentials: { deny: [], masked: [{ path: '/h/.config/gh/hosts.yml', fd: 9, mode: 0o600 }] },
+      ...(snapshots ? { snapshots } : {}),
+    });
+    const p = policy({ denyRead: [rule('/h/.aws/credentials'), rule('/data/big/s1')] });
+    // The first plan asks for every directory, those the masked copy needs first.
+    expect(buildBwrapPlan(p, f(), ['true']).snapshots).toEqual(['/h', '/h/.config', '/h/.config/gh', '/data/big', '/h/.aws']);
+    const listed = (names: string[]) => names.map((name) => ({ name, kind: 'file' as const }));
+    const plan = buildBwrapPlan(p, f(new Map<string, SnapshotEntry[] | 'too-large'>([
+      ['/h', listed(['.aws', '.config'])], ['/h/.config', listed(['gh'])], ['/h/.config/gh', listed(['hosts.yml'])],
+      ['/data/big', 'too-large'], ['/h/.aws', listed(['credentials', 'config'])],
+    ])), ['true']);
+    expect(plan.gated).toEqual([{ path: '/h/.aws/credentials', reopened: [] }, { path: '/data/big/s1', reopened: [] }]);
+    expect(plan.snapshots).toEqual(['/h', '/h/.config', '/h/.config/gh']);
+    expect(plan.warnings.join('\n')).not.toContain('too many entries');
+    // The masks stay: a rename over the file is what the gate catches, the mount hides the rest.
+    expect(plannedMounts(plan.ops)).toEqual(expect.arrayContaining([
+      { kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true, byHelper: true, deny: true },
+      { kind: 'bind', dest: '/data/big/s1', source: '/r/denied', ro: true, byHelper: true, deny: true },
+    ]));
+  });
+
+  it('a read deny the read gate holds in a writable path needs no rename guards; a write deny keeps them', () => {
+    const p = policy({ denyRead: [rule('/w/a/b/c/.env')], denyWrite: [rule('/w/x/y/hook')] });
+    const l = { '/w/a/b/c/.env': file('/w/a/b/c/.env'), '/w/x/y/hook': file('/w/x/y/hook') };
+    const gated = buildBwrapPlan(p, facts(l, sup), ['true']);
+    expect(mounts(gated.args).filter((m) => m.startsWith('bind /w/') || m.startsWith('ro-bind /w/'))).toEqual(['bind /w/x', 'bind /w/x/y', 'ro-bind /w/x/y/hook', 'ro-bind /w/a/b/c/.env </r/denied']);
+    const mounted = buildBwrapPlan(p, facts(l), ['true']);
+    expect(mounts(mounted.args)).toEqual(expect.arrayContaining(['bind /w/a', 'bind /w/a/b', 'bind /w/a/b/c']));
   });
 
   it('a directory too large to snapshot is left as it is, with a warning; one srt did not list stops the run', () => {
