@@ -226,6 +226,57 @@ describe('a denied path that a program outside the sandbox replaces during the r
     expect(readFileSync(secret, 'utf8')).toBe('NEW-SECRET\n');
   });
 
+  it('held by the read gate in a big directory outside: no other name reaches it (symlink, hard link, fd reopen, dirfd, copy), nor a directory made anew in its place', async () => {
+    const dir = scratch();
+    const data = join(dir.home, '..', 'data');
+    mkdirSync(data);
+    for (let i = 0; i < 1500; i++) writeFileSync(join(data, `r${i}`), `row${i}\n`);
+    const secret = join(data, 'r7');
+    const py = [
+      'import ctypes, os, shutil, sys, time',
+      'libc = ctypes.CDLL(None, use_errno=True)',
+      'def t(name, f):',
+      '    try: print(name, "GOT", f())',
+      '    except OSError as e: print(name, "errno", e.errno)',
+      'open("started", "w").close()',
+      'while not os.path.exists("go"): time.sleep(0.02)',
+      'def routes(tag, p):',
+      '    d, n = os.path.split(p)',
+      '    os.symlink(p, "sl-" + tag)',
+      '    t(tag + "-symlink", lambda: open("sl-" + tag).read())',
+      '    t(tag + "-hardlink", lambda: (os.link(p, "hl-" + tag), open("hl-" + tag).read()))',
+      '    def linkat():',
+      '        fd = os.open(p, os.O_PATH)',
+      '        if libc.linkat(fd, b"", -100, ("al-" + tag).encode(), 0x1000) != 0: raise OSError(ctypes.get_errno(), "linkat")',
+      '        return open("al-" + tag).read()',
+      '    t(tag + "-linkat", linkat)',
+      '    t(tag + "-procfd", lambda: open("/proc/self/fd/%d" % os.open(p, os.O_PATH)).read())',
+      '    t(tag + "-dirfd", lambda: os.read(os.open(n, os.O_RDONLY, dir_fd=os.open(d, os.O_PATH)), 99).decode())',
+      '    t(tag + "-copy", lambda: (shutil.copy(p, "cp-" + tag), open("cp-" + tag).read())[1])',
+      'routes("secret", sys.argv[1])',
+      'routes("control", sys.argv[2])',
+      't("anew", lambda: open(sys.argv[1]).read())',
+    ].join('\n');
+    const run = background(`python3 -c '${py.replace(/'/g, `'"'"'`)}' ${secret} ${join(data, 'r8')}`, dir, ['--deny-read', secret]);
+    await waitForFile(join(dir.cwd, 'started'));
+    // The directory moved away and made anew, the denied name in it again (the gate holds the
+    // path, not what a mount covered at the start).
+    renameSync(data, `${data}.old`);
+    mkdirSync(data);
+    writeFileSync(secret, 'NEW-SECRET\n');
+    writeFileSync(join(data, 'r8'), 'row8\n');
+    writeFileSync(join(dir.cwd, 'go'), '');
+    const out = await run.done;
+    expect(out).not.toContain('row7');
+    expect(out).not.toContain('NEW-SECRET');
+    for (const route of ['symlink', 'hardlink', 'linkat', 'procfd', 'dirfd', 'copy']) expect(out).toMatch(new RegExp(`^secret-${route} errno \\d+$`, 'm'));
+    expect(out).toMatch(/^anew errno 13$/m);
+    // The control: the same routes to a neighbour read it (where the kernel lets a route work at all).
+    for (const route of ['symlink', 'procfd', 'dirfd', 'copy']) expect(out).toContain(`control-${route} GOT row8`);
+    expect(readFileSync(secret, 'utf8')).toBe('NEW-SECRET\n');
+    expect(readFileSync(join(`${data}.old`, 'r7'), 'utf8')).toBe('row7\n');
+  });
+
   it('a denied .env in the writable project, saved by an editor outside (rename over it) while the command reads it in a loop: never readable', async () => {
     const dir = scratch();
     const env = join(dir.cwd, '.env');
