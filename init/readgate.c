@@ -78,6 +78,7 @@ static struct region *lit_at(const char *p, size_t len) {
 // Is there a literal region below directory p (its path starts with `p/`)?
 static int lit_below(const char *p) {
   size_t len = strlen(p);
+  if (len == 1) return nlits > 0; // "/": every path is below it
   int lo = 0, hi = nlits;
   // The first path not before `p/`: every path below p sorts together from there.
   while (lo < hi) {

@@ -136,6 +136,23 @@ describe.skipIf(process.platform !== 'linux')('the read gate\'s matcher (init/re
       .toEqual([true, false, true, false, true, false, true, false, true]);
   });
 
+  // Literal paths are looked up along the path in sorted order: names that sort around `/`
+  // (`a-b`, `a.b` before `a/`, `a0`, `ab` after) must neither hide their neighbours nor be missed.
+  it('a thousand hidden paths, looked up by each directory on the way: exactly those and what lies below them', () => {
+    const many = Array.from({ length: 1000 }, (_, i) => ({ path: `/d/set${i % 40}/r${i}`, reopened: [] as string[] }));
+    const near = ['/d/a-b/k', '/d/a.b', '/d/a/x', '/d/a0', '/d/ab/y'].map((path) => ({ path, reopened: [] as string[] }));
+    const rec = records({ hidden: [...many, ...near, { path: '/d/set3/open', reopened: ['/d/set3/open/pub'] }] });
+    const q = (p: string, partial = false) => `h ${partial ? 1 : 0} ${p}`;
+    const cases: [string, boolean][] = [
+      [q('/d/set7/r7'), true], [q('/d/set7/r47'), true], [q('/d/set7/r999'), false], [q('/d/set39/r999'), true], [q('/d/set7/r7/x'), true],
+      [q('/d/set7/r'), false], [q('/d/set7/r70'), false], [q('/d/set7'), false], [q('/d/set7', true), true], [q('/d/set40', true), false],
+      [q('/d/a'), false], [q('/d/a', true), true], [q('/d/a/x'), true], [q('/d/a/y'), false], [q('/d/a-b'), false], [q('/d/a-b', true), true],
+      [q('/d/a.b/z'), true], [q('/d/a0'), true], [q('/d/a1', true), false], [q('/d/ab', true), true], [q('/d/ab/y/z'), true], [q('/d/ab/x'), false],
+      [q('/d/set3/open/k'), true], [q('/d/set3/open/pub/k'), false], [q('/'), false], [q('/', true), true], [q('/e', true), false], [q('/d/set7/r7 (deleted)'), true],
+    ];
+    expect(ask(rec, cases.map(([line]) => line))).toEqual(cases.map(([, hidden]) => hidden));
+  });
+
   it('a hidden glob: every path it matches and all below; a re-opened path at or below the match lifts it', () => {
     const rec = records({ hidden: [
       { path: '/w/**/.env', glob: true, reopened: ['/w/conf/.env'] },
