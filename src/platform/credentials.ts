@@ -5,7 +5,7 @@
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { delimiter } from 'node:path';
 import type { Policy } from '../policy.js';
-import type { Jose } from '../credentials/jwt.js';
+import { loadJose, type Jose } from '../credentials/jwt.js';
 import { buildCredentialPlan, MAX_MASKED_FILE, type CredentialPlan, type FileFact } from '../credentials/plan.js';
 import { describeSource, runSourceCommand, SourceCommandError } from '../credentials/source.js';
 import { findOutside, pathOutside, writableRoots } from './writable.js';
@@ -67,7 +67,7 @@ export async function gatherCredentialFacts(policy: Policy, opts: { runSources: 
     else facts.sentinelKeyProblem = k.problem;
   }
   const work: Promise<unknown>[] = [];
-  if (masked.some((e) => e.decode === 'jwt')) work.push((async () => { facts.jose = await (await import('../credentials/jwt.js')).loadJose(); })());
+  if (masked.some((e) => e.decode === 'jwt')) work.push((async () => { facts.jose = await loadJose(); })());
   const sourced = envVars.filter((e) => e.mode === 'mask' && e.sourceCommand);
   if (opts.runSources && sourced.length > 0) {
     facts.sourced = new Map();
