@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
-# Installs what srt needs on Debian/Ubuntu (system packages when run as root), the locked npm
-# dependencies, and builds dist/ plus srt-init.
+# Installs what srt needs to run, on Debian/Ubuntu: bubblewrap, ripgrep, gcc and the C library
+# headers for its helper, and CA certificates (system packages, when run as root); then the
+# locked npm dependencies, and builds dist/ plus srt-init. Node 20 or later must be there first.
+# The clients the tests run (a JDK, awscli, …) are not installed here: npm test installs them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-# python3-requests and a JDK are clients the TLS tests run inside the sandbox; awscli and
-# python3-boto3 real AWS clients for the SigV4 re-signing tests (CI has no PyPI: Debian's boto3).
-packages=(bubblewrap ripgrep curl git python3 python3-pip python3-requests gcc libc6-dev iproute2 procps util-linux less openssh-client openssl ca-certificates openjdk-17-jdk-headless awscli python3-boto3)
+# Before anything is installed: without Node 20 nothing below can work.
+if ! command -v node >/dev/null || ! command -v npm >/dev/null ||
+  ! node -e 'process.exit(Number(process.versions.node.split(".")[0]) >= 20 ? 0 : 1)'; then
+  echo "setup: srt needs Node 20 or later and npm (found: $(node --version 2>/dev/null || echo no node)); get them from https://nodejs.org/ (Debian 12 and Ubuntu 24.04 ship Node 18), then run this again" >&2
+  exit 1
+fi
+
+packages=(bubblewrap ripgrep gcc libc6-dev ca-certificates)
 if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq

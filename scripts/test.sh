@@ -10,6 +10,8 @@ results=$(mktemp -d)
 trap 'rm -rf "$results"' EXIT
 
 status=0
+# The clients the tests run (installed as root when missing).
+bash scripts/test-deps.sh || status=1
 # Source and tests are type-checked together (vitest itself does not check types).
 npm run --silent typecheck || status=1
 npx vitest run --reporter=default --reporter=json --outputFile.json="$results/main.json" || status=1
