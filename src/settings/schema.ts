@@ -1,5 +1,7 @@
-// The settings document (SPEC §2.2) as a zod schema: the single source for validation and for
-// `srt schema` (z.toJSONSchema), so the two never drift. zod is loaded on first use so that
+// The settings document as a zod schema: the single source for validation, for `srt schema`
+// (z.toJSONSchema) and for the key tables of docs/settings.md (scripts/docs.mjs), so none of
+// them drifts. Defaults are metadata (`.meta({ default })`): the parsed document keeps only what
+// a file says, since merging asks which scope set a key. zod is loaded on first use so that
 // `srt --help` and runs without settings files do not pay for it.
 
 import { createRequire } from 'node:module';
@@ -47,18 +49,19 @@ function build(zod: ZodModule) {
         literal: z.boolean().optional().describe('true: the path is never a glob.'),
       }),
     ])
-    .describe('Absolute, `~`-relative or relative path; may contain globs (*, **, ?, [abc]) unless given as {"path": ..., "literal": true}.');
+    .describe('Absolute, `~`-relative or relative path; may contain globs (`*`, `**`, `?`, `[abc]`) unless given as `{"path": ..., "literal": true}`.');
   const pathList = z.array(pathEntry);
   const domainList = z.array(nonEmpty);
   const hostList = z.array(nonEmpty).min(1);
   const mode = z
     .enum(['mask', 'deny'])
     .describe('mask: the command sees a sentinel and the proxy puts the real value back on the way out; deny: the command never sees it.');
-  const decode = z.literal('jwt').describe('Hand out a structurally valid fake JWT instead of the real one.');
-  const injectHosts = hostList.describe('The only hosts the real value may be sent to (default: every allowed domain).');
+  const decode = z.literal('jwt').describe('Hand out a structurally valid fake JWT instead of the real one (for a variable, not together with extract).');
+  const injectHosts = hostList.describe('The only hosts the real value may be sent to (domain entries: a port or `*.` allowed). Default: every allowedDomains entry that names one host (no wildcard).');
   const onExtractNoMatch = z
     .enum(['warn', 'deny', 'error'])
-    .describe('When extract (or decode) finds nothing: warn and pass unmasked (default), deny, or refuse to start.');
+    .describe('When extract (or decode) finds nothing: warn and pass the value unmasked, deny it, or refuse to start.')
+    .meta({ default: 'warn' });
   const extract = z
     .string()
     .superRefine((source, ctx) => {
@@ -73,21 +76,22 @@ function build(zod: ZodModule) {
       const groups = new RegExp(`${re.source}|`).exec('')!.length - 1;
       if (groups < 1) ctx.addIssue({ code: 'custom', message: 'needs at least one capture group; group 1 is the value to mask' });
     })
-    .describe('Regular expression; capture group 1 of each match is masked, the rest is kept.');
+    .describe('Regular expression; only capture group 1 of each match is masked (at least one group is required), the rest is kept. Default: the whole value.');
   const envName = z
     .string()
     .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'must be a variable name (letters, digits, underscore; not starting with a digit)')
     .describe('An environment variable name.');
-  const claims = z.array(nonEmpty).min(1).describe('Top-level JWT claims replaced by sentinels; the rest of the payload stays real.');
+  const claims = z.array(nonEmpty).min(1).describe('Requires decode: the top-level JWT claims replaced by sentinels; the rest of the payload stays real.');
   const injectInto = z
     .array(z.enum(['headers', 'query', 'body']))
     .min(1)
-    .describe('Where the proxy puts the real value back: request headers (default), the request target (query), the request body (opt-in: an API that stores what it is sent would publish the secret).');
+    .describe('Where the proxy puts the real value back: request header values (raw, inside Basic credentials, percent-encoded), the request target (query), the request body (opt-in: an API that stores what it is sent would publish the secret).')
+    .meta({ default: ['headers'] });
   const valueSource = z
     .strictObject({
-      command: z.array(nonEmpty).min(1).describe('argv of a command (no shell) whose trimmed stdout is the real value; run outside the sandbox before the command, 10 s timeout.'),
+      command: z.array(nonEmpty).min(1).describe('argv of a command (no shell) whose trimmed stdout is the real value; run outside the sandbox before the command, in your home directory, 10 s timeout, never from a directory the sandbox may write; a failure stops the run.'),
     })
-    .describe('Take the real value from a command instead of the environment (user, cli and managed settings only).');
+    .describe('Variables only: take the real value from a command instead of the environment (user, cli and managed settings only).');
 
   const envVar = z
     .strictObject({
@@ -120,7 +124,7 @@ function build(zod: ZodModule) {
       mode,
       extract: extract.optional(),
       onExtractNoMatch: onExtractNoMatch.optional(),
-      maskDuplicates: z.boolean().optional().describe('Also replace verbatim copies of each masked value elsewhere in the file.'),
+      maskDuplicates: z.boolean().optional().describe('Also replace verbatim copies of each masked value elsewhere in the file.').meta({ default: false }),
       injectHosts: injectHosts.optional(),
       injectInto: injectInto.optional(),
       decode: decode.optional(),
@@ -139,12 +143,12 @@ function build(zod: ZodModule) {
 
   const tlsTerminate = z
     .strictObject({
-      caCertPath: nonEmpty.optional().describe('A persistent CA certificate (PEM); give caKeyPath too, or neither for an ephemeral CA per run.'),
-      caKeyPath: nonEmpty.optional().describe("The persistent CA's private key (PEM); never readable inside the sandbox."),
-      excludeDomains: domainList.optional().describe('Hosts whose TLS is tunnelled untouched (mTLS, pinned certificates).'),
-      extraCaCertPaths: z.array(nonEmpty).optional().describe('Extra root certificates (PEM) trusted for upstream connections and given to the command.'),
-      maxTunnels: z.number().int().min(1).optional().describe('Most terminated connections at once (default 256); past it: 503.'),
-      handshakeTimeoutMs: z.number().int().min(1).optional().describe('Close a tunnel whose TLS handshake has not finished after this many ms (default 10000).'),
+      caCertPath: nonEmpty.optional().describe('A persistent CA certificate (PEM path); give caKeyPath too, or neither for an ephemeral CA per run.'),
+      caKeyPath: nonEmpty.optional().describe("The persistent CA's private key (PEM path); never readable inside the sandbox."),
+      excludeDomains: domainList.optional().describe('Hosts whose TLS is tunnelled untouched (mTLS, pinned certificates).').meta({ default: [] }),
+      extraCaCertPaths: z.array(nonEmpty).optional().describe('Extra root certificates (PEM paths) trusted for upstream connections and given to the command.').meta({ default: [] }),
+      maxTunnels: z.number().int().min(1).optional().describe('Most terminated connections at once; past it a CONNECT gets 503.').meta({ default: 256 }),
+      handshakeTimeoutMs: z.number().int().min(1).optional().describe('Close a tunnel whose TLS handshake has not finished after this many ms.').meta({ default: 10000 }),
     })
     .superRefine((t, ctx) => {
       if ((t.caCertPath === undefined) !== (t.caKeyPath === undefined)) {
@@ -155,27 +159,28 @@ function build(zod: ZodModule) {
         });
       }
     })
-    .describe('Presence turns TLS termination on; {} uses an ephemeral CA per run.');
+    .describe('Presence turns TLS termination on (absent: off); {} uses an ephemeral CA per run. User, cli and managed settings only.');
 
   const network = z.strictObject({
-    allowedDomains: domainList.optional().describe('Destinations the proxy lets through: `example.com`, `*.example.com`, `host:port`, `[::1]:8080`, `1.2.3.4:80`. Empty: no network.'),
-    deniedDomains: domainList.optional().describe('Always refused; checked before allowedDomains. Same grammar, plus `*` and `*:PORT`.'),
-    deniedDomainReasons: z.record(z.string(), nonEmpty).optional().describe('Reason shown when the deniedDomains entry named by the key refuses a connection.'),
-    strictAllowlist: z.boolean().optional().describe('Default true: hosts not in allowedDomains are refused.'),
-    allowManagedDomainsOnly: z.boolean().optional().describe('Managed scope only: only managed allowedDomains count.'),
-    deniedResolvedAddresses: z.array(nonEmpty).optional().describe('Addresses (CIDR, e.g. 10.0.0.0/8) the proxy never dials after resolving an allowed hostname.'),
-    allowUnixSockets: z.array(nonEmpty).optional().describe('macOS: Unix sockets the command may connect to. Linux has no per-path rule (see allowAllUnixSockets).'),
-    allowAllUnixSockets: z.boolean().optional().describe('Allow all Unix sockets (Linux: drops the seccomp refusal of socket(AF_UNIX)).'),
-    allowLocalBinding: z.boolean().optional().describe('macOS: allow the command to bind local ports.'),
-    httpProxyPort: port.optional().describe("Use the user's own HTTP proxy on this loopback port instead of srt's."),
-    socksProxyPort: port.optional().describe("Use the user's own SOCKS proxy on this loopback port instead of srt's."),
+    allowedDomains: domainList.optional().describe('Destinations the proxy lets through: `example.com`, `*.example.com`, `host:port`, `[::1]:8080`, `1.2.3.4:80`. Empty: no network.').meta({ default: [] }),
+    deniedDomains: domainList.optional().describe('Always refused; checked before allowedDomains. Same grammar, plus `*` and `*:PORT`.').meta({ default: [] }),
+    deniedDomainReasons: z.record(z.string(), nonEmpty).optional().describe('Reason shown when the deniedDomains entry named by the key refuses a connection (a warning when no entry matches the key).').meta({ default: {} }),
+    strictAllowlist: z.boolean().optional().describe('Hosts not in allowedDomains are refused. srt has no prompt, so false does not change what it allows.').meta({ default: true }),
+    allowManagedDomainsOnly: z.boolean().optional().describe('Managed scope only: only managed allowedDomains count.').meta({ default: false }),
+    deniedResolvedAddresses: z.array(nonEmpty).optional().describe('Addresses (CIDR, e.g. 10.0.0.0/8; a bare IP means /32 or /128) the proxy never dials after resolving an allowed hostname.').meta({ default: [] }),
+    allowUnixSockets: z.array(nonEmpty).optional().describe('macOS: Unix sockets the command may connect to. Linux has no per-path rule (see allowAllUnixSockets).').meta({ default: [] }),
+    allowAllUnixSockets: z.boolean().optional().describe('Allow all Unix sockets (Linux: drops the seccomp refusal of socket(AF_UNIX)).').meta({ default: false }),
+    allowLocalBinding: z.boolean().optional().describe('macOS: allow the command to bind local ports.').meta({ default: false }),
+    httpProxyPort: port.optional().describe("Send the sandbox's HTTP proxy traffic to your own proxy on 127.0.0.1:PORT instead of srt's filter. Default: unset."),
+    socksProxyPort: port.optional().describe("Send the sandbox's SOCKS traffic to your own proxy on 127.0.0.1:PORT instead of srt's filter. Default: unset."),
     tlsTerminate: tlsTerminate.optional(),
     exposePorts: z
       .array(z.union([port, nonEmpty]))
       .optional()
       .describe(
-        'Servers the command starts, reachable from the host while the run lasts: 3000 (the host\'s 127.0.0.1:3000 → the sandbox\'s 127.0.0.1:3000), "8080:80" (host port 8080 → sandbox port 80), "127.0.0.1:8080:80" or "[::1]:8080:80". Host loopback only; user, CLI and managed scope only.',
-      ),
+        'Servers the command starts, reachable from the host while the run lasts: 3000 (the host\'s 127.0.0.1:3000 → the sandbox\'s 127.0.0.1:3000), "8080:80" (host port 8080 → sandbox port 80), "127.0.0.1:8080:80" or "[::1]:8080:80". Host loopback only, not srt\'s own 3128 and 1080; user, CLI and managed scope only.',
+      )
+      .meta({ default: [] }),
     mitmProxy: unsupported('network.mitmProxy').optional(),
     parentProxy: unsupported('network.parentProxy').optional(),
     allowMachLookup: unsupported('network.allowMachLookup').optional(),
@@ -183,18 +188,18 @@ function build(zod: ZodModule) {
   }).describe('Network policy: every connection leaves through srt\'s filtering proxy.');
 
   const filesystem = z.strictObject({
-    allowWrite: pathList.optional().describe('Writable in addition to the current directory and the per-run TMPDIR.'),
-    denyWrite: pathList.optional().describe('Never writable; wins over allowWrite.'),
-    denyRead: pathList.optional().describe('Hidden from the command (reads fail); everything else is readable.'),
-    allowRead: pathList.optional().describe('Re-opens paths inside denyRead regions.'),
-    disabled: z.boolean().optional().describe('Skip filesystem isolation; network isolation and credential protection stay.'),
-    allowManagedReadPathsOnly: z.boolean().optional().describe('Managed scope only: only managed allowRead entries count.'),
+    allowWrite: pathList.optional().describe('Writable in addition to the current directory and the per-run TMPDIR (in a file written for the reference tool, srt-settings.json: the whole writable list).').meta({ default: [] }),
+    denyWrite: pathList.optional().describe('Never writable; wins over allowWrite.').meta({ default: [] }),
+    denyRead: pathList.optional().describe('Hidden from the command (reads fail); everything else is readable.').meta({ default: [] }),
+    allowRead: pathList.optional().describe('Re-opens paths inside denyRead regions.').meta({ default: [] }),
+    disabled: z.boolean().optional().describe('Skip filesystem isolation; network isolation and credential protection stay.').meta({ default: false }),
+    allowManagedReadPathsOnly: z.boolean().optional().describe('Managed scope only: only managed allowRead entries count.').meta({ default: false }),
     allowGitConfig: unsupported('filesystem.allowGitConfig').optional(),
   }).describe('Filesystem policy: reads are allowed except denyRead, writes denied except the current directory, TMPDIR and allowWrite.');
 
   const credentials = z.strictObject({
-    envVars: z.array(envVar).optional().describe('Environment variables to mask (replace with a sentinel) or deny (remove).'),
-    files: z.array(credentialFile).optional().describe('Files to mask or deny.'),
+    envVars: z.array(envVar).optional().describe('Environment variables to mask (replace with a sentinel) or deny (remove).').meta({ default: [] }),
+    files: z.array(credentialFile).optional().describe('Files to mask or deny.').meta({ default: [] }),
     awsPairs: z
       .array(
         z.strictObject({
@@ -204,16 +209,17 @@ function build(zod: ZodModule) {
         }),
       )
       .optional()
-      .describe('Variable groups whose masked values the proxy re-signs as AWS SigV4 (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN is built in).'),
+      .describe('Variable groups whose masked values the proxy re-signs as AWS SigV4 (AWS_ACCESS_KEY_ID/AWS_SECRET_ACCESS_KEY/AWS_SESSION_TOKEN is built in).')
+      .meta({ default: [] }),
     sigv4: z
       .strictObject({
-        presigned: sigv4Handling.optional().describe('Presigned URLs (X-Amz-Signature in the query).'),
-        streaming: sigv4Handling.optional().describe('aws-chunked streaming payloads (x-amz-content-sha256: STREAMING-…).'),
-        sigv4a: sigv4Handling.optional().describe('SigV4a (AWS4-ECDSA-P256-SHA256).'),
+        presigned: sigv4Handling.optional().describe('Presigned URLs (X-Amz-Signature in the query).').meta({ default: 'deny' }),
+        streaming: sigv4Handling.optional().describe('aws-chunked streaming payloads (x-amz-content-sha256: STREAMING-…).').meta({ default: 'deny' }),
+        sigv4a: sigv4Handling.optional().describe('SigV4a (AWS4-ECDSA-P256-SHA256).').meta({ default: 'deny' }),
       })
       .optional()
       .describe('Requests of these SigV4 forms signed with a masked AWS credential are re-signed; where one cannot be: "deny" (default) or "passthrough".'),
-    allowPlaintextInject: z.boolean().optional().describe('Allow real values to be substituted into plain-HTTP requests.'),
+    allowPlaintextInject: z.boolean().optional().describe('Allow real values to be substituted into plain-HTTP requests.').meta({ default: false }),
   }).describe('Secrets the command must not see: masked (sentinels swapped back by the proxy) or denied.');
 
   const settings = z
@@ -222,16 +228,17 @@ function build(zod: ZodModule) {
       presets: z
         .array(z.enum(PRESET_NAMES as [string, ...string[]]))
         .optional()
-        .describe('Toolchain presets (srt help presets): each adds its registries to allowedDomains and its cache directories to allowWrite. User, CLI and managed settings only.'),
+        .describe('Toolchain presets (srt help presets): each adds its registries to allowedDomains and its cache directories to allowWrite. User, CLI and managed settings only.')
+        .meta({ default: [] }),
       network: network.optional(),
       filesystem: filesystem.optional(),
       credentials: credentials.optional(),
-      mandatoryDenySearchDepth: z.number().int().min(1).max(10).optional().describe('How many directory levels below each writable root are searched for protected files (1..10, default 3).'),
-      enableWeakerNestedSandbox: z.boolean().optional().describe('Linux, unprivileged containers: bind the existing /proc. Weaker.'),
-      allowNestedUserNamespaces: z.boolean().optional().describe('Linux: let the command create user and mount namespaces.'),
-      allowPty: z.boolean().optional().describe('macOS: allow pseudo-terminals.'),
-      allowAppleEvents: z.boolean().optional().describe('macOS: allow sending Apple Events.'),
-      enableWeakerNetworkIsolation: z.boolean().optional().describe('macOS: weaker network isolation, for tools that need system network services.'),
+      mandatoryDenySearchDepth: z.number().int().min(1).max(10).optional().describe('How many directory levels below each writable root are searched for protected files.').meta({ default: 3 }),
+      enableWeakerNestedSandbox: z.boolean().optional().describe('Linux, unprivileged containers: bind the existing /proc. Weaker.').meta({ default: false }),
+      allowNestedUserNamespaces: z.boolean().optional().describe('Linux: let the command create user and mount namespaces (turns Landlock and the supervisor off).').meta({ default: false }),
+      allowPty: z.boolean().optional().describe('macOS: allow new pseudo-terminals (every `/dev/ttys*`).').meta({ default: false }),
+      allowAppleEvents: z.boolean().optional().describe('macOS: allow sending Apple Events (they can script other applications).').meta({ default: false }),
+      enableWeakerNetworkIsolation: z.boolean().optional().describe('macOS: allow trustd, for Go and Swift certificate checks (which may fetch OCSP/CRL data themselves).').meta({ default: false }),
       ignoreViolations: unsupported('ignoreViolations').optional(),
       ripgrep: unsupported('ripgrep').optional(),
       seccomp: unsupported('seccomp').optional(),
@@ -246,7 +253,7 @@ function build(zod: ZodModule) {
   const named = settings.meta({ id: 'settings' });
   const document = z
     .union([named, z.looseObject({ sandbox: named })])
-    .describe('srt settings (SPEC §2.2), either directly or wrapped as {"sandbox": {...}} in a larger settings file.');
+    .describe('srt settings, either directly or wrapped as {"sandbox": {...}} in a larger settings file.');
   return { z, settings, document };
 }
 
