@@ -1,10 +1,12 @@
 #!/usr/bin/env node
-// Writes the generated parts of docs/: each file's "## Contents" list from its own headings, and
-// the key tables of docs/settings.md from the settings schema (src/settings/schema.ts, as built
-// into dist/: run npm run build first), so the reference cannot drift from what srt accepts.
+// Writes the generated parts of docs/: each file's "## Contents" list from its own headings, the
+// key tables of docs/settings.md from the settings schema (src/settings/schema.ts), and the man
+// page docs/srt.1 (`srt help man`, made from the program that prints --help): both from the
+// build in dist/ (run npm run build first), so neither can drift from what srt accepts.
 // `--check` writes nothing; it exits 1 with one line per problem when a generated part is stale
 // or a link in README.md or docs/ leads nowhere (a missing file, or an anchor no heading makes).
 // test/unit/docs.test.ts runs it that way.
+import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -135,6 +137,12 @@ for (const path of files) {
   if (next === text) continue;
   if (check) problems.push(`${relative(REPO, path)}: out of date; run node scripts/docs.mjs`);
   else writeFileSync(path, next);
+}
+const manPath = join(DOCS, 'srt.1');
+const man = execFileSync(process.execPath, [join(REPO, 'bin', 'srt'), 'help', 'man'], { encoding: 'utf8' });
+if (!existsSync(manPath) || readFileSync(manPath, 'utf8') !== man) {
+  if (check) problems.push('docs/srt.1: out of date; run node scripts/docs.mjs');
+  else writeFileSync(manPath, man);
 }
 if (check) problems.push(...[join(REPO, 'README.md'), ...files].flatMap(brokenLinks));
 for (const p of problems) console.error(`docs: ${p}`);

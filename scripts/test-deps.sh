@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The clients the end-to-end tests run inside the sandbox, on Debian/Ubuntu: curl, git, ssh,
-# openssl, python3 with requests, a JDK, and real AWS clients (awscli, boto3: CI has no PyPI,
-# so Debian's) for the SigV4 re-signing tests. npm test runs this first. As root it installs
-# what is missing (nothing when all are there); otherwise it names what is missing.
+# openssl, python3 with requests, a JDK, real AWS clients (awscli, boto3: CI has no PyPI, so
+# Debian's) for the SigV4 re-signing tests, and man to render docs/srt.1. npm test runs this
+# first. As root it installs what is missing (nothing when all are there); otherwise it names it.
 set -euo pipefail
 
 command -v dpkg-query >/dev/null || exit 0 # not Debian/Ubuntu: nothing to check by package name
 
-packages=(curl git python3 python3-pip python3-requests iproute2 procps util-linux less openssh-client openssl ca-certificates openjdk-17-jdk-headless awscli python3-boto3)
+packages=(curl git python3 python3-pip python3-requests iproute2 procps util-linux less openssh-client openssl ca-certificates openjdk-17-jdk-headless awscli python3-boto3 man-db)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -2,13 +2,14 @@
 // Thin on purpose; heavy modules (settings schema, sandbox, proxy) are imported only by the
 // action that needs them so `srt --help` stays fast.
 
-import { Command, CommanderError, InvalidArgumentError, type Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, type Option } from 'commander';
 import { createRequire } from 'node:module';
 import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { resolve as resolvePath } from 'node:path';
 import { PACKAGE_JSON } from './paths.js';
 import { PRESET_NAMES, PRESETS } from './settings/presets.js';
+import type { Shell } from './cli-docs.js';
 import { leaveTerminalModes } from './platform/terminal.js';
 import { printable, say } from './shell.js';
 import type { PlatformName } from './platform/backend.js';
@@ -221,9 +222,8 @@ function splitAtDoubleDash(args: string[], options: readonly Option[]): { head: 
   return null;
 }
 
-const HELP_AFTER = `
-Examples:
-  srt -- npm test                       run npm test in the sandbox (no shell)
+// The --help epilogue, in parts the man page uses too (src/cli-docs.ts).
+const HELP_EXAMPLES = `  srt -- npm test                       run npm test in the sandbox (no shell)
   srt npx -y some-mcp-server            same without --: options after the command are its own
   srt "curl -s https://example.com | head"   one string with shell syntax runs with bash -c
   srt -c 'make && make check'           explicit shell command
@@ -233,16 +233,18 @@ Examples:
   srt --with npm -- npm ci              npm's registry and cache (srt help presets lists the toolchains)
   srt config                            show the merged settings and where each value comes from
   srt trust                             approve this repository's .srt/settings.json (its allow entries then apply)
-  srt -- config                         run a program named "config"
+  srt -- config                         run a program named "config"`;
 
-Settings are read from /etc/srt/managed-settings.json (+ .d/*.json), ~/.srt/settings.json,
+const HELP_SETTINGS = `Settings are read from /etc/srt/managed-settings.json (+ .d/*.json), ~/.srt/settings.json,
 ~/.srt-settings.json, <repo>/.srt/settings.json, <repo>/.srt/settings.local.json and every
 --settings FILE (YAML accepted as .yaml/.yml). By default the command can read everything,
-write only the current directory and its own TMPDIR, and reach no network host.
+write only the current directory and its own TMPDIR, and reach no network host.`;
 
-Exit status: the command's own (128+N if killed by signal N); 125 when srt itself fails
+const HELP_EXIT = `Exit status: the command's own (128+N if killed by signal N); 125 when srt itself fails
 (bad settings, the sandbox cannot be built); 126/127 when the command cannot be run.
 srt never runs a command outside the sandbox.`;
+
+const HELP_AFTER = `\nExamples:\n${HELP_EXAMPLES}\n\n${HELP_SETTINGS}\n\n${HELP_EXIT}`;
 
 /** `srt help presets`: every preset, what it adds, and how to name it. */
 function presetsHelp(): string {
@@ -420,13 +422,27 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
   });
 
   program
+    .command('completion')
+    .description('print a completion script for SHELL: subcommands, options, preset names and settings paths; bash: source <(srt completion bash)')
+    .addArgument(new Argument('<shell>', 'bash, zsh or fish').choices(['bash', 'zsh', 'fish']))
+    .action(async (shell: Shell) => {
+      const { completionScript } = await import('./cli-docs.js');
+      process.stdout.write(completionScript(shell, program, PRESET_NAMES));
+    });
+
+  program
     .command('help')
-    .description('the same as --help; srt help SUBCOMMAND for a subcommand; srt help presets lists the toolchain presets')
-    .argument('[topic]', 'a subcommand, or presets')
-    .action((topic: string | undefined) => {
+    .description('the same as --help; srt help SUBCOMMAND for a subcommand; srt help presets lists the toolchain presets; srt help man prints the man page')
+    .argument('[topic]', 'a subcommand, presets or man')
+    .action(async (topic: string | undefined) => {
       if (topic === undefined) return program.outputHelp();
       if (topic === 'presets') {
         process.stdout.write(presetsHelp());
+        return;
+      }
+      if (topic === 'man') {
+        const { manPage } = await import('./cli-docs.js');
+        process.stdout.write(manPage(program, { version: pkg.version, examples: HELP_EXAMPLES, settings: HELP_SETTINGS, exitStatus: HELP_EXIT, presets: PRESETS }));
         return;
       }
       const cmd = program.commands.find((c) => c.name() === topic);
