@@ -8,11 +8,12 @@
 //  - from an empty directory, with the same 1,000 literal denies (the repository then lies
 //    outside the writable paths: each directory holding a denied file must keep its deny);
 // and srt's own peak RSS (VmHWM, its node process alone) when the command has started.
-// Usage: node scripts/bench/bigrepo.mjs [--files N] [--rounds N] [--runs N] [--keep DIR] [--vs OTHER_SRT]
+// Usage: node scripts/bench/bigrepo.mjs [--files N] [--rounds N] [--runs N] [--keep DIR] [--vs LIST]
+// (--vs: lib.mjs peersFromArgs; a peer without settings files, Codex, gets the first two cases.)
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bigRepository, median, report, scratch, SRT, timeCommand } from './lib.mjs';
+import { bigRepository, median, peersFromArgs, report, scratch, SRT, timeCommand } from './lib.mjs';
 
 const arg = (name) => {
   const i = process.argv.indexOf(name);
@@ -22,7 +23,7 @@ const files = Number(arg('--files') ?? 300_000);
 const rounds = Number(arg('--rounds') ?? 3);
 const runs = Number(arg('--runs') ?? 5);
 const keep = arg('--keep');
-const vs = arg('--vs');
+const peers = peersFromArgs();
 
 const DENY_GLOBS = ['**/.env', '**/.env.*', '**/*.pem', '**/*.key', '**/id_rsa', '**/id_ed25519', '**/secrets/**',
   '**/.aws/credentials', '**/.npmrc', '**/.netrc', '**/*.p12', '**/*.pfx', '**/credentials.json', '**/.pypirc', '**/service-account*.json'];
@@ -47,23 +48,27 @@ try {
   const env = { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' };
   const settings = (name, denyRead) => {
     const file = join(s.dir, `${name}.json`);
-    writeFileSync(file, JSON.stringify({ filesystem: { denyRead } }));
+    // In the reference's format too (it refuses a file without every key; srt reads it alike).
+    writeFileSync(file, JSON.stringify({ filesystem: { denyRead, allowWrite: ['.'], denyWrite: [] }, network: { allowedDomains: [], deniedDomains: [] } }));
     return file;
   };
   const globs = settings('globs', DENY_GLOBS);
   const globsLiteral = settings('globs-literal', [...DENY_GLOBS, ...made.denied]);
   const literal = settings('literal', made.denied);
-  const bins = { srt: SRT, ...(vs ? { vs } : {}) };
-  const cases = Object.entries(bins).flatMap(([who, bin]) => [
-    [`${who}:empty`, [bin, '--', '/bin/true'], empty],
-    [`${who}:repo`, [bin, '--', '/bin/true'], repo],
-    [`${who}:globs`, [bin, '--settings', globs, '--', '/bin/true'], repo],
-    [`${who}:globsLiteral`, [bin, '--settings', globsLiteral, '--', '/bin/true'], repo],
-    [`${who}:outside`, [bin, '--settings', literal, '--', '/bin/true'], empty],
+  const srt = { name: 'srt', settings: true, argv: (cmd, file) => [SRT, ...(file ? ['--settings', file] : []), '--', ...cmd], env: (base) => base };
+  const tools = [srt, ...peers];
+  const cases = tools.flatMap((t) => [
+    [`${t.name}:empty`, t, undefined, empty],
+    [`${t.name}:repo`, t, undefined, repo],
+    ...(t.settings ? [
+      [`${t.name}:globs`, t, globs, repo],
+      [`${t.name}:globsLiteral`, t, globsLiteral, repo],
+      [`${t.name}:outside`, t, literal, empty],
+    ] : []),
   ]);
   const times = Object.fromEntries(cases.map(([k]) => [k, []]));
   for (let round = 0; round < rounds; round++) {
-    for (const [k, argv, cwd] of cases) times[k].push(timeCommand(argv, { cwd, env, runs, warmup: 1 }));
+    for (const [k, t, file, cwd] of cases) times[k].push(timeCommand(t.argv(['/bin/true'], file), { cwd, env: t.env(env), runs, warmup: 1 }));
   }
   const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
   const range = (k) => `${Math.min(...times[k]).toFixed(0)}–${Math.max(...times[k]).toFixed(0)}`;
@@ -88,12 +93,13 @@ try {
   };
 
   const rows = [];
-  for (const who of Object.keys(bins)) {
-    const name = who === 'srt' ? 'srt' : vs;
+  for (const { name: who, settings: takesSettings } of tools) {
     const added = (k) => `+${(m[`${who}:${k}`] - m[`${who}:empty`]).toFixed(1)} (${(m[`${who}:${k}`] / m[`${who}:empty`]).toFixed(2)}x; ${range(`${who}:${k}`)} ms)`;
     rows.push(
-      [`${name}: empty directory (median ms, range)`, `${m[`${who}:empty`].toFixed(1)} (${range(`${who}:empty`)})`],
+      [`${who}: empty directory (median ms, range)`, `${m[`${who}:empty`].toFixed(1)} (${range(`${who}:empty`)})`],
       [`  ${made.files} files, no settings: added ms`, added('repo')],
+    );
+    if (takesSettings) rows.push(
       [`  + ${DENY_GLOBS.length} deny globs: added ms (target <= 50)`, added('globs')],
       [`  + ${made.denied.length} literal denies inside: added ms (target <= 50)`, added('globsLiteral')],
       [`  ${made.denied.length} literal denies, repository outside: added ms (target <= 50)`, added('outside')],

@@ -1,7 +1,7 @@
 // Shared benchmark plumbing: wall-time medians of whole commands, measured in one run so
 // every figure is a ratio against a baseline taken on the same machine at the same time.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -151,4 +151,38 @@ export function bigRepository(root, { files = 300_000, denied = 1000 } = {}) {
   for (const d of dataDirs) for (let k = 0; k < 10 && deny.length < denied; k++) deny.push(join(d, `rec${k * 97}.json`));
   for (let i = 0; deny.length < denied && i < pkgDirs.length; i++) deny.push(join(pkgDirs[i], 'package.json'));
   return { files: made, denied: deny };
+}
+
+/** Where `scripts/bench/install-peers.sh` put the peers (`SRT_BENCH_PEERS`, or this default). */
+export const PEERS = process.env.SRT_BENCH_PEERS ?? join(process.env.HOME ?? '/root', '.cache', 'srt-bench-peers');
+
+/**
+ * The tools `--vs LIST` names (comma-separated), measured beside srt in the same run:
+ * `reference` (@anthropic-ai/sandbox-runtime's srt, which reads srt-style `--settings`),
+ * `codex` (`codex sandbox -- CMD`: no settings, no network; its HOME must lie outside /tmp), or
+ * the path of another srt-compatible CLI (a build of an older commit). Each is
+ * `{ name, settings, argv(cmd, settingsFile?), env(base) }`; `settings` says whether it takes a
+ * settings file (a case that needs one is left out for a peer that does not).
+ */
+export function peersFromArgs(argv = process.argv) {
+  const i = argv.indexOf('--vs');
+  if (i === -1) return [];
+  const list = argv[i + 1];
+  if (!list || list.startsWith('-')) throw new Error('--vs needs a value: reference, codex, or the path of an srt-compatible CLI (comma-separated)');
+  const installed = (rel) => {
+    const bin = join(PEERS, 'node_modules', '.bin', rel);
+    if (!existsSync(bin)) throw new Error(`${bin} is missing: run scripts/bench/install-peers.sh first (SRT_BENCH_PEERS chooses where)`);
+    return bin;
+  };
+  return list.split(',').map((name) => {
+    if (name === 'codex') {
+      const bin = installed('codex');
+      const home = join(PEERS, 'home');
+      mkdirSync(home, { recursive: true });
+      return { name, settings: false, argv: (cmd) => [bin, 'sandbox', '--', ...cmd], env: (base) => ({ ...base, HOME: home }) };
+    }
+    const bin = name === 'reference' ? installed('srt') : resolve(name);
+    if (!existsSync(bin)) throw new Error(`--vs ${name}: no such file`);
+    return { name, settings: true, argv: (cmd, file) => [bin, ...(file ? ['--settings', file] : []), '--', ...cmd], env: (base) => base };
+  });
 }

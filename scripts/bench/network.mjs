@@ -8,16 +8,17 @@
 //    connects to 127.0.0.1:PORT inside, plain TCP)
 //  - peak RSS of srt's own process and of its process tree (srt, bwrap, helper, relays; the
 //    client excluded), sampled while the req/s load runs
-// Usage: node scripts/bench/network.mjs [--vs OTHER_SRT] [--requests N] [--connections N] [--bulk-mb N] [--rounds N]
-// With --vs, the same figures for another srt-compatible CLI (e.g. a build of an older commit),
-// interleaved round by round so machine load hits both alike.
+// Usage: node scripts/bench/network.mjs [--vs LIST] [--requests N] [--connections N] [--bulk-mb N] [--rounds N]
+// With --vs (lib.mjs peersFromArgs), the same figures for the reference tool or another
+// srt-compatible CLI (e.g. a build of an older commit), interleaved round by round so machine
+// load hits all alike; Codex has no network inside its sandbox and is left out here.
 import http from 'node:http';
 import net from 'node:net';
 import { spawn } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { median, report, scratch, SRT, writeBulk } from './lib.mjs';
+import { median, peersFromArgs, report, scratch, SRT, writeBulk } from './lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
 
@@ -203,7 +204,7 @@ async function main() {
   const connections = Number(arg('--connections', 20));
   const bulkMb = Number(arg('--bulk-mb', 200));
   const rounds = Number(arg('--rounds', 3));
-  const vs = arg('--vs', undefined);
+  const peers = peersFromArgs().filter((p) => p.settings);
   const bulkBytes = bulkMb * 1e6;
   const s = scratch();
   const origin = http.createServer({ keepAliveTimeout: 30_000 }, (req, res) => {
@@ -231,10 +232,8 @@ async function main() {
   const run = (mode, port, srt) =>
     new Promise((resolve, reject) => {
       const env = { PATH: process.env.PATH, HOME: s.dir, LANG: 'C.UTF-8', SRT_BENCH_CLIENT: JSON.stringify({ ...base, mode, port }) };
-      const argv = srt
-        ? [srt, '--settings', settings, '--', process.execPath, SELF]
-        : [SELF];
-      const child = spawn(process.execPath, argv, { cwd: s.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      const argv = srt ? srt.argv([process.execPath, SELF], settings) : [process.execPath, SELF];
+      const child = spawn(argv[0], argv.slice(1), { cwd: s.dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       let stopSampling;
@@ -252,7 +251,8 @@ async function main() {
       });
     });
 
-  const clis = [['srt', SRT], ...(vs ? [['vs', vs]] : [])];
+  const srtTool = { name: 'srt', argv: (cmd, file) => [SRT, '--settings', file, '--', ...cmd] };
+  const clis = [['srt', srtTool], ...peers.map((p) => [p.name, p])];
   const results = {};
   const add = (key, r) => (results[key] ??= []).push(r);
   try {
@@ -285,8 +285,8 @@ async function main() {
     [`bulk direct on the host (MB/s, ${bulkMb} MB)`, `${Math.round(med('bulk-direct'))}${errs('bulk-direct')}`],
     [`plain-HTTP bulk direct on the host (MB/s, one GET of ${bulkMb} MB)`, `${Math.round(med('bulk-http-direct'))}${errs('bulk-http-direct')}`],
   ];
-  for (const [name, cli] of clis) {
-    const label = name === 'srt' ? 'srt' : `vs ${cli}`;
+  for (const [name] of clis) {
+    const label = name;
     rows.push(
       [`${label}: proxied req/s inside`, `${Math.round(med(`${name} proxy`))}${errs(`${name} proxy`)}`],
       [`${label}: proxied / direct (target >= 0.5)`, (med(`${name} proxy`) / med('direct')).toFixed(2)],

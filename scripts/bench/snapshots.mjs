@@ -4,15 +4,14 @@
 // `srt -- /bin/true` with a home of 0, 60 and 300 entries (dotfiles and directories), each with
 // and without the deny, all runs interleaved (the machine's load shifts alike for both), medians;
 // each deny figure as a ratio and a difference against the same home without it.
-// Usage: node scripts/bench/snapshots.mjs [--vs OTHER_SRT]: the same figures for another build
-// (e.g. an older commit), its runs interleaved with these.
+// Usage: node scripts/bench/snapshots.mjs [--vs LIST]: the same figures for each peer that takes
+// srt's flags (lib.mjs peersFromArgs: the reference, an older build), its runs interleaved with these.
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { median, report, scratch, SRT } from './lib.mjs';
+import { median, peersFromArgs, report, scratch, SRT } from './lib.mjs';
 
-const i = process.argv.indexOf('--vs');
-const vs = i === -1 ? undefined : process.argv[i + 1];
+const peers = peersFromArgs().filter((p) => p.settings);
 const RUNS = 15;
 const SIZES = [0, 60, 300];
 const s = scratch();
@@ -36,11 +35,17 @@ try {
     }
     homes.set(size, home);
   }
-  const bins = vs ? [SRT, vs] : [SRT];
-  const configs = bins.flatMap((bin) => SIZES.flatMap((size) => [false, true].map((deny) => {
+  // Each tool with a settings file of the two denies (the reference has no --deny-read flag).
+  const denies = (home) => {
+    const file = join(s.dir, `deny-${home.split('/').pop()}.json`);
+    writeFileSync(file, JSON.stringify({ filesystem: { denyRead: [join(home, '.ssh'), join(home, '.aws', 'credentials')], allowWrite: [], denyWrite: [] }, network: { allowedDomains: [], deniedDomains: [] } }));
+    return file;
+  };
+  const tools = [{ name: 'srt', argv: (cmd, file) => [SRT, ...(file ? ['--settings', file] : []), '--', ...cmd], env: (b) => b }, ...peers];
+  const configs = tools.flatMap((tool) => SIZES.flatMap((size) => [false, true].map((deny) => {
     const home = homes.get(size);
-    const args = deny ? ['--deny-read', join(home, '.ssh'), '--deny-read', join(home, '.aws', 'credentials')] : [];
-    return { bin, size, deny, argv: [process.execPath, bin, ...args, '--', '/bin/true'], env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, times: [] };
+    const env = tool.env({ PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' });
+    return { tool, size, deny, argv: tool.argv(['/bin/true'], deny ? denies(home) : undefined), env, times: [] };
   })));
   for (let round = 0; round <= RUNS; round++) {
     for (const c of configs) {
@@ -52,10 +57,10 @@ try {
     }
   }
   const rows = [];
-  for (const bin of bins) {
-    const who = bin === SRT ? '' : ' [--vs]';
+  for (const tool of tools) {
+    const who = tool.name === 'srt' ? '' : ` [${tool.name}]`;
     for (const size of SIZES) {
-      const [base, deny] = configs.filter((c) => c.bin === bin && c.size === size).map((c) => median(c.times));
+      const [base, deny] = configs.filter((c) => c.tool === tool && c.size === size).map((c) => median(c.times));
       rows.push([`home of ${size} entries: srt -- /bin/true (median ms)${who}`, base.toFixed(0)]);
       rows.push([`home of ${size} entries: with denyRead ~/.ssh, ~/.aws/credentials${who}`, `${deny.toFixed(0)} (x${(deny / base).toFixed(2)}, ${deny >= base ? '+' : ''}${(deny - base).toFixed(0)} ms)`]);
     }
