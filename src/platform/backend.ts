@@ -5,9 +5,9 @@
 
 import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
-import type { SpawnPlan } from './spawn-plan.js';
+import type { PlatformName, SpawnPlan } from './spawn-plan.js';
 
-export type PlatformName = 'linux' | 'macos';
+export type { PlatformName };
 
 /** A command: its argv, or one string for bash -c (sh -c where there is no bash). */
 export type CommandSpec = { argv: string[] } | { shell: string };

@@ -4,7 +4,9 @@
 // starts the proxy and spawns `spawn`.
 
 import type { MountOp } from '../profiles/mounts.js';
-import type { PlatformName } from './backend.js';
+
+/** The two backends: bubblewrap + srt-init, and sandbox-exec with a Seatbelt profile. */
+export type PlatformName = 'linux' | 'macos';
 
 /** A file or directory srt makes in the run directory before the command starts. */
 export interface PlanFile {

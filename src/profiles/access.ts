@@ -16,7 +16,7 @@
 import { dirname, join } from 'node:path';
 import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, type GlobToken } from '../glob.js';
 import type { PathRule, Policy, Scope, Source } from '../policy.js';
-import type { Landing } from './bwrap.js';
+import type { Landing } from './landing.js';
 
 /**
  * How far a scope's allowRead/allowWrite reaches over another scope's denies: an allow re-opens a

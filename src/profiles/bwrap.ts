@@ -18,37 +18,15 @@ import { globBase, isWithin } from '../glob.js';
 import type { PathRule, Policy } from '../policy.js';
 import { accessIndex, buildAccessRules, literalOf, SRT_OWN, type AccessRules } from './access.js';
 import { hostListenArgv, initArgv, type HostListen, type InitArgs, type RelayListen } from './init-args.js';
+import type { FileId, Landing, PathKind } from './landing.js';
 import { bwrapMountArgs, type MountOp } from './mounts.js';
+import type { ProtectedTarget } from './protected.js';
 
 export type { HostListen, RelayListen };
-import type { ProtectedTarget } from './protected.js';
 
 export { literalOf };
 
-export type PathKind = 'file' | 'dir' | 'missing' | 'impossible';
-
-/** A file's identity: device and inode, as decimal strings (64-bit values). */
-export interface FileId { dev: string; ino: string }
-
-/** Where a path lands once every symlink is followed (also through a missing tail). */
-export interface Landing {
-  real: string;
-  /** `file` covers every non-directory; `impossible`: see `why`. */
-  kind: PathKind;
-  /** For `missing`: the first component of `real` that does not exist. */
-  firstMissing?: string;
-  /** For `impossible`: a component is an existing non-directory (`not-dir`, named by `blockedBy`),
-   *  the symlinks loop or nest too deep (`loop`), or a component cannot be looked at
-   *  (`unreadable`: `blockedBy` is the directory srt could not search). */
-  why?: 'not-dir' | 'loop' | 'unreadable';
-  blockedBy?: string;
-  /** For `file` and `dir`: what was at `real` when srt looked. */
-  id?: FileId;
-  /** For `file`: its number of hard links. */
-  nlink?: number;
-  /** Every symlink followed on the way; `system`: owned by root in a directory root owns. */
-  via?: { link: string; target: string; system: boolean }[];
-}
+export type { FileId, Landing, PathKind };
 
 export interface SeccompLaunch {
   helperPath: string;

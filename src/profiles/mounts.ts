@@ -2,7 +2,7 @@
 // options for them (the one place they are written), and the plan srt-init checks before anything
 // runs (init/verify.c).
 
-import type { FileId } from './bwrap.js';
+import type { FileId } from './landing.js';
 
 /**
  * One operation of the sandbox's mount plan, in order: bubblewrap performs them (`bwrapArgs`
