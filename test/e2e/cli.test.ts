@@ -1,5 +1,7 @@
 // Argument handling of the real `srt` binary that needs no sandbox: help, usage errors (125),
 // and the subcommand/command boundary.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { srt, tempDir } from './helpers.js';
 
@@ -42,9 +44,16 @@ describe('srt command line', () => {
   });
 
   it('`srt -- config` runs a command named config, not the subcommand', async () => {
-    const r = await run(['--', 'config']);
-    expect(r.exitCode).not.toBe(0);
-    expect(r.stdout).not.toContain('Settings files');
+    // Not on PATH: the shell's answer, and nothing of the subcommand's.
+    const missing = await run(['--', 'config']);
+    expect({ exitCode: missing.exitCode, stdout: missing.stdout }).toEqual({ exitCode: 127, stdout: '' });
+    expect(missing.stderr).toMatch(/^srt: config: command not found$/m);
+    // On PATH: that program runs, in the sandbox, with its arguments.
+    const bin = join(home.path, 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'config'), '#!/bin/sh\necho "the program named config ran: $SRT_SANDBOX $*"\n', { mode: 0o755 });
+    const found = await srt(['--', 'config', '--json'], { home: home.path, cwd: home.path, env: { PATH: `${bin}:${process.env.PATH}` } });
+    expect({ exitCode: found.exitCode, stdout: found.stdout }, found.stderr).toEqual({ exitCode: 0, stdout: 'the program named config ran: 1 --json' });
   });
 
   it('config takes the policy options too, before or after the subcommand', async () => {

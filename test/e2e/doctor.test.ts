@@ -260,7 +260,7 @@ describe('srt doctor --tools', () => {
       expect(checks[id], JSON.stringify(tools(report))).toMatchObject({ status: 'ok', detail: "reached the probe through srt's proxy" });
     }
     expect(tmpLeft()).toBe(before); // the probe's throwaway directory is gone
-  });
+  }, 240_000);
 
   it('with TLS termination on, a client trusts srt\'s CA (npm too: srt sets npm_config_cafile)', async () => {
     const w = world();
@@ -269,7 +269,7 @@ describe('srt doctor --tools', () => {
     for (const id of ['tools.curl', 'tools.git', 'tools.node', 'tools.python3', 'tools.npm']) {
       expect(checks[id], JSON.stringify(tools(report))).toMatchObject({ status: 'ok', detail: "reached the probe through srt's proxy, trusting srt's CA" });
     }
-  });
+  }, 240_000);
 
   it('reports a client that ignores the proxy (raw sockets), one that never connects, and one that does not trust srt\'s CA, each with its fix', async () => {
     const w = world();
@@ -291,7 +291,7 @@ describe('srt doctor --tools', () => {
     writeTree(shims, { curl: '#!/bin/sh\nexec /usr/bin/curl --cacert /etc/ssl/certs/ca-certificates.crt "$@"\n' });
     const untrusting = await doctor(w, ['--tools'], [], `${shims}:${process.env.PATH}`);
     expect(untrusting.checks['tools.curl']).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^reached srt's proxy but not the probe: it does not trust srt's CA/), fix: expect.stringContaining('cacert') });
-  });
+  }, 240_000);
 
   it('is not tried when a sandbox cannot start: one error says why', async () => {
     const w = world();
