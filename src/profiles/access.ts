@@ -16,6 +16,7 @@
 import { dirname, join } from 'node:path';
 import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, type GlobToken } from '../glob.js';
 import type { PathRule, Policy, Scope, Source } from '../policy.js';
+import { trustRecordPath } from '../settings/approvals.js';
 import type { Landing } from './landing.js';
 
 /**
@@ -132,9 +133,12 @@ export function srtSecretsDir(home: string): string {
 }
 
 /** srt's own secrets, unreadable in every sandbox exactly like a denied credential file (with
- *  filesystem.disabled too, whatever the write roots). */
+ *  filesystem.disabled too, whatever the write roots): the keys, and the record of the projects
+ *  the user approved (which repositories on this machine an attacker's settings file would be
+ *  trusted in, and what their approved content is: not the command's business). */
 export function srtSecretRules(home: string): PathRule[] {
-  return [{ path: srtSecretsDir(home), glob: false, original: '~/.srt/keys', source: { scope: 'default' } }];
+  const own = (path: string, original: string): PathRule => ({ path, glob: false, original, source: { scope: 'default' } });
+  return [own(srtSecretsDir(home), '~/.srt/keys'), own(trustRecordPath(home), '~/.srt/trusted.json')];
 }
 
 /** Credential files are unreadable inside on macOS: `deny`, and `mask` too (no sentinel copy),

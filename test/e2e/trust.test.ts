@@ -169,6 +169,36 @@ describe('approval: allow entries apply only to the approved content', () => {
   });
 });
 
+describe('the approvals record (~/.srt/trusted.json) is unreadable inside', () => {
+  it('by default, with the home as the current directory, in allowWrite, and with filesystem.disabled; outside it is intact', async () => {
+    const w = world();
+    project(w.repo, { network: { allowedDomains: ['api.example'] } });
+    expect((await srt(['trust'], { home: w.home, cwd: w.repo })).exitCode).toBe(0);
+    const record = join(w.home, '.srt', 'trusted.json');
+    const before = readFileSync(record, 'utf8');
+    const probe = [
+      'cat ~/.srt/trusted.json 2>/dev/null',
+      attempt('read', 'cat ~/.srt/trusted.json'),
+      attempt('write', 'cp /dev/null ~/.srt/trusted.json'),
+      attempt('settings', 'cat ~/.srt/settings.json'),
+    ].join('\n');
+    for (const [what, user, cwd] of [
+      ['default', {}, w.repo],
+      ['cwd is the home', {}, w.home],
+      ['allowWrite the home', { filesystem: { allowWrite: ['~'] } }, w.repo],
+      ['filesystem.disabled', { filesystem: { disabled: true } }, w.repo],
+    ] as const) {
+      writeTree(w.home, { '.srt/settings.json': JSON.stringify(user) });
+      const r = await srt(['-c', probe], { home: w.home, cwd });
+      expect(r.stdout, what).not.toContain(w.repo);
+      expect(results(r.stdout), what).toEqual({ read: 'no', write: 'no', settings: 'yes' });
+    }
+    // The control: outside, the record is there, unchanged, and still approves the project.
+    expect(readFileSync(record, 'utf8')).toBe(before);
+    expect(before).toContain(join(w.repo, '.srt', 'settings.json'));
+  });
+});
+
 describe("what srt prints of a repository's file cannot forge or hide lines", () => {
   it('control sequences and newlines in entries are shown escaped by srt trust, srt config and the warnings', async () => {
     const w = world();
