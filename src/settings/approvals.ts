@@ -2,7 +2,8 @@
 // file was written by whoever wrote the repository, or by a command that ran in a sandbox there
 // earlier; its allow entries apply only once the user has approved that file's exact content.
 // An approval is the file's path and the SHA-256 of its bytes, recorded in `~/.srt/trusted.json`,
-// which every sandbox sees read-only (a protected path). A changed file is unapproved again.
+// which no sandbox can write (a protected path) or read (profiles/access.ts srtSecretRules). A
+// changed file is unapproved again.
 
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
