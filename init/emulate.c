@@ -38,20 +38,43 @@ static int command_umask(struct req *r, mode_t *mask) {
 }
 
 
-static int refuse(const char *op, const char *path) {
-  report('R', op, path);
+// The rule behind the last refusal (one notification is decided at a time).
+static struct verdict rule;
+
+static int refuse(const char *op, const char *path, const struct verdict *why) {
+  report_refused(op, path, why);
   return EACCES;
 }
 
-// A marker name made where nothing had that name: a new repository, unless it lies in a git dir
-// that existed before the run (rewriting an old repository's HEAD is no new repository).
-static void created(const struct loc *l) {
-  if (!is_marker(l->leaf) || below_old_git(l->full)) return;
-  report('C', "", l->full);
-  if (strcmp(l->leaf, ".git") == 0) {
-    struct stat st;
-    if (fstatat(l->parent, l->leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) add_new_git(&st);
+// Is `name` in the directory dirfd an entry the run made, or missing (not one that existed)?
+static int made_or_missing(int dirfd, const char *name) {
+  struct stat st;
+  return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || made_by_run(&st);
+}
+
+// Something was made where nothing had that name: a directory is the run's own from now on, and
+// a marker name may be a new repository. A `.git` always is (its git dir may be written; srt
+// reviews it when the run ends); a HEAD is unless it lies in a git dir that existed before the
+// run (rewriting an old repository's HEAD is no new repository): `git init --bare`, a git dir
+// made inside an old `.git` (`--separate-git-dir=.git/x`), a bare layout in an old directory.
+// `fresh`: the entry itself is new (not an existing one renamed here, which keeps its provenance
+// unless it becomes a `.git`).
+static void created(const struct loc *l, int fresh) {
+  struct stat st;
+  if (fstatat(l->parent, l->leaf, &st, AT_SYMLINK_NOFOLLOW) != 0) return;
+  int git = strcmp(l->leaf, ".git") == 0;
+  if ((fresh && S_ISDIR(st.st_mode)) || git) mark_made(&st);
+  if (!is_marker(l->leaf)) return;
+  if (git) {
+    // A `.git` file (a worktree's or submodule's link) is no git dir: nothing to follow.
+    report_created(l->full, S_ISDIR(st.st_mode) ? openat(l->parent, l->leaf, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC) : NOT_A_DIR);
+    return;
   }
+  struct stat dir;
+  if (fstat(l->parent, &dir) != 0) return;
+  int old_git_dir = !made_by_run(&dir) && !made_or_missing(l->parent, "objects") && !made_or_missing(l->parent, "refs");
+  if (old_git_dir) return;
+  report_created(l->full, openat(l->parent, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
 }
 
 // The command's umask, cached per process: reading /proc/PID/status costs more than the rest of
@@ -185,7 +208,7 @@ static int check_object(int obj, const char *op, char *opath, size_t size) {
   int err = fd_path(obj, opath, size);
   if (err) return err;
   if (init_proc_fd(obj)) return EACCES;
-  if (opath[0] == '/' && protected_path(opath, 1, 0)) return refuse(op, opath);
+  if (opath[0] == '/' && protected_path(opath, 1, 0, &rule)) return refuse(op, opath, &rule);
   return 0;
 }
 
@@ -200,7 +223,7 @@ static int open_object(struct req *r, int obj, int flags, int *fd_out) {
   if (!err && init_proc_fd(obj)) err = EACCES;
   int named = !err && opath[0] == '/';
   if (named && gate_active() && fstat(obj, &st) == 0 && gate_hidden(opath, 0, &st)) err = EACCES;
-  else if (named && (flags & (O_ACCMODE | O_TRUNC | O_CREAT)) && protected_path(opath, 1, 0)) err = refuse("write", opath);
+  else if (named && (flags & (O_ACCMODE | O_TRUNC | O_CREAT)) && protected_path(opath, 1, 0, &rule)) err = refuse("write", opath, &rule);
   if (err) {
     close(obj);
     return err;
@@ -262,7 +285,7 @@ int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t mode, 
         return err;
       }
       if (!tmpfile) { close(dir); return EISDIR; }
-      if (protected_path(dpath, 1, 0)) { close(dir); return refuse("create in", dpath); }
+      if (protected_path(dpath, 1, 0, &rule)) { close(dir); return refuse("create in", dpath, &rule); }
       err = with_umask(r);
       int fd = err ? -1 : openat(dir, ".", flags | O_CLOEXEC, mode);
       if (fd < 0 && !err) err = errno;
@@ -289,10 +312,10 @@ int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t mode, 
       if (!exists && errno != ENOENT) { err = errno; loc_free(&l); return err; }
     }
     if (writing && gate_active() && gate_hidden(l.full, 0, NULL)) { loc_free(&l); return EACCES; }
-    if (writing && protected_path(l.full, exists, 0)) {
+    if (writing && protected_path(l.full, exists, 0, &rule)) {
       if (!known) exists = fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
       loc_free(&l);
-      return refuse(exists ? "write" : "create", l.full);
+      return refuse(exists ? "write" : "create", l.full, &rule);
     }
     if ((err = creating ? with_umask(r) : 0)) { loc_free(&l); return err; }
     // O_NONBLOCK: a FIFO without a reader must not make this thread wait (ENXIO, handled below).
@@ -318,7 +341,7 @@ int do_open(struct req *r, int dirfd, const char *path, int flags, mode_t mode, 
         loc_free(&l);
         return err;
       }
-      if (known && !exists) created(&l);
+      if (known && !exists) created(&l, 1);
       if (!(flags & O_NONBLOCK) && fstat(fd, &st) == 0 && S_ISCHR(st.st_mode) && st.st_rdev == makedev(5, 0)) {
         // /dev/tty means the caller's controlling terminal: the command's, not init's.
         close(fd);
@@ -372,10 +395,10 @@ int do_mkdir(struct req *r, int dirfd, const char *path, mode_t mode) {
   int exists = fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0;
   if (exists) err = EEXIST;
   else if (gate_hidden(l.full, 0, NULL)) err = EACCES;
-  else if (protected_path(l.full, 0, 0)) err = refuse("create", l.full);
+  else if (protected_path(l.full, 0, 0, &rule)) err = refuse("create", l.full, &rule);
   else if (!(err = with_umask(r))) {
     if (mkdirat(l.parent, l.leaf, mode & 07777 & ~(S_ISUID | S_ISGID)) != 0) err = errno;
-    else created(&l);
+    else created(&l, 1);
   }
   loc_free(&l);
   return err;
@@ -389,10 +412,10 @@ int do_mknod(struct req *r, int dirfd, const char *path, mode_t mode, dev_t dev)
   struct stat st;
   if (fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) err = EEXIST;
   else if (gate_hidden(l.full, 0, NULL)) err = EACCES;
-  else if (protected_path(l.full, 0, 0)) err = refuse("create", l.full);
+  else if (protected_path(l.full, 0, 0, &rule)) err = refuse("create", l.full, &rule);
   else if (!(err = with_umask(r))) {
     if (mknodat(l.parent, l.leaf, mode & ~(S_ISUID | S_ISGID), dev) != 0) err = errno;
-    else created(&l);
+    else created(&l, 1);
   }
   loc_free(&l);
   return err;
@@ -405,9 +428,9 @@ int do_symlink(struct req *r, const char *target, int dirfd, const char *path) {
   struct stat st;
   if (l.dot || l.slash || fstatat(l.parent, l.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) err = EEXIST;
   else if (gate_hidden(l.full, 0, NULL)) err = EACCES;
-  else if (protected_path(l.full, 0, 1)) err = refuse("create", l.full);
+  else if (protected_path(l.full, 0, 1, &rule)) err = refuse("create", l.full, &rule);
   else if (symlinkat(target, l.parent, l.leaf) != 0) err = errno;
-  else created(&l);
+  else created(&l, 1);
   loc_free(&l);
   return err;
 }
@@ -425,8 +448,9 @@ int do_unlink(struct req *r, int dirfd, const char *path, int flags) {
     else if (l.slash && !S_ISDIR(st.st_mode)) err = ENOTDIR;
     else if (l.slash && !rmdir_) err = EISDIR;
     else if (gate_hidden(l.full, S_ISDIR(st.st_mode), NULL)) err = EACCES;
-    else if (protected_path(l.full, 1, 0)) err = refuse("remove", l.full);
+    else if (protected_path(l.full, 1, 0, &rule)) err = refuse("remove", l.full, &rule);
     else if (unlinkat(l.parent, l.leaf, rmdir_) != 0) err = errno;
+    else if (S_ISDIR(st.st_mode) || strcmp(l.leaf, ".git") == 0) forget_made(&st);
   }
   loc_free(&l);
   return err;
@@ -451,12 +475,13 @@ int do_rename(struct req *r, int odirfd, const char *opath, int ndirfd, const ch
     // a directory a deny glob may reach into does not move where the glob would not reach.
     if (gate_hidden(o.full, tree, NULL) || gate_hidden(n.full, ntree, NULL)) err = EACCES;
     else if ((tree && gate_moves(o.full, n.full)) || (exchange && ntree && gate_moves(n.full, o.full))) err = EACCES;
-    else if (protected_path(o.full, 1, exchange && ntree)) err = refuse("move", o.full);
-    else if (protected_path(n.full, nexists, tree)) err = refuse(nexists ? "replace" : "create", n.full);
+    else if (protected_path(o.full, 1, exchange && ntree, &rule)) err = refuse("move", o.full, &rule);
+    else if (protected_path(n.full, nexists, tree, &rule)) err = refuse(nexists ? "replace" : "create", n.full, &rule);
     else if (syscall(SYS_renameat2, o.parent, o.leaf, n.parent, n.leaf, flags) != 0) err = errno;
     else {
       // An exchange or a replacement puts nothing new in place.
-      if (!nexists) created(&n);
+      if (!nexists) created(&n, 0);
+      else if (ntree && !exchange) forget_made(&nst);
     }
   }
   loc_free(&o);
@@ -500,14 +525,14 @@ int do_link(struct req *r, int odirfd, const char *opath, int ndirfd, const char
   else snprintf(opathbuf, sizeof opathbuf, "%s", o.full);
   if (!err && obj >= 0 && init_proc_fd(obj)) err = EACCES;
   if (!err && opathbuf[0] == '/' && gate_hidden(opathbuf, 0, NULL)) err = EACCES;
-  if (!err && opathbuf[0] == '/' && protected_path(opathbuf, 1, 0)) err = refuse("link", opathbuf);
+  if (!err && opathbuf[0] == '/' && protected_path(opathbuf, 1, 0, &rule)) err = refuse("link", opathbuf, &rule);
   if (!err) err = locate(r, ndirfd, -1, NULL, npath, &n);
   else n.parent = -1;
   if (!err) {
     struct stat st;
     if (n.dot || n.slash || fstatat(n.parent, n.leaf, &st, AT_SYMLINK_NOFOLLOW) == 0) err = EEXIST;
     else if (gate_hidden(n.full, 0, NULL)) err = EACCES;
-    else if (protected_path(n.full, 0, 0)) err = refuse("create", n.full);
+    else if (protected_path(n.full, 0, 0, &rule)) err = refuse("create", n.full, &rule);
     else {
       int ret;
       if (obj >= 0 && (flags & AT_EMPTY_PATH) && opath[0] == '\0') {
@@ -520,7 +545,7 @@ int do_link(struct req *r, int odirfd, const char *opath, int ndirfd, const char
         ret = linkat(o.parent, o.leaf, n.parent, n.leaf, 0);
       }
       if (ret != 0) err = errno;
-      else created(&n);
+      else created(&n, 1);
     }
   }
   if (obj >= 0) close(obj);
@@ -625,7 +650,7 @@ int attr_at(struct req *r, int dirfd, const char *path, int flags, const struct 
     // `.` and `..` name a directory whose lexical path is not where it is.
     else if (l.dot) err = change_object(obj, a);
     else {
-      err = protected_path(l.full, 1, 0) ? refuse(attr_op[a->kind], l.full) : apply_attr(obj, a);
+      err = protected_path(l.full, 1, 0, &rule) ? refuse(attr_op[a->kind], l.full, &rule) : apply_attr(obj, a);
       close(obj);
     }
     break;

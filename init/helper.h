@@ -138,6 +138,8 @@ int supervisor_socket(void);
 void supervisor_send_listener(int sock, int listener);
 void supervisor_start(int report_fd);
 void supervisor_forked(void);
+// Once the command has ended: the report's last records (where new repositories ended up).
+void supervisor_finish(void);
 
 // glob.c: srt's globs (src/glob.ts) against absolute paths. glob_compile: NULL for a range
 // written backwards. glob_match_prefix: the length of the shortest prefix of path ending a

@@ -100,5 +100,7 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   if (protect) supervisor_forked();
   // Also here, so a signal forwarded before the child ran setpgid still reaches the group.
   if (setpgid(pid, pid) != 0 && errno != EACCES && errno != ESRCH) die_errno("setpgid");
-  return pty ? pty_forward_until_exit(pty, pid, set) : forward_until_exit(pid, 1, set);
+  int status = pty ? pty_forward_until_exit(pty, pid, set) : forward_until_exit(pid, 1, set);
+  if (protect) supervisor_finish();
+  return status;
 }

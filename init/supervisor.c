@@ -18,8 +18,7 @@
 // immune to the namespace's SIGKILL/SIGSTOP, other signals blocked. If it dies, init dies and the
 // kernel kills everything in the namespace: no call is ever let through unchecked.
 //
-// Report (--report-fd): NUL-separated records `R`, op, path (a refused write) and `C`, path
-// (a created marker), each distinct one once.
+// Report (--report-fd): see "report" below.
 //
 // This file: the notification loop (reading each call's arguments from the command's memory,
 // dispatching it, answering) and the setup. rules.c decides, resolve.c finds where a path lands,
@@ -46,32 +45,135 @@
 #define SECCOMP_IOCTL_NOTIF_SET_FLAGS SECCOMP_IOW(4, __u64)
 #define SECCOMP_USER_NOTIF_FD_SYNC_WAKE_UP (1UL << 0)
 #endif
+// Distinct refusals reported; past this they are counted (an `N` record says how many).
 #define MAX_REPORTED 1024
+// New repositories followed to where they end up (an O_PATH descriptor each); past this srt
+// searches the writable roots for them when the run ends (a `T` record says so).
+#define MAX_FOLLOWED 512
+// Marker records at most: a command creating HEAD files in a loop must not fill the disk.
+#define MAX_CREATED 65536
 
 static int report_fd = -1;
 static int sup_sock[2] = {-1, -1};
 
 // ---------------------------------------------------------------- report
+//
+// NUL-separated records on --report-fd, read by srt when the run ends:
+//   R op path rule   a refused call (each distinct one once; rule: the verdict's kind and what)
+//   C path           a created marker: a new repository's git dir may be there (`.git`, `HEAD`);
+//                    written when made and again, where it ended up, when the run ends
+//   N count          refusals past MAX_REPORTED, not listed
+//   T                more new repositories than srt followed: it searches for them itself
+// Written by the supervisor thread and, at the end, by init: under one lock.
 
+static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
+// Held by the supervisor thread for each call it performs; `finished`: it performs none any more.
+static pthread_mutex_t handling = PTHREAD_MUTEX_INITIALIZER;
+static int finished;
 static uint64_t reported[MAX_REPORTED];
 static int nreported;
+static long unlisted;
+static int followed[MAX_FOLLOWED];
+static struct followed {
+  dev_t dev;
+  ino_t ino;
+} followed_id[MAX_FOLLOWED];
+static int nfollowed, ncreated, lost_track;
 
-void report(char kind, const char *op, const char *path) {
+// One record, whole or not at all (under report_lock). 0 when it could not be put together.
+static int put(const char *fields[], int n) {
+  static char line[2 * LONG_PATH + 64];
+  size_t len = 0;
+  for (int i = 0; i < n; i++) {
+    size_t l = strlen(fields[i]) + 1;
+    if (len + l > sizeof line) return 0;
+    memcpy(line + len, fields[i], l);
+    len += l;
+  }
+  if (write(report_fd, line, len) < 0) { /* srt reads what arrived */ }
+  return 1;
+}
+
+void report_refused(const char *op, const char *path, const struct verdict *why) {
   if (report_fd < 0) return;
   uint64_t h = 1469598103934665603ULL;
   for (const char *s = op; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-  h = (h ^ (unsigned char)kind) * 1099511628211ULL;
+  h = (h ^ 0xff) * 1099511628211ULL;
   for (const char *s = path; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-  for (int i = 0; i < nreported; i++)
-    if (reported[i] == h) return;
-  if (nreported == MAX_REPORTED) return;
-  reported[nreported++] = h;
-  char line[PATH_MAX + 64];
-  int n = kind == 'R' ? snprintf(line, sizeof line, "R%c%s%c%s%c", 0, op, 0, path, 0)
-                      : snprintf(line, sizeof line, "C%c%s%c", 0, path, 0);
-  if (n > 0 && n < (int)sizeof line && write(report_fd, line, n) < 0) { /* srt reads what arrived */ }
+  char rule[PATH_MAX + 2];
+  snprintf(rule, sizeof rule, "%c%s", why->kind, why->what);
+  pthread_mutex_lock(&report_lock);
+  int seen = 0;
+  for (int i = 0; i < nreported && !seen; i++) seen = reported[i] == h;
+  if (!seen && nreported == MAX_REPORTED) unlisted++;
+  else if (!seen) {
+    reported[nreported++] = h;
+    put((const char *[]){"R", op, path, rule}, 4);
+  }
+  pthread_mutex_unlock(&report_lock);
 }
 
+// A marker was made at path; dirfd (see supervisor.h) is the directory that may be a new git dir,
+// kept to find where it is when the run ends, whatever it was renamed to. Consumes dirfd.
+void report_created(const char *path, int dirfd) {
+  if (report_fd < 0) {
+    if (dirfd >= 0) close(dirfd);
+    return;
+  }
+  int lost = dirfd == -1;
+  struct stat st;
+  if (dirfd >= 0 && fstat(dirfd, &st) != 0) {
+    close(dirfd);
+    dirfd = -1;
+    lost = 1;
+  }
+  pthread_mutex_lock(&report_lock);
+  if (lost) lost_track = 1;
+  if (ncreated < MAX_CREATED && put((const char *[]){"C", path}, 2)) ncreated++;
+  else lost_track = 1;
+  // Each directory followed once (`git init` makes `.git` and `.git/HEAD`: the same git dir).
+  for (int i = 0; i < nfollowed && dirfd >= 0; i++)
+    if (followed_id[i].dev == st.st_dev && followed_id[i].ino == st.st_ino) {
+      close(dirfd);
+      dirfd = -1;
+    }
+  if (dirfd >= 0 && nfollowed < MAX_FOLLOWED) {
+    followed_id[nfollowed] = (struct followed){st.st_dev, st.st_ino};
+    followed[nfollowed++] = dirfd;
+  } else if (dirfd >= 0) {
+    lost_track = 1;
+    close(dirfd);
+  }
+  pthread_mutex_unlock(&report_lock);
+}
+
+// In init, once the command has ended: no call is performed any more, and the report ends
+// with where each new git dir is now.
+void supervisor_finish(void) {
+  pthread_mutex_lock(&handling);
+  finished = 1;
+  pthread_mutex_unlock(&handling);
+  if (report_fd < 0) return;
+  pthread_mutex_lock(&report_lock);
+  for (int i = 0; i < nfollowed; i++) {
+    char path[LONG_PATH];
+    int err = fd_path(followed[i], path, sizeof path);
+    if (err == ENAMETOOLONG) lost_track = 1;
+    if (err == 0 && path[0] == '/' && !strstr(path, " (deleted)")) {
+      char marker[LONG_PATH + 8];
+      // The directory itself stands for a `.git` made there or for the git dir a HEAD was made in.
+      snprintf(marker, sizeof marker, "%s/HEAD", path);
+      if (!put((const char *[]){"C", marker}, 2)) lost_track = 1;
+    }
+  }
+  if (unlisted) {
+    char n[32];
+    snprintf(n, sizeof n, "%ld", unlisted);
+    put((const char *[]){"N", n}, 2);
+  }
+  if (lost_track) put((const char *[]){"T"}, 1);
+  pthread_mutex_unlock(&report_lock);
+}
 
 // ---------------------------------------------------------------- one notification
 
@@ -375,7 +477,12 @@ static void *serve(void *arg) {
       // Unanswered calls would hang the command: end the sandbox instead (fail closed).
       die_errno("supervisor: SECCOMP_IOCTL_NOTIF_RECV");
     }
-    handle(n);
+    // One call at a time, and none performed once the run's report is closed (a process the
+    // command left behind could otherwise move a new repository after srt was told where it is).
+    pthread_mutex_lock(&handling);
+    if (finished) reply(&(struct req){.n = n, .pid = n->pid, .root = -1}, 0, EPERM);
+    else handle(n);
+    pthread_mutex_unlock(&handling);
   }
 }
 

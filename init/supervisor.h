@@ -27,11 +27,19 @@
 // FIFO opens waiting for a reader at once (each a thread); past this, EAGAIN.
 #define MAX_FIFO_WAITS 256
 
-// rules.c (protected_path: see there; add_new_git: the `.git` st was made by the run).
-int protected_path(const char *p, int exists, int partial);
+// rules.c (protected_path: see there; mark_made: the run made st, forget_made: st is gone).
+// Which rule protects a path: 'P' a protected path (what: it), 'N' a protected name in a
+// directory that existed before the run (what: the name or suffix), 'G' an entry of a git dir
+// that existed (what: the rule, `hooks`, `modules/**/config`), 'R' an existing repository's `.git`.
+struct verdict {
+  char kind;
+  const char *what;
+};
+int protected_path(const char *p, int exists, int partial, struct verdict *why);
 int is_marker(const char *leaf);
-int below_old_git(const char *p);
-void add_new_git(const struct stat *st);
+void mark_made(const struct stat *st);
+void forget_made(const struct stat *st);
+int made_by_run(const struct stat *st);
 
 // supervisor.c: one notification, and the report.
 struct req {
@@ -41,7 +49,11 @@ struct req {
 };
 void reply(struct req *r, long val, int err);
 void reply_fd(struct req *r, int fd, int cloexec);
-void report(char kind, const char *op, const char *path);
+void report_refused(const char *op, const char *path, const struct verdict *why);
+// dirfd: the directory to follow (O_PATH), NOT_A_DIR, or -1 when it could not be opened (then
+// srt is told it lost track and searches).
+#define NOT_A_DIR (-2)
+void report_created(const char *path, int dirfd);
 
 // resolve.c
 // Where a path's last component lives: the parent directory, held open, and its path.

@@ -26,7 +26,8 @@ import { protectionPlan } from './landed.js';
 import { landingResolver, listSnapshot, MAX_SNAPSHOT_ENTRIES, replaceableNames, resolveLanding } from './landing.js';
 import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
-import { expandGlobs, readGitFile, scanProtected, SearchError } from './search.js';
+import { expandGlobs, readGitFile, scanProtected, SearchError, type ProtectedScan } from './search.js';
+import { repositoriesBefore, type RepositoriesBefore } from './newrepos.js';
 import { loadProxyModule } from './session.js';
 import { PARENT_STAT_FD, TERMINAL_CHANNEL_FD, terminalStdio } from './terminal.js';
 
@@ -48,8 +49,11 @@ export interface LinuxFacts {
   /** Where the relays lead (none without srt-init: the sandbox has no network). */
   proxySockets?: ProxySockets;
   rules: SupervisorRules;
-  /** Without the supervisor: the repositories' HEAD files found at the start (new ones are the run's). */
-  headsBefore: string[];
+  /**
+   * The repositories found at the start: every git dir (where the supervisor is missing or lost
+   * track, one found at the end that is not here is the run's) and their rebase todo lists.
+   */
+  before: RepositoriesBefore;
   /** TLS termination: its CA and the trust files the run writes into its directory. */
   tls?: { termination: Termination; bundlePath: string; javaTrustStorePath: string };
   /** The seccomp filter srt-init installs. */
@@ -102,9 +106,9 @@ function pinnedCwd(cwd: string, l: Landing): void {
   }
 }
 
-/** A repository's HEAD in a search's output (`.git/HEAD` at any depth). */
-export function isRepositoryHead(rel: string): boolean {
-  return rel === '.git/HEAD' || (rel.endsWith('/.git/HEAD') && !rel.includes('/modules/'));
+/** Every git dir a search found, whatever its name (a `.git`, a submodule's, a bare repository). */
+export function gitDirsOf(scan: ProtectedScan): string[] {
+  return scan.roots.flatMap((r) => r.gitDirs.map((g) => join(r.root, g)));
 }
 
 /**
@@ -348,7 +352,7 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
   return {
     bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, credentials, watched, forwards,
     ...(proxySockets ? { proxySockets } : {}), rules: plan.rules,
-    headsBefore: supervise ? [] : scanned.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))),
+    before: repositoriesBefore([...gitDirsOf(scanned), ...scanned.roots.flatMap((r) => r.gitFiles.map((f) => f.gitDir)), ...(worktree ? [worktree.gitDir] : [])]),
     ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), warnings,
   };
 }

@@ -16,10 +16,10 @@ import { checkCommand, commandArgv } from './command.js';
 import { diagnoseBubblewrap } from './deps.js';
 import { placeholderExcludesEnv } from './git-excludes.js';
 import { realIdentifier } from './landing.js';
-import { gatherLinux, isRepositoryHead, type LinuxFacts } from './linux-facts.js';
+import { gatherLinux, gitDirsOf, type LinuxFacts } from './linux-facts.js';
 import { linuxPlan } from './linux-plan.js';
 import { materialise } from './materialise.js';
-import { disableNewRepositories, newGitDirs } from './newrepos.js';
+import { disableNewRepositories, disableRebaseExec, newGitDirs } from './newrepos.js';
 import { removeTree } from './remove.js';
 import { launch, signalExit } from './run.js';
 import { scanProtected } from './search.js';
@@ -186,9 +186,13 @@ export class LinuxSandbox implements PlatformBackend {
     }
   }
 
-  /** Refused writes, and what srt disabled in repositories the command created. */
+  /**
+   * Refused writes, what srt disabled in repositories the command created, and the exec lines of
+   * a rebase or cherry-pick the run left in any repository.
+   */
   private async reviewNewRepositories(g: LinuxFacts, plan: BwrapPlan): Promise<void> {
     let created: string[] = [];
+    let search = !this.policy.filesystem.disabled;
     if (g.facts.seccomp?.supervisor) {
       let report;
       try {
@@ -196,20 +200,32 @@ export class LinuxSandbox implements PlatformBackend {
       } catch {
         return; // the sandbox never started
       }
-      for (const line of refusalLines(report.refused, this.policy.cwd)) this.session.note(line);
+      const why = new Map<string, string>();
+      for (const t of g.facts.protectedTargets) {
+        if (!t.why) continue;
+        why.set(t.path, t.why);
+        const real = g.facts.landings.get(t.path)?.real;
+        if (real) why.set(real, t.why);
+      }
+      for (const line of refusalLines(report.refused, this.policy.cwd, 10, { unlisted: report.unlisted, pathWhy: (p) => why.get(p) })) this.session.note(line);
       for (const r of report.refused) this.session.auditSink?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
       created = report.created;
-    } else if (!this.policy.filesystem.disabled) {
-      // The same search as at the start: a repository HEAD that was not there is the run's.
+      // More new repositories than the supervisor followed: the search finds the rest.
+      search &&= report.lostTrack;
+    }
+    if (search) {
+      // The same search as at the start: a git dir that was not there is the run's.
       try {
         const after = await scanProtected(plan.protectedRoots.map((root) => ({ root })), this.policy.mandatoryDenySearchDepth, this.policy.home);
-        const before = new Set(g.headsBefore);
-        created = after.roots.flatMap((r) => r.found.filter(isRepositoryHead).map((f) => join(r.root, f))).filter((h) => !before.has(h));
+        const before = new Set(g.before.gitDirs);
+        created.push(...gitDirsOf(after).filter((d) => !before.has(d)).map((d) => join(d, 'HEAD')));
       } catch (e) {
         this.session.note(`could not look for repositories created inside the sandbox (${(e as Error).message}): check new .git directories before running git in them`);
       }
     }
-    for (const line of disableNewRepositories(newGitDirs(created), this.policy.cwd)) this.session.note(line);
+    const gitDirs = newGitDirs(created);
+    for (const line of disableNewRepositories(gitDirs, this.policy.cwd)) this.session.note(line);
+    for (const line of disableRebaseExec([...g.before.gitDirs, ...gitDirs], g.before.todos, this.policy.cwd)) this.session.note(line);
   }
 
   updateNetwork(network: Policy['network']): void {

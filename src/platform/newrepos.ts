@@ -1,6 +1,8 @@
 // Repositories the command created during the run (SPEC §3): their internals could be written
 // inside (git init, git clone), so when the run ends srt disables whatever git would run from
-// them that git itself does not write for a plain repository, and says how to restore it.
+// them that git itself does not write for a plain repository, and says how to restore it. And
+// in every repository the run could write: an interrupted rebase or cherry-pick it left, whose
+// todo list `git rebase --continue` on the host would run `exec` lines from.
 
 import { lstatSync, mkdirSync, readdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve } from 'node:path';
@@ -116,6 +118,72 @@ export function disableNewRepositories(gitDirs: string[], cwd: string): string[]
     if (what.length) {
       lines.push(`disabled ${what.join(', ')} in ${g}, a repository created inside the sandbox (git would run them); ` +
         `review, then restore with: ${restore.join(' && ')}`);
+    }
+  }
+  return lines;
+}
+
+/** The todo lists git runs `exec` lines from when a rebase or cherry-pick is continued. */
+const TODOS = ['rebase-merge/git-rebase-todo', 'sequencer/todo'];
+
+/** What srt knows of the repositories in the writable roots when the run starts. */
+export interface RepositoriesBefore {
+  /** Every git dir found: one found at the end that is not here is the run's. */
+  gitDirs: string[];
+  /** Each todo list of those git dirs, as it was (null: there was none). */
+  todos: Map<string, string | null>;
+}
+
+function readTodo(file: string): string | null {
+  try { return readFileSync(file, 'utf8'); } catch { return null; }
+}
+
+export function repositoriesBefore(gitDirs: string[]): RepositoriesBefore {
+  const todos = new Map<string, string | null>();
+  for (const g of gitDirs) for (const t of TODOS) todos.set(join(g, t), readTodo(join(g, t)));
+  return { gitDirs, todos };
+}
+
+/** `exec`/`x` lines: git runs each with the shell. */
+const EXEC_LINE = /^[ \t]*(?:exec|x)(?:[ \t]|$)/;
+
+/**
+ * In each git dir, a todo list the run wrote or changed (not as it was before) that holds `exec`
+ * lines: those lines are commented out (the original kept as `*.srt-disabled`), one line each
+ * saying so and how to restore.
+ */
+export function disableRebaseExec(gitDirs: string[], before: RepositoriesBefore['todos'], cwd: string): string[] {
+  const lines: string[] = [];
+  for (const gitDir of new Set(gitDirs)) {
+    for (const t of TODOS) {
+      const file = join(gitDir, t);
+      const dir = dirname(file);
+      const text = readTodo(file);
+      if (text === null || before.get(file) === text) continue;
+      // git never makes these a symlink: one could lead its rewrite to a file of yours elsewhere.
+      if (lstatSync(dir, { throwIfNoEntry: false })?.isSymbolicLink()) {
+        try {
+          renameSync(dir, dir + DISABLED);
+          lines.push(`moved ${shown(dir, cwd)} (a symlink the run left where git keeps an interrupted rebase or cherry-pick) to ${shown(dir, cwd)}${DISABLED}`);
+        } catch (e) {
+          lines.push(`${shown(dir, cwd)} is a symlink the run left and could not be moved aside (${(e as Error).message}): remove it before you continue a rebase there`);
+        }
+        continue;
+      }
+      const todo = text.split('\n');
+      const execs = todo.filter((l) => EXEC_LINE.test(l)).length;
+      if (execs === 0) continue;
+      const f = shown(file, cwd);
+      try {
+        if (!lstatSync(file).isFile()) continue;
+        renameSync(file, file + DISABLED);
+        writeFileSync(file, todo.map((l) => (EXEC_LINE.test(l) ? `# srt: disabled: ${l}` : l)).join('\n'), { mode: 0o644 });
+      } catch (e) {
+        lines.push(`could not review ${f}, left by the run (${(e as Error).message}): check its exec lines before you continue that rebase`);
+        continue;
+      }
+      lines.push(`disabled ${execs} exec line(s) in ${f}, an interrupted ${t.startsWith('rebase') ? 'rebase' : 'cherry-pick'} the run left ` +
+        `(git ${t.startsWith('rebase') ? 'rebase' : 'cherry-pick'} --continue would run them); review, then restore with: mv ${f}${DISABLED} ${f}`);
     }
   }
   return lines;

@@ -416,20 +416,28 @@ export function encodeRules(rules: SupervisorRules, roots: string[], paths: stri
   return Buffer.from(records.map((r) => `${r}\0`).join(''));
 }
 
-/** What the supervisor reported (`--report-fd`): refused calls and repository markers created. */
+/** What the supervisor reported (`--report-fd`, init/supervisor.c): refused calls and repository markers created. */
 export interface SupervisorReport {
-  refused: { op: string; path: string }[];
+  /** `rule`: which rule refused it, as init/rules.c names it (`N.vscode`, `Ghooks`, `P/path`, `R.git`). */
+  refused: { op: string; path: string; rule?: string }[];
+  /** Where a new repository's git dir may be: as made, and where each ended up when the run ended. */
   created: string[];
+  /** Refusals past the supervisor's list, counted only. */
+  unlisted: number;
+  /** More new repositories than the supervisor followed: srt must search for them itself. */
+  lostTrack: boolean;
 }
 
-/** Parse the report: NUL-terminated fields, `R` op path and `C` path records. */
+/** Parse the report: NUL-terminated fields, records `R` op path rule, `C` path, `N` count, `T`. */
 export function parseReport(buf: Buffer): SupervisorReport {
   const fields = buf.toString('utf8').split('\0');
-  const out: SupervisorReport = { refused: [], created: [] };
+  const out: SupervisorReport = { refused: [], created: [], unlisted: 0, lostTrack: false };
   for (let i = 0; i < fields.length;) {
     const kind = fields[i];
-    if (kind === 'R' && i + 2 < fields.length) { out.refused.push({ op: fields[i + 1]!, path: fields[i + 2]! }); i += 3; }
+    if (kind === 'R' && i + 3 < fields.length) { out.refused.push({ op: fields[i + 1]!, path: fields[i + 2]!, rule: fields[i + 3]! }); i += 4; }
     else if (kind === 'C' && i + 1 < fields.length) { out.created.push(fields[i + 1]!); i += 2; }
+    else if (kind === 'N' && i + 1 < fields.length) { out.unlisted += Number(fields[i + 1]) || 0; i += 2; }
+    else if (kind === 'T' && i + 1 < fields.length) { out.lostTrack = true; i += 1; }
     else break; // the rest was cut short
   }
   return out;
@@ -441,19 +449,38 @@ const VERBS: Record<string, string> = {
   setxattr: 'setting an extended attribute or ACL on', removexattr: 'removing an extended attribute or ACL of',
 };
 
-/** One line per refused path (first `max`, then a count), paths relative to cwd where inside it. */
-export function refusalLines(refused: SupervisorReport['refused'], cwd: string, max = 10): string[] {
-  const seen = new Map<string, string>();
-  for (const r of refused) if (!seen.has(r.path)) seen.set(r.path, r.op);
+/**
+ * The rule behind a refusal, in words. `pathWhy`: why a protected path is protected where srt
+ * knows more than its name (a link's target, an include), for `P` rules.
+ */
+export function describeRule(rule: string | undefined, pathWhy: (path: string) => string | undefined = () => undefined): string | undefined {
+  if (!rule) return undefined;
+  const what = rule.slice(1);
+  switch (rule[0]) {
+    case 'N': return `${(PROTECTED_SUFFIXES as readonly string[]).includes(what) ? `*${what}` : what} in a directory that existed before the run`;
+    case 'G': return `${what} of a repository that existed before the run`;
+    case 'R': return 'the .git of a repository that existed before the run';
+    case 'P': return pathWhy(what);
+    default: return undefined;
+  }
+}
+
+/**
+ * One line per refused path (first `max`, then a count of the rest, `unlisted` included), each
+ * naming the rule; paths relative to cwd where inside it.
+ */
+export function refusalLines(refused: SupervisorReport['refused'], cwd: string, max = 10, opts: { unlisted?: number; pathWhy?: (path: string) => string | undefined } = {}): string[] {
+  const seen = new Map<string, { op: string; rule?: string }>();
+  for (const r of refused) if (!seen.has(r.path)) seen.set(r.path, r);
   const lines: string[] = [];
-  for (const [path, op] of seen) {
+  for (const [path, { op, rule }] of seen) {
     if (lines.length === max) break;
     const shown = within(path, cwd) && path !== cwd ? posix.relative(cwd, path) : path;
-    // A new top-level .git would turn a directory that is no repository into one.
-    const why = basename(path) === '.git' && op === 'create' ? 'protected: srt keeps a directory that is not a repository from becoming one; run git init outside srt' : 'protected';
-    lines.push(`refused ${VERBS[op] ?? 'writing'} ${shown} (${why})`);
+    const named = describeRule(rule, opts.pathWhy);
+    lines.push(`refused ${VERBS[op] ?? 'writing'} ${shown} (protected${named ? `: ${named}` : ''})`);
   }
-  if (seen.size > max) lines.push(`… and ${seen.size - max} more refused writes to protected paths`);
+  const more = seen.size - lines.length + (opts.unlisted ?? 0);
+  if (more > 0) lines.push(`… and ${more} more refused writes to protected paths`);
   return lines;
 }
 

@@ -1,5 +1,6 @@
-// Protection by landing (SPEC §3, invariant 10): what a host program runs or reads as
-// configuration is protected where it really lies, not only under its protected name. Each test
+// Protection by landing and provenance (SPEC §3, invariant 10): what a host program runs or reads
+// as configuration is protected where it really lies, not only under its protected name; what the
+// run made is its own, and every repository it made is reviewed wherever it ended up. Each test
 // plants a payload inside srt, runs the real host program afterwards (git commit/status/push,
 // bash -i, srt itself) and checks the marker it would leave is absent — and, as a control, plants
 // the very same payload outside srt and sees the host program run it.
@@ -199,11 +200,136 @@ describe('hole 3: bare repositories in a writable root', () => {
       'git -c user.email=e@x -c user.name=n commit -q --allow-empty -m inside && git push -q origin main'], { home: w.home, cwd: w.cwd });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(git(w, join(w.base, 'remote.git'), 'log', '--format=%s', 'main').trim().split('\n')).toEqual(['inside', 'i']);
-  });
+  }, 120_000); // five srt runs
 
   it('a bare repository inside the work tree: its hooks are protected like a .git\'s', async () => {
     const r = await plantedInside(remote('nested'), hookScript, push);
     expect(r.stderr).toContain('refused writing srv/a/remote.git/hooks/post-receive (protected');
+  });
+});
+
+describe('provenance: what the run made is its own; what existed keeps its protected names', () => {
+  // A repository to clone, with everything a host program would obey in an existing project.
+  const PROJECT = {
+    '.vscode/tasks.json': '{"tasks":[]}', '.devcontainer/devcontainer.json': '{}', '.claude/settings.json': '{}',
+    '.gitmodules': '[submodule "lib"]\n\tpath = lib\n\turl = ../lib\n', '.pre-commit-config.yaml': 'repos: []\n', 'src/main.c': 'int main(void) { return 0; }\n',
+  };
+  const source = (w: World) => {
+    const src = join(w.base, 'src-repo');
+    writeTree(src, PROJECT);
+    git(w, src, 'init', '-q');
+    git(w, src, 'add', '.');
+    git(w, src, 'commit', '-qm', 'first');
+    return src;
+  };
+
+  it('git clone file:// of a repository with .vscode/, .devcontainer/, .claude/, .gitmodules, .pre-commit-config.yaml: every file checked out', async () => {
+    const w = world(() => {});
+    const src = source(w);
+    const r = await srt(['--', 'git', 'clone', '-q', `file://${src}`, 'app'], { home: w.home, cwd: w.cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('refused');
+    for (const [f, text] of Object.entries(PROJECT)) expect(readFileSync(join(w.cwd, 'app', f), 'utf8')).toBe(text);
+    expect(git(w, join(w.cwd, 'app'), 'status', '--porcelain')).toBe('');
+  });
+
+  it('npm install of a package that ships .vscode/ and .idea/: every file unpacked, no TAR_ENTRY_ERROR', async () => {
+    const w = world((x) => {
+      writeTree(x.base, {
+        'pkg/package.json': JSON.stringify({ name: 'ships-ide', version: '1.0.0' }),
+        'pkg/index.js': 'module.exports = 1;\n', 'pkg/.vscode/settings.json': '{}', 'pkg/.idea/misc.xml': '<project/>',
+      });
+      execFileSync('npm', ['pack', '--silent'], { cwd: join(x.base, 'pkg'), stdio: 'ignore', env: hostEnv(x) });
+      writeFileSync(join(x.cwd, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', private: true }));
+    });
+    const r = await srt(['-c', `npm_config_cache="$TMPDIR/npm" npm install --offline --no-audit --no-fund ${w.base}/pkg/ships-ide-1.0.0.tgz`], { home: w.home, cwd: w.cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr + r.stdout).not.toMatch(/TAR_ENTRY_ERROR|refused/);
+    for (const f of ['index.js', '.vscode/settings.json', '.idea/misc.xml']) expect(existsSync(join(w.cwd, 'node_modules/ships-ide', f)), f).toBe(true);
+  }, 120_000);
+
+  it('a clone made inside is reviewed: an fsmonitor set in it runs nothing on the host', async () => {
+    const make = () => world((w) => { source(w); });
+    const plant = (w: World) => `git clone -q file://${w.base}/src-repo app && git -C app config core.fsmonitor "${touch(w)}; false"`;
+    const r = await plantedInside(make, plant, hostGit((w) => join(w.cwd, 'app'), 'status'));
+    expect(r.stderr).toContain('srt: disabled core.fsmonitor in app/.git, a repository created inside the sandbox');
+  });
+
+  it('in directories that existed, protected names stay uncreatable, and the refusal names the rule', async () => {
+    const w = world((x) => {
+      git(x, x.cwd, 'init', '-q');
+      mkdirSync(join(x.cwd, 'sub'));
+    });
+    const script = 'mkdir -p .vscode sub/.devcontainer; echo x > .vscode/tasks.json; echo x > .git/hooks/pre-commit; echo x > sub/x.code-workspace; ' +
+      'mkdir fresh && mv fresh .idea; mkdir made && mkdir made/.vscode && mv made/.vscode .; true';
+    const r = await srt(['-c', script], { home: w.home, cwd: w.cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    for (const p of ['.vscode', 'sub/.devcontainer', '.git/hooks/pre-commit', 'sub/x.code-workspace', '.idea']) expect(existsSync(join(w.cwd, p)), p).toBe(false);
+    expect(existsSync(join(w.cwd, 'made/.vscode'))).toBe(true); // in the run's own directory
+    // Below the top, the name's rule; at the top (paths srt found at the start) the path's.
+    for (const line of [
+      'refused writing sub/.devcontainer (protected: .devcontainer in a directory that existed before the run)',
+      'refused writing sub/x.code-workspace (protected: *.code-workspace in a directory that existed before the run)',
+      'refused writing .vscode (protected', 'refused writing .git/hooks/pre-commit (protected', 'refused writing .idea (protected',
+    ]) expect(r.stderr).toContain(line);
+  });
+});
+
+describe('hole 4: the review of new repositories cannot be dodged', () => {
+  // The main repository, with a commit: a gitlink in its index makes host `git status` there
+  // look into the new repository, and run its core.fsmonitor.
+  const main = () => world((w) => {
+    git(w, w.cwd, 'init', '-q');
+    git(w, w.cwd, 'commit', '-q', '--allow-empty', '-m', 'i');
+  });
+  const G = 'git -c user.email=e@x -c user.name=n';
+  const fsmonitor = (dir: string) => (w: World) => `${G} -C ${dir} commit -q --allow-empty -m x && git -C ${dir} config core.fsmonitor "${touch(w)}; false"`;
+  const status = hostGit((w) => w.cwd, 'status');
+
+  it('renamed after it was made, and added to the main repository as a gitlink', async () => {
+    const plant = (w: World) => `git init -q a && ${fsmonitor('a')(w)} && mv a b && git add b`;
+    const r = await plantedInside(main, plant, status);
+    expect(r.stderr).toContain('srt: disabled core.fsmonitor in b/.git, a repository created inside the sandbox');
+  });
+
+  it('made inside the existing .git (git init --separate-git-dir=.git/x sub)', async () => {
+    const plant = (w: World) => `git init -q --separate-git-dir=.git/x sub && ${fsmonitor('sub')(w)} && git add sub`;
+    const r = await plantedInside(main, plant, status);
+    expect(r.stderr).toContain('srt: disabled core.fsmonitor in .git/x, a repository created inside the sandbox');
+  });
+
+  it('after more refused writes than the report lists', async () => {
+    const plant = (w: World) => `for i in $(seq 1 1100); do : > .git/hooks/h$i; done 2>/dev/null; git init -q a && ${fsmonitor('a')(w)} && mv a b && git add b`;
+    const r = await plantedInside(main, plant, status);
+    expect(r.stderr).toContain('… and 1090 more refused writes to protected paths');
+    expect(r.stderr).toContain('srt: disabled core.fsmonitor in b/.git, a repository created inside the sandbox');
+  });
+});
+
+describe('hole 5: a planted rebase', () => {
+  // `git status` says "use git rebase --continue"; the todo list's exec lines run then.
+  const repo = () => world((w) => {
+    git(w, w.cwd, 'init', '-q');
+    git(w, w.cwd, 'commit', '-q', '--allow-empty', '-m', 'one');
+    git(w, w.cwd, 'commit', '-q', '--allow-empty', '-m', 'two');
+  });
+  const plant = (w: World) => `GIT_SEQUENCE_EDITOR="sed -i 1ibreak" git -c user.email=e@x -c user.name=n rebase -q -i --exec "${touch(w)}" HEAD~1`;
+  for (const mode of [{}, NO_SUPERVISOR]) {
+    it(`exec lines in .git/rebase-merge/git-rebase-todo are disabled: host git rebase --continue runs nothing${mode === NO_SUPERVISOR ? ' (without the supervisor)' : ''}`, async () => {
+      const r = await plantedInside(repo, plant, hostGit((w) => w.cwd, 'rebase', '--continue'), mode);
+      expect(r.stderr).toContain('srt: disabled 1 exec line(s) in .git/rebase-merge/git-rebase-todo, an interrupted rebase the run left (git rebase --continue would run them); ' +
+        'review, then restore with: mv .git/rebase-merge/git-rebase-todo.srt-disabled .git/rebase-merge/git-rebase-todo');
+    });
+  }
+
+  it("a rebase the user left, unchanged by the run, keeps its exec lines", async () => {
+    const w = repo();
+    execFileSync('sh', ['-c', plant(w)], { cwd: w.cwd, stdio: 'ignore', env: { ...hostEnv(w) } });
+    const todo = readFileSync(join(w.cwd, '.git/rebase-merge/git-rebase-todo'), 'utf8');
+    const r = await srt(['--', 'git', 'status'], { home: w.home, cwd: w.cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stderr).not.toContain('disabled');
+    expect(readFileSync(join(w.cwd, '.git/rebase-merge/git-rebase-todo'), 'utf8')).toBe(todo);
   });
 });
 

@@ -49,6 +49,13 @@ const RULES: SupervisorRules = {
 const records = (extra: Partial<{ roots: string[]; paths: string[]; free: string[]; hidden: { path: string; glob?: true; reopened: string[] }[] }> = {}) =>
   encodeRules(RULES, extra.roots ?? ['/w'], extra.paths ?? [], extra.free ?? [], extra.hidden ?? []);
 
+/** The driver's answers as they are (the `w` query answers a rule, not 0 or 1). */
+function ask2(records: Buffer, queries: string[]): string[] {
+  const file = join(dir.path, `rules-${n++}`);
+  writeFileSync(file, records);
+  return execFileSync(driver(), [file], { input: queries.map((q) => `${q}\n`).join('') }).toString().trim().split('\n');
+}
+
 /** protected_path for each path: `exists`, `partial` as the supervisor passes them. */
 const isProtected = (rec: Buffer, paths: string[], exists = false, partial = false) =>
   ask(rec, paths.map((p) => `p ${exists ? 1 : 0}${partial ? 1 : 0} ${p}`));
@@ -109,17 +116,69 @@ describe.skipIf(process.platform !== 'linux')('the supervisor\'s rule matcher (i
     const q = (p: string, e = 1) => `p ${e}0 ${join(root, p)}`;
     expect(ask(rec, [q('old/.git'), q('new/.git'), q('new/.git/config'), q('new/.git', 0)])).toEqual([true, true, true, false]);
     // The run made new/.git (the supervisor saw it created): it may go, its config may be written.
-    expect(ask(rec, [`g ${join(root, 'new/.git')}`, q('old/.git'), q('new/.git'), q('new/.git/config'), q('new/.git/hooks/x'),
-      `b ${join(root, 'new/.git/config')}`, `b ${join(root, 'old/.git/config')}`, q('new/.git/x/.git/config')]))
-      .toEqual([true, true, false, false, false, false, true, true]);
+    expect(ask(rec, [`g ${join(root, 'new/.git')}`, q('old/.git'), q('new/.git'), q('new/.git/config'), q('new/.git/hooks/x'), q('new/.git/x/.git/config')]))
+      .toEqual([true, true, false, false, false, true]);
   });
 
-  it('a `.git` made inside an existing one does not lift the outer one\'s rules', () => {
+  it('a `.git` made inside an existing one is a new repository of its own; the outer one\'s entries keep their rules', () => {
     const root = join(dir.path, 'nested');
     mkdirSync(join(root, '.git', 'modules', 's', '.git'), { recursive: true });
     const rec = records({ roots: [root] });
-    expect(ask(rec, [`g ${join(root, '.git/modules/s/.git')}`, `p 00 ${join(root, '.git/modules/s/.git/config')}`, `p 00 ${join(root, '.git/modules/s/.git/objects/x')}`]))
-      .toEqual([true, true, false]);
+    const q = (p: string) => `p 00 ${join(root, p)}`;
+    expect(ask(rec, [`g ${join(root, '.git/modules/s/.git')}`, q('.git/modules/s/.git/config'), q('.git/modules/s/config'), q('.git/modules/s/hooks/x'), q('.git/modules/s/objects/x')]))
+      .toEqual([true, false, true, true, false]);
+  });
+
+  it('provenance: a protected name counts only in a directory that existed before the run, wherever the run\'s own directories went', () => {
+    const root = join(dir.path, 'prov');
+    for (const d of ['old/sub', 'new/sub', 'new/moved-in']) mkdirSync(join(root, d), { recursive: true });
+    const rec = records({ roots: [root], paths: [join(root, 'home/.config/systemd/user')] });
+    const q = (p: string, partial = false) => `p 0${partial ? 1 : 0} ${join(root, p)}`;
+    const before = [q('old/.vscode'), q('new/.vscode'), q('new/sub/.gitmodules'), q('.claude/settings.json')];
+    expect(ask(rec, before)).toEqual([true, true, true, true]);
+    // new/ and new/sub were made by the run; new/moved-in is an old directory moved there.
+    expect(ask(rec, [`g ${join(root, 'new')}`, `g ${join(root, 'new/sub')}`, q('new/.vscode'), q('new/.vscode/tasks.json'), q('new/sub/.gitmodules'),
+      q('new/moved-in/.vscode'), q('old/.vscode'), q('old/sub/.idea'), q('new/x.code-workspace'), q('home/.config/systemd/user/x.service')]))
+      .toEqual([true, true, false, false, false, true, true, true, false, true]);
+    // (Each ask is a fresh driver: what the run made is marked again.)
+    const made = [`g ${join(root, 'new')}`, `g ${join(root, 'new/sub')}`];
+    // Renaming a new directory to a protected name in an old directory: the name's directory is old.
+    expect(ask(rec, [...made, q('old/.vscode', true), q('new/.devcontainer', true)])).toEqual([true, true, true, false]);
+    // Gone (removed): its inode may come back as anything, and counts as old again.
+    expect(ask(rec, [...made, `f ${join(root, 'new')}`, q('new/.vscode'), q('new/sub/.gitmodules')])).toEqual([true, true, true, true, false]);
+  });
+
+  it('every git dir that existed, whatever its name (a bare repository, the writable root itself): its hooks and config', () => {
+    const root = join(dir.path, 'bare');
+    for (const d of ['srv/remote.git/objects', 'srv/remote.git/refs', 'srv/made.git/objects', 'srv/made.git/refs', 'app/config', 'half/objects']) mkdirSync(join(root, d), { recursive: true });
+    for (const f of ['srv/remote.git/HEAD', 'srv/made.git/HEAD', 'half/HEAD']) writeFileSync(join(root, f), 'ref: refs/heads/main\n');
+    const q = (p: string) => `p 00 ${join(root, p)}`;
+    const rec = records({ roots: [root] });
+    expect(ask(rec, [q('srv/remote.git/hooks/post-receive'), q('srv/remote.git/config'), q('srv/remote.git/worktrees/x/gitdir'), q('srv/remote.git/objects/ab/c'),
+      q('srv/remote.git/refs/heads/main'), q('app/config/x.json'), q('half/config')])).toEqual([true, true, true, false, false, false, false]);
+    // The writable root itself (`--allow-write remote.git`).
+    const asRoot = records({ roots: [join(root, 'srv/remote.git')] });
+    expect(ask(asRoot, [q('srv/remote.git/hooks/pre-receive'), q('srv/remote.git/config'), q('srv/remote.git/HEAD')])).toEqual([true, true, false]);
+    // One the run made (`git init --bare`): its own, reviewed when the run ends.
+    expect(ask(rec, [`g ${join(root, 'srv/made.git')}`, q('srv/made.git/hooks/post-receive'), q('srv/made.git/config')])).toEqual([true, false, false]);
+  });
+
+  it('a submodule git dir the run made inside an existing .git is its own; an existing one stays protected', () => {
+    const root = join(dir.path, 'modules');
+    for (const d of ['.git/modules/old', '.git/modules/new/hooks']) mkdirSync(join(root, d), { recursive: true });
+    const q = (p: string) => `p 00 ${join(root, p)}`;
+    expect(ask(records({ roots: [root] }), [`g ${join(root, '.git/modules/new')}`, q('.git/modules/new/config'), q('.git/modules/new/hooks/x'), q('.git/modules/old/config'), q('.git/hooks/x')]))
+      .toEqual([true, false, false, true, true]);
+  });
+
+  it('says which rule refused: a protected path, a name, a git dir entry, an existing .git', () => {
+    const root = join(dir.path, 'why');
+    for (const d of ['.git', 'b.git/objects', 'b.git/refs']) mkdirSync(join(root, d), { recursive: true });
+    writeFileSync(join(root, 'b.git/HEAD'), 'ref: refs/heads/main\n');
+    const w = (p: string, e = 0) => `w ${e}0 ${join(root, p)}`;
+    expect(ask2(records({ roots: [root], paths: ['/h/.ssh'] }), ['w 00 /h/.ssh/config', w('a/.vscode/x'), w('x.code-workspace'), w('.git/hooks/pre-commit'),
+      w('.git/modules/s/config'), w('b.git/config'), w('.git', 1), w('plain')]))
+      .toEqual(['P/h/.ssh', 'N.vscode', 'N.code-workspace', 'Ghooks', 'Gmodules/**/config', 'Gconfig', 'R.git', '0']);
   });
 
   it('repository markers are the names srt reviews', () => {

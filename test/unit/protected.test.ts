@@ -172,12 +172,31 @@ describe('protected-path plan', () => {
 });
 
 describe('supervisor report', () => {
-  it('parses refusals and created markers, ignoring a record cut short', () => {
-    const buf = Buffer.from('R\0create\0/w/.bashrc\0C\0/w/sub/.git\0R\0write\0/w/.git/config\0R\0cre');
+  it('parses refusals with their rule, created markers, the unlisted count and lost track, ignoring a record cut short', () => {
+    const buf = Buffer.from('R\0create\0/w/.bashrc\0N.bashrc\0C\0/w/sub/.git\0R\0write\0/w/.git/config\0Gconfig\0N\0' + '7\0T\0R\0cre');
     expect(parseReport(buf)).toEqual({
-      refused: [{ op: 'create', path: '/w/.bashrc' }, { op: 'write', path: '/w/.git/config' }],
+      refused: [{ op: 'create', path: '/w/.bashrc', rule: 'N.bashrc' }, { op: 'write', path: '/w/.git/config', rule: 'Gconfig' }],
       created: ['/w/sub/.git'],
+      unlisted: 7,
+      lostTrack: true,
     });
+  });
+
+  it('names the rule: a name in a directory that existed, a git dir entry, an existing .git, a path srt knows more of', () => {
+    const why = (p: string) => (p === '/w/scripts/pre-commit' ? 'the target of /w/.git/hooks/pre-commit' : undefined);
+    expect(refusalLines([
+      { op: 'create', path: '/w/.vscode/tasks.json', rule: 'N.vscode' }, { op: 'create', path: '/w/a.code-workspace', rule: 'N.code-workspace' },
+      { op: 'write', path: '/w/.git/hooks/x', rule: 'Ghooks' }, { op: 'remove', path: '/w/.git', rule: 'R.git' },
+      { op: 'write', path: '/w/scripts/pre-commit', rule: 'P/w/scripts/pre-commit' }, { op: 'write', path: '/h/.bashrc', rule: 'P/h/.bashrc' },
+    ], '/w', 10, { unlisted: 1500, pathWhy: why })).toEqual([
+      'refused writing .vscode/tasks.json (protected: .vscode in a directory that existed before the run)',
+      'refused writing a.code-workspace (protected: *.code-workspace in a directory that existed before the run)',
+      'refused writing .git/hooks/x (protected: hooks of a repository that existed before the run)',
+      'refused removing .git (protected: the .git of a repository that existed before the run)',
+      'refused writing scripts/pre-commit (protected: the target of /w/.git/hooks/pre-commit)',
+      'refused writing /h/.bashrc (protected)',
+      '… and 1500 more refused writes to protected paths',
+    ]);
   });
 
   it('one line per path, relative to cwd, at most N then a count', () => {
