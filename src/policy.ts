@@ -89,6 +89,8 @@ export interface AwsPair {
 export type SigV4Form = 'presigned' | 'streaming' | 'sigv4a';
 /** What becomes of a request of a SigV4 form srt cannot re-sign (every form is re-signed when it can be). */
 export type SigV4Handling = 'deny' | 'passthrough';
+/** What becomes of the answer of a call that mints credentials when srt recognises none in it. */
+export type MintHandling = 'deny' | 'allow';
 
 /** `network.exposePorts`: the host's hostAddress:hostPort reaches the sandbox's 127.0.0.1:sandboxPort. */
 export interface ExposedPort {
@@ -163,7 +165,7 @@ export interface Policy {
     envVars: EnvCredential[];
     files: FileCredential[];
     awsPairs: AwsPair[];
-    sigv4: Record<SigV4Form, SigV4Handling>;
+    sigv4: Record<SigV4Form, SigV4Handling> & { mint: MintHandling };
     allowPlaintextInject: boolean;
   };
 

@@ -21,6 +21,8 @@ import type { SigV4Form, SigV4Handling } from '../policy.js';
 import { ruleMatches } from '../proxy/domains.js';
 import { isHopByHop, RefusedError, type ProxyRequest, type Refusal, type Stage } from '../proxy/pipeline.js';
 import { ChunkResigner } from './aws-chunked.js';
+import type { UseSink } from './mint-stage.js';
+import { MAX_FORM, mintingCall } from './minted.js';
 import type { AwsCredential } from './plan.js';
 import {
   ECDSA_ALGORITHM,
@@ -51,6 +53,8 @@ export const MAX_HASHED_BODY = 16 * 1024 * 1024;
 
 export interface SigV4StageOptions {
   sigv4: Record<SigV4Form, SigV4Handling>;
+  /** Told which credential signed each request and what the call is (mint-stage.ts). */
+  uses?: UseSink;
   allowPlaintextInject: boolean;
   log?: (line: string) => void;
   maxHashedBody?: number;
@@ -87,11 +91,20 @@ async function readBounded(body: Readable, max: number): Promise<Buffer | null> 
 
 export class SigV4Stage implements Stage {
   readonly name = 'sigv4';
+  private readonly credentials: AwsCredential[];
 
   constructor(
-    private readonly credentials: readonly AwsCredential[],
+    credentials: readonly AwsCredential[],
     private readonly opts: SigV4StageOptions,
-  ) {}
+  ) {
+    this.credentials = [...credentials];
+  }
+
+  /** A credential minted during the run (mint-stage.ts): requests signed with its key id's
+   *  sentinel are re-signed with it. */
+  add(c: AwsCredential): void {
+    this.credentials.push(c);
+  }
 
   private mayGo(c: AwsCredential, t: ProxyRequest['target']): boolean {
     return c.accessKeyId.injectHosts.some((r) => ruleMatches(r, t.host.host, t.port));
@@ -196,6 +209,17 @@ export class SigV4Stage implements Stage {
       req.body = Readable.from([body]);
     }
 
+    // A small form body (the query protocol's Action) is read to tell what the call is.
+    let form: string | undefined;
+    const type = headerValues(req.headers, 'content-type')[0]?.toLowerCase() ?? '';
+    if (req.body && type.startsWith('application/x-www-form-urlencoded') && !chunked && Number(headerValues(req.headers, 'content-length')[0] ?? NaN) <= MAX_FORM) {
+      const body = await readBounded(req.body, MAX_FORM);
+      if (body === null) return cannot(`its form-encoded body is longer than its Content-Length`);
+      form = body.toString('latin1');
+      req.body = Readable.from([body]);
+    }
+    const call = mintingCall({ service: auth.scope.service, method: req.method, path: req.path, host, ...(form !== undefined ? { form } : {}), ...(headerValues(req.headers, 'x-amz-target')[0] ? { amzTarget: headerValues(req.headers, 'x-amz-target')[0]! } : {}) });
+
     const keys: AwsKeys = { accessKeyId: cred.accessKeyId.real, secretAccessKey: cred.secretAccessKey.real };
     if (cred.sessionToken) keys.sessionToken = cred.sessionToken.real;
     // The response could echo the real key id or token: it must come back readable to be re-masked.
@@ -220,6 +244,7 @@ export class SigV4Stage implements Stage {
       });
       req.body = body.pipe(t);
     }
+    this.opts.uses?.used(req, new Set([cred.accessKeyId]), call ?? null);
     this.opts.log?.(`sigv4: ${req.method} ${host}: re-signed with ${label} (${[auth.form, ...forms.filter((f) => f !== 'presigned'), given ?? payloadHash.slice(0, 12)].join(', ')})`);
     return undefined;
   }

@@ -22,6 +22,7 @@ import { ruleMatches } from '../proxy/domains.js';
 import type { Target } from '../proxy/gate.js';
 import { RefusedError, SIGN_ONLY, through, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage, type TunnelInfo } from '../proxy/pipeline.js';
 import { formPairs, MIN_FORM_LENGTH, spellingPairs } from './forms.js';
+import type { UseSink } from './mint-stage.js';
 import type { Secret } from './plan.js';
 import { Matcher, Substitution, type Pattern } from './substitute.js';
 
@@ -77,9 +78,9 @@ const DELIMITERS = /[\s,;&?=:"'(){}[\]<>]+/;
 const latin1 = (s: string) => Buffer.from(s, 'latin1');
 
 /** Apply a matcher to a whole header value or request target (bytes as node:http gives them). */
-function rewrite<T>(text: string, m: Matcher<T>): { text: string; trip?: T; changed: boolean } {
+function rewrite<T>(text: string, m: Matcher<T>, onReplace?: (p: Pattern<T>) => void): { text: string; trip?: T; changed: boolean } {
   if (m.empty) return { text, changed: false };
-  const r = m.all(latin1(text));
+  const r = m.all(latin1(text), onReplace);
   if (r.trip) return { text, trip: r.trip.tag, changed: false };
   const out = r.out.toString('latin1');
   return { text: out, changed: out !== text };
@@ -110,8 +111,8 @@ function withoutHeader(headers: Header[], name: string): Header[] {
  * plaintext, and a host name, so compared without case), an SSH stream only in its first chunk;
  * after them come encrypted bytes, passed through unexamined and never held.
  */
-function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, hello?: readonly Pattern<T>[]): Transform {
-  const sub = new Substitution(m);
+function substitution<T>(m: Matcher<T>, onTrip: (tag: T) => Refusal, hello?: readonly Pattern<T>[], onReplace?: (p: Pattern<T>) => void): Transform {
+  const sub = new Substitution(m, onReplace);
   let state: 'start' | 'hello' | 'encrypted' | 'plain' = hello ? 'start' : 'plain';
   let helloLeft = 0;
   let tail = Buffer.alloc(0);
@@ -216,15 +217,31 @@ export class CredentialStage implements Stage {
   private spelled: Matcher<unknown> | undefined;
   private forms: Set<string> | undefined;
   private readonly notices = new Set<string>();
+  private readonly secrets: Secret[];
 
   constructor(
-    private readonly secrets: readonly Secret[],
-    private readonly opts: { allowPlaintextInject: boolean },
-  ) {}
+    secrets: readonly Secret[],
+    private readonly opts: { allowPlaintextInject: boolean; uses?: UseSink },
+  ) {
+    this.secrets = [...secrets];
+  }
 
   /** Warnings about requests srt forwarded without doing what the settings asked. */
   notes(): string[] {
     return [...this.notices];
+  }
+
+  note(text: string): void {
+    this.notices.add(text);
+  }
+
+  /** A secret minted during the run (mint-stage.ts): injected, re-masked and tripped like the rest. */
+  add(secret: Secret): void {
+    this.secrets.push(secret);
+    this.matchers.clear();
+    this.remasker = undefined;
+    this.spelled = undefined;
+    this.forms = undefined;
   }
 
   private mayGo(s: Secret, d: Destination): boolean {
@@ -357,8 +374,12 @@ export class CredentialStage implements Stage {
     };
     let injected = false;
     if (!readable) this.plainHttp(req);
+    // The secrets injected (the body's as it streams): what an answer mints is bound to their hosts.
+    const used = new Set<Secret>();
+    const hit = (p: Pattern<Tag>) => used.add(p.tag.secret);
+    if (own.length > 0) this.opts.uses?.used(req, used);
 
-    const target = rewrite(req.path, place('query'));
+    const target = rewrite(req.path, place('query'), hit);
     const pathTrip = target.trip?.secret ?? screen(req.path);
     if (pathTrip) return this.refusal(pathTrip, host);
     if (target.changed) {
@@ -371,7 +392,7 @@ export class CredentialStage implements Stage {
     for (const [name, value] of req.headers) {
       const nameTrip = screen(name);
       if (nameTrip) return this.refusal(nameTrip, host);
-      const r = rewrite(value, headerMatcher);
+      const r = rewrite(value, headerMatcher, hit);
       const trip = r.trip?.secret ?? screen(value);
       if (trip) return this.refusal(trip, host);
       let out = r.text;
@@ -379,7 +400,7 @@ export class CredentialStage implements Stage {
       const basic = /^(basic\s+)([A-Za-z0-9+/]+={0,2})\s*$/i.exec(out);
       if (basic && /^(proxy-)?authorization$/i.test(name)) {
         const decoded = Buffer.from(basic[2]!, 'base64').toString('latin1');
-        const inner = rewrite(decoded, headerMatcher);
+        const inner = rewrite(decoded, headerMatcher, hit);
         if (inner.trip) return this.refusal(inner.trip.secret, host);
         if (inner.changed) out = basic[1]! + Buffer.from(inner.text, 'latin1').toString('base64');
       }
@@ -400,7 +421,7 @@ export class CredentialStage implements Stage {
         }
       } else if (!bodyMatcher.empty) {
         const onTrip = (tag: Tag) => this.refusal(tag.secret, host);
-        req.body = through(req.body, substitution(bodyMatcher, onTrip));
+        req.body = through(req.body, substitution(bodyMatcher, onTrip, undefined, hit));
         // Length-preserving sentinels keep Content-Length (some upstreams refuse chunked uploads).
         if (!bodyMatcher.lengthPreserving) finalHeaders = withoutHeader(finalHeaders, 'content-length');
         if (own.some((s) => s.injectInto.includes('body'))) injected = true;

@@ -78,8 +78,8 @@ export class Matcher<T = unknown> {
   }
 
   /** Substitute a whole buffer (the reference the streaming form must equal). */
-  all(data: Buffer): PushResult<T> {
-    return new Substitution(this).end(data);
+  all(data: Buffer, onReplace?: (p: Pattern<T>) => void): PushResult<T> {
+    return new Substitution(this, onReplace).end(data);
   }
 
   /**
@@ -137,7 +137,8 @@ export class Matcher<T = unknown> {
 export class Substitution<T = unknown> {
   private carry: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly matcher: Matcher<T>) {}
+  /** `onReplace`: told of each replacement made (which secret a request used). */
+  constructor(private readonly matcher: Matcher<T>, private readonly onReplace?: (p: Pattern<T>) => void) {}
 
   /** Bytes held back right now (a proper prefix of some pattern). */
   get held(): number {
@@ -179,6 +180,7 @@ export class Substitution<T = unknown> {
         return { out: Buffer.concat(parts), trip: pat };
       }
       parts.push(pat.to);
+      this.onReplace?.(pat);
       c = found.at + pat.from.length;
     }
   }

@@ -103,6 +103,7 @@ export function configJson(report: SettingsReport, credentials?: CredentialPlan)
           presigned: s('credentials.sigv4.presigned', p.credentials.sigv4.presigned),
           streaming: s('credentials.sigv4.streaming', p.credentials.sigv4.streaming),
           sigv4a: s('credentials.sigv4.sigv4a', p.credentials.sigv4.sigv4a),
+          mint: s('credentials.sigv4.mint', p.credentials.sigv4.mint),
         },
         allowPlaintextInject: s('credentials.allowPlaintextInject', p.credentials.allowPlaintextInject),
       },
@@ -214,7 +215,7 @@ export function configText(report: SettingsReport, credentials?: CredentialPlan)
     'credentials.awsPairs',
     p.credentials.awsPairs.map((a) => [`${a.accessKeyIdVar} ${a.secretAccessKeyVar}${a.sessionTokenVar ? ` ${a.sessionTokenVar}` : ''}`, a.source]),
   );
-  for (const k of ['presigned', 'streaming', 'sigv4a'] as const) scalarRow(`credentials.sigv4.${k}`, p.credentials.sigv4[k]);
+  for (const k of ['presigned', 'streaming', 'sigv4a', 'mint'] as const) scalarRow(`credentials.sigv4.${k}`, p.credentials.sigv4[k]);
   scalarRow('credentials.allowPlaintextInject', p.credentials.allowPlaintextInject);
   for (const key of [
     'mandatoryDenySearchDepth',

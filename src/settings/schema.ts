@@ -216,6 +216,11 @@ function build(zod: ZodModule) {
         presigned: sigv4Handling.optional().describe('Presigned URLs (X-Amz-Signature in the query).').meta({ default: 'deny' }),
         streaming: sigv4Handling.optional().describe('aws-chunked streaming payloads (x-amz-content-sha256: STREAMING-…).').meta({ default: 'deny' }),
         sigv4a: sigv4Handling.optional().describe('SigV4a (AWS4-ECDSA-P256-SHA256).').meta({ default: 'deny' }),
+        mint: z
+          .enum(['deny', 'allow'])
+          .optional()
+          .describe('The answer of a call that mints credentials (sts:AssumeRole*, iam:CreateAccessKey, ecr:GetAuthorizationToken, an OAuth token endpoint, …) to a request srt re-signed or injected into, when srt recognises no credential in it to replace with sentinels: deny (default): 403 naming the call; allow: the command gets it as it is.')
+          .meta({ default: 'deny' }),
       })
       .optional()
       .describe('Requests of these SigV4 forms signed with a masked AWS credential are re-signed; where one cannot be: "deny" (default) or "passthrough".'),

@@ -46,7 +46,7 @@ describe('access model: reads', () => {
   });
 
   it('nothing re-opens a credential file; the current directory re-opens user denies, not managed ones (and says so)', () => {
-    const creds = { credentials: { envVars: [], files: [credentialFile(`${H}/.ssh`)], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const }, allowPlaintextInject: false } };
+    const creds = { credentials: { envVars: [], files: [credentialFile(`${H}/.ssh`)], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const, mint: 'deny' as const }, allowPlaintextInject: false } };
     expect(reads(rules({ allowRead: [managed(`${H}/.ssh`)] }, creds), `${H}/.ssh/id`)).toBe(false);
     expect(reads(rules({ denyRead: [user(H)] }), `${W}/a`)).toBe(true);
     const m = rules({ denyRead: [managed(H)] });
@@ -107,7 +107,7 @@ describe('access model: writes', () => {
   });
 
   it('filesystem.disabled: everything the user may write, but credential files stay hidden', () => {
-    const creds = { credentials: { envVars: [], files: [credentialFile(`${H}/.netrc`)], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const }, allowPlaintextInject: false } };
+    const creds = { credentials: { envVars: [], files: [credentialFile(`${H}/.netrc`)], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const, mint: 'deny' as const }, allowPlaintextInject: false } };
     const r = rules({ disabled: true }, creds);
     expect(writes(r, '/etc/hosts')).toBe(true);
     expect(reads(r, `${H}/.netrc`)).toBe(false);

@@ -16,7 +16,7 @@ function policy(fs: Partial<Policy['filesystem']> = {}, extra: Partial<Policy> =
       deniedResolvedAddresses: [], allowUnixSockets: [], allowAllUnixSockets: false, allowLocalBinding: false, exposePorts: [],
     },
     filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false, ...fs },
-    credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+    credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny', mint: 'deny' }, allowPlaintextInject: false },
     mandatoryDenySearchDepth: 3, enableWeakerNestedSandbox: false, allowNestedUserNamespaces: false,
     allowPty: false, allowAppleEvents: false, enableWeakerNetworkIsolation: false, warnings: [], ignored: [],
     ...extra,

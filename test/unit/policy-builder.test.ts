@@ -27,7 +27,7 @@ describe('buildPolicy defaults', () => {
         exposePorts: [],
       },
       filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false },
-      credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+      credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny', mint: 'deny' }, allowPlaintextInject: false },
       mandatoryDenySearchDepth: 3,
       enableWeakerNestedSandbox: false,
       allowNestedUserNamespaces: false,

@@ -31,7 +31,7 @@ export function policy(fs: Partial<Policy['filesystem']> = {}, extra: Partial<Po
       ...network,
     },
     filesystem: { allowWrite: [], denyWrite: [], denyRead: [], allowRead: [], disabled: false, allowManagedReadPathsOnly: false, ...fs },
-    credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+    credentials: { envVars: [], files: [], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny', mint: 'deny' }, allowPlaintextInject: false },
     mandatoryDenySearchDepth: 3, enableWeakerNestedSandbox: false, allowNestedUserNamespaces: false,
     allowPty: false, allowAppleEvents: false, enableWeakerNetworkIsolation: false, warnings: [], ignored: [],
     ...extra,

@@ -92,7 +92,7 @@ const scenarios: Record<string, () => SeatbeltPlan> = {
     denyWrite: [user(`${CWD}/**/*.lock`, '**/*.lock')],
   }), facts({ globTargets: new Map([[`${CWD}/**/*.lock`, [`${HOME}/data/real-lockfile`]]]) })),
   credentials: () => buildSeatbeltProfile(policy({ allowRead: [managed(`${HOME}/.ssh`, '~/.ssh')] }, {
-    credentials: { envVars: [], files: [credentialFile(`${HOME}/.ssh`), credentialFile(`${HOME}/.config/gh/hosts.yml`, 'mask')], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+    credentials: { envVars: [], files: [credentialFile(`${HOME}/.ssh`), credentialFile(`${HOME}/.config/gh/hosts.yml`, 'mask')], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny', mint: 'deny' }, allowPlaintextInject: false },
   }), facts()),
   'unix-sockets': () => buildSeatbeltProfile(policy({}, {}, { allowUnixSockets: ['/var/run/docker.sock', `${HOME}/.colima/default/docker.sock`] }),
     facts({ landings: new Landings([['/var/run/docker.sock', { real: '/private/var/run/docker.sock', kind: 'file' }]]) })),
@@ -104,7 +104,7 @@ const scenarios: Record<string, () => SeatbeltPlan> = {
     allowLocalBinding: true, exposePorts: [{ hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000, source: { scope: 'user' } }, { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80, source: { scope: 'user' } }],
   }), facts()),
   'filesystem-disabled': () => buildSeatbeltProfile(policy({ disabled: true }, {
-    credentials: { envVars: [], files: [credentialFile(`${HOME}/.netrc`)], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny' }, allowPlaintextInject: false },
+    credentials: { envVars: [], files: [credentialFile(`${HOME}/.netrc`)], awsPairs: [], sigv4: { presigned: 'deny', streaming: 'deny', sigv4a: 'deny', mint: 'deny' }, allowPlaintextInject: false },
   }), facts()),
   'hostile-paths': () => buildSeatbeltProfile(policy({
     denyRead: [user(`${HOME}/we"ird) (allow default)\n;x`, 'hostile')],

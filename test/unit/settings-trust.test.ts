@@ -43,7 +43,7 @@ describe.each([
     expect(p.credentials.envVars).toEqual([]);
     expect(p.credentials.files).toEqual([]);
     expect(p.credentials.awsPairs).toEqual([]);
-    expect(p.credentials.sigv4).toEqual({ presigned: 'deny', streaming: 'deny', sigv4a: 'deny' });
+    expect(p.credentials.sigv4).toEqual({ presigned: 'deny', streaming: 'deny', sigv4a: 'deny', mint: 'deny' });
     expect(p.credentials.allowPlaintextInject).toBe(false);
     expect(p.network.tlsTerminate).toBeUndefined();
     expect(p.network.strictAllowlist).toBe(true);
