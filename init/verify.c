@@ -63,6 +63,9 @@ static struct planned *plan;
 static int nplan;
 static int have_cwd;
 static unsigned long long cwd_dev, cwd_ino;
+// The working directory is a tmpfs srt mounts (a snapshot, a masked directory): no identity
+// exists before it is made, so it must be the mount the check verified at this path.
+static const char *cwd_at;
 static struct planned denied; // the F record (kind 0 when there is none)
 
 static unsigned long long number(const char *s, const char *path) {
@@ -97,6 +100,11 @@ void verify_load(const char *path) {
     struct planned r = {0};
     r.kind = kind[0];
     if (kind[0] == 0 || kind[1] != 0) die("srt-init: %s: bad record", path);
+    if (r.kind == 'c') {
+      cwd_at = next_field(&p, end, path);
+      if (cwd_at[0] != '/') die("srt-init: %s: %s: not absolute", path, cwd_at);
+      continue;
+    }
     if (r.kind == 'C') {
       cwd_dev = number(next_field(&p, end, path), path);
       cwd_ino = number(next_field(&p, end, path), path);
@@ -463,6 +471,13 @@ void verify_mounts(int all) {
   }
   held_drop();
   held.on = 0;
+  if (cwd_at) {
+    struct stat at;
+    if (stat(cwd_at, &at) != 0) die("srt-init: %s: %s", cwd_at, strerror(errno));
+    cwd_dev = at.st_dev;
+    cwd_ino = at.st_ino;
+    have_cwd = 1;
+  }
   if (have_cwd) {
     struct stat st;
     if (stat(".", &st) != 0 || st.st_dev != cwd_dev || st.st_ino != cwd_ino)
@@ -471,7 +486,7 @@ void verify_mounts(int all) {
   }
 }
 
-int verify_loaded(void) { return plan != NULL || have_cwd; }
+int verify_loaded(void) { return plan != NULL || have_cwd || cwd_at; }
 
 int verified_open(const char *path) {
   for (int i = 0; i < nplan; i++) {

@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { CredentialPlan } from '../credentials/plan.js';
 import type { Policy } from '../policy.js';
-import { cwdIsWriteRoot, srtSecretRules, srtSecretsDir, writeRootsOf } from '../profiles/access.js';
+import { cwdIsWriteRoot, tooWideForCwd, srtSecretRules, srtSecretsDir, writeRootsOf } from '../profiles/access.js';
 import { buildBwrapPlan, globRules, literalPaths, type BwrapFacts, type CredentialMounts, type HostListen, type Landing, type RelayListen, type SeccompLaunch, type SnapshotEntry } from '../profiles/bwrap.js';
 import { MANAGED_DIR, USER_SETTINGS_FILES, type ProtectedTarget, type SupervisorRules } from '../profiles/protected.js';
 import { buildSeccompFilter, type SeccompArch } from '../profiles/seccomp.js';
@@ -258,7 +258,7 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
   const hardLinked = hardLinksBelow(targets.map((t) => landings.get(t.path)).filter((l) => l?.kind === 'dir').map((l) => l!.real));
   // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
   const readOnlyDirs = new Set<string>();
-  if (cwdIsWriteRoot(policy)) try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
+  if (cwdIsWriteRoot(policy) && !tooWideForCwd(policy.cwd, policy.home)) try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
     warnings.push(`the current directory ${policy.cwd} is not writable by you, so it is read-only inside the sandbox too`);
   }
   for (const t of targets) {

@@ -108,9 +108,10 @@ export class LinuxSandbox implements PlatformBackend {
     if (mountsPath) {
       // Identities now, after the placeholders exist: the helper compares what bwrap mounted.
       const ids = realIdentifier();
+      const id = g.facts.landings.get(plan.chdir)?.id;
       let encoded;
       try {
-        encoded = encodeMounts(plannedMounts(plan.ops), ids.identify, g.facts.landings.get(plan.chdir)?.id);
+        encoded = encodeMounts(plannedMounts(plan.ops), ids.identify, { path: plan.chdir, ...(id ? { id } : {}) });
       } finally {
         ids.close();
       }

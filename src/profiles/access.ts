@@ -183,6 +183,20 @@ export interface WriteRoots {
   notes: string[];
 }
 
+/** Directories of the system: the current directory is never writable by default when it is one
+ *  of them or holds one (an MCP client starts its servers in `/`). */
+const SYSTEM_DIRS = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/proc', '/run',
+  '/sbin', '/srv', '/sys', '/usr', '/var', '/Applications', '/Library', '/System', '/private'];
+
+/** Why the current directory is too wide to be writable by default, or null. */
+export function tooWideForCwd(cwd: string, home: string): string | null {
+  if (cwd === '/') return 'is the root directory';
+  const system = SYSTEM_DIRS.find((d) => isWithin(d, cwd));
+  if (system) return system === cwd ? 'is a system directory' : `holds the system directory ${system}`;
+  if (home !== cwd && isWithin(home, cwd)) return `holds the home directory ${home}`;
+  return null;
+}
+
 /**
  * The writable roots of a policy (SPEC §3), the one derivation of every backend and of srt
  * doctor: the current directory, each `allowWrite` entry where it lands, and a linked worktree's
@@ -207,7 +221,13 @@ export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, wo
     if (!had || had.trust < trust) roots.set(l.real, { kind, region: { base: l.real }, trust, origin });
   };
   const cwd = landing(policy.cwd);
-  if (cwdIsWriteRoot(policy)) add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
+  if (cwdIsWriteRoot(policy)) {
+    const wide = tooWideForCwd(cwd.real, policy.home);
+    if (wide) {
+      warnings.push(`the current directory ${cwd.real} ${wide}, so it is read-only in this run (SPEC §3); ` +
+        `run srt from a project directory, or name what the command may write with --allow-write`);
+    } else add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
+  }
   const entries: { rule: PathRule; l: Landing }[] = [];
   for (const r of policy.filesystem.allowWrite) {
     const lit = literalOf(r);

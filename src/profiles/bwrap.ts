@@ -493,7 +493,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     warnings.push('filesystem isolation is disabled (filesystem.disabled): the command can read and write every file you can');
     ops.push({ kind: 'bind', dest: '/', source: '/', ro: false, dev: true });
   } else {
-    bind('/', '/', true);
+    // A writable `/` (allowWrite) is bound first: /dev and /proc are mounted on it, never covered
+    // by the host's (where /dev/null is a device the sandbox cannot open).
+    const rootWritable = nodes.has('/') && !snapshotDirs.has('/') && accessOf('/').read && accessOf('/').write;
+    bind('/', '/', !rootWritable);
+    if (rootWritable) writable.push('/');
   }
   // denyRead ["/"] with allowRead carve-outs (a read allowlist): the kernel filesystems stay, so
   // the tmpfs over / goes before /dev, /proc and a read-only /sys are mounted on it.
@@ -521,7 +525,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     bind(facts.tmpDir, facts.tmpDir, false);
   } else {
     for (const p of sorted) {
-      if (p === '/' && rootHidden) continue;
+      if (p === '/' && !snapshotDirs.has('/')) continue;
       if (snapshotDirs.has(p)) { snapshot(p); continue; }
       const acc = accessOf(p);
       const par = parentAccess(p);

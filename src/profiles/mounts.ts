@@ -69,11 +69,12 @@ export function plannedMounts(ops: readonly MountOp[]): PlannedMount[] {
  * The mount plan file the helper checks (init/verify.c): NUL-terminated fields, one record
  * per mount (`B dest dev ino flags`, `T dest`, `L dest target`, `D dest dev ino` of the host
  * file a copy stands for, `S dir stage dev ino`, `K area`) and the working directory
- * (`C dev ino`). `idOf` gives a bind source's identity now (null: it is gone or no longer a
+ * (`C dev ino`, or `c path` when srt mounts a tmpfs there: it is then the mount verified at that
+ * path). `idOf` gives a bind source's identity now (null: it is gone or no longer a
  * real path); a missing identity is an error unless the bind is optional (bwrap skips a vanished
  * `-try` source: then nothing may be at its place).
  */
-export function encodeMounts(mounts: PlannedMount[], identify: (source: string) => FileId | null, cwd: FileId | undefined):
+export function encodeMounts(mounts: PlannedMount[], identify: (source: string) => FileId | null, cwd: { path: string; id?: FileId }):
   { data: Buffer } | { error: string } {
   const fields: string[] = [];
   const changed = (path: string) => ({ error: `${path} changed or disappeared while srt was setting up the sandbox; nothing ran, try again` });
@@ -112,7 +113,8 @@ export function encodeMounts(mounts: PlannedMount[], identify: (source: string) 
       fields.push('B', m.dest, id.dev, id.ino, `${m.ro ? 'r' : 'w'}${m.optional ? 'o' : ''}${by}`);
     }
   }
-  if (cwd) fields.push('C', cwd.dev, cwd.ino);
+  if (mounts.some((m) => m.kind === 'tmpfs' && m.dest === cwd.path)) fields.push('c', cwd.path);
+  else if (cwd.id) fields.push('C', cwd.id.dev, cwd.id.ino);
   if (fields.some((f) => f.includes('\0'))) return { error: 'a path holds a NUL character' };
   return { data: Buffer.from(fields.map((f) => `${f}\0`).join('')) };
 }

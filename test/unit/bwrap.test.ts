@@ -503,10 +503,14 @@ describe('the mount plan the helper checks', () => {
       { kind: 'tmpfs', dest: '/h/.ssh' },
       { kind: 'symlink', dest: '/lib64', target: 'usr/lib64' },
       { kind: 'bind', dest: '/h/gone', source: '/h/gone', ro: true, optional: true },
-    ], (p) => ids.get(p) ?? null, { dev: '1', ino: '7' });
+    ], (p) => ids.get(p) ?? null, { path: '/w', id: { dev: '1', ino: '7' } });
     expect('data' in enc && enc.data.toString().split('\0')).toEqual(['B', '/', '1', '2', 'r', 'B', '/w', '1', '7', 'w', 'T', '/h/.ssh',
       'L', '/lib64', 'usr/lib64', 'B', '/h/gone', '0', '0', 'ro', 'C', '1', '7', '']);
-    expect(encodeMounts([{ kind: 'bind', dest: '/x', source: '/x', ro: true }], () => null, undefined))
+    // A working directory srt mounts a tmpfs on (a snapshot, a masked directory) has no identity
+    // before the run: it must be the mount verified at its path.
+    const atMount = encodeMounts([{ kind: 'tmpfs', dest: '/h' }], () => null, { path: '/h', id: { dev: '1', ino: '5' } });
+    expect('data' in atMount && atMount.data.toString().split('\0')).toEqual(['T', '/h', 'c', '/h', '']);
+    expect(encodeMounts([{ kind: 'bind', dest: '/x', source: '/x', ro: true }], () => null, { path: '/cwd' }))
       .toEqual({ error: '/x changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
   });
 });
@@ -562,15 +566,15 @@ describe('denies that hold while the command runs (a host program replacing a de
     expect(plannedMounts(plan.ops).filter((m) => m.dest === '/h/.aws/credentials')).toEqual([{ kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true, byHelper: true, deny: true }]);
     expect(args).not.toContain('/h/.aws/credentials');
     const denyIds = new Map([['/r/denied', { dev: '2', ino: '9' }]]);
-    const denyEnc = encodeMounts(plannedMounts(plan.ops).filter((m) => m.dest === '/h/.aws/credentials'), (p) => denyIds.get(p) ?? null, undefined);
+    const denyEnc = encodeMounts(plannedMounts(plan.ops).filter((m) => m.dest === '/h/.aws/credentials'), (p) => denyIds.get(p) ?? null, { path: '/cwd' });
     expect('data' in denyEnc && denyEnc.data.toString().split('\0')).toEqual(['F', '/r/denied', '2', '9', 'B', '/h/.aws/credentials', '2', '9', 'rd', '']);
     expect(encodeMounts([{ kind: 'bind', dest: '/a', source: '/r/denied', ro: true, byHelper: true, deny: true },
-      { kind: 'bind', dest: '/b', source: '/r/other', ro: true, byHelper: true, deny: true }], () => ({ dev: '1', ino: '1' }), undefined))
+      { kind: 'bind', dest: '/b', source: '/r/other', ro: true, byHelper: true, deny: true }], () => ({ dev: '1', ino: '1' }), { path: '/cwd' }))
       .toEqual({ error: 'more than one denied file' });
     const ids = new Map([['/h', { dev: '1', ino: '5' }], ['/h/.bashrc', { dev: '1', ino: '6' }]]);
-    const enc = encodeMounts(plannedMounts(plan.ops).filter((m) => m.dest === '/r/stage/0' || m.dest === '/r/stage' || m.dest === '/h/.bashrc'), (p) => ids.get(p) ?? null, undefined);
+    const enc = encodeMounts(plannedMounts(plan.ops).filter((m) => m.dest === '/r/stage/0' || m.dest === '/r/stage' || m.dest === '/h/.bashrc'), (p) => ids.get(p) ?? null, { path: '/cwd' });
     expect('data' in enc && enc.data.toString().split('\0')).toEqual(['B', '/h/.bashrc', '1', '6', 'ros', 'S', '/h', '/r/stage/0', '1', '5', 'K', '/r/stage', '']);
-    expect(encodeMounts([{ kind: 'stage', dest: '/h/.s', dir: '/h' }], () => null, undefined))
+    expect(encodeMounts([{ kind: 'stage', dest: '/h/.s', dir: '/h' }], () => null, { path: '/cwd' }))
       .toEqual({ error: '/h changed or disappeared while srt was setting up the sandbox; nothing ran, try again' });
   });
 
