@@ -239,8 +239,18 @@ static int walk(struct req *r, int start, const char *dir) {
   }
 }
 
+// Where the last call's path led, kept when its loc is freed: the report names it when the kernel
+// refuses the call (a read-only mount, Landlock), after the loc is gone.
+static char resolved[sizeof ((struct loc *)0)->full];
+
+const char *last_resolved(void) { return resolved; }
+void forget_resolved(void) { resolved[0] = '\0'; }
+
 void loc_free(struct loc *l) {
-  if (l->parent >= 0) close(l->parent);
+  if (l->parent >= 0) {
+    close(l->parent);
+    memcpy(resolved, l->full, strlen(l->full) + 1);
+  }
   l->parent = -1;
 }
 

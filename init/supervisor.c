@@ -64,6 +64,10 @@ static int sup_sock[2] = {-1, -1};
 //                    written when made and again, where it ended up, when the run ends
 //   N count          refusals past MAX_REPORTED, not listed
 //   T                more new repositories than srt followed: it searches for them itself
+//   K op path errno  a call the kernel refused with EACCES or EROFS (a read-only mount, Landlock,
+//                    a read-denied path, the file's own permissions: srt tells them apart by its
+//                    policy), each distinct one once
+//   X                past MAX_KERNEL_REPORTED such calls, once instead of the rest
 // Written by the supervisor thread and, at the end, by init: under one lock.
 
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -172,6 +176,30 @@ void supervisor_finish(void) {
     put((const char *[]){"N", n}, 2);
   }
   if (lost_track) put((const char *[]){"T"}, 1);
+  pthread_mutex_unlock(&report_lock);
+}
+
+#define MAX_KERNEL_REPORTED 4096
+#define KERNEL_SLOTS 8192 // a power of two, twice the records: the probe stays short
+
+void report_kernel_refusal(const char *op, const char *path, int err) {
+  static uint64_t slots[KERNEL_SLOTS];
+  static int count;
+  if (report_fd < 0 || path[0] != '/' || is_proc_path(path)) return;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char *s = op; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  h = (h ^ 0xff) * 1099511628211ULL;
+  for (const char *s = path; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ULL;
+  if (h == 0) h = 1; // 0 marks an empty slot
+  size_t i = h & (KERNEL_SLOTS - 1);
+  while (slots[i] && slots[i] != h) i = (i + 1) & (KERNEL_SLOTS - 1);
+  if (slots[i] == h || count > MAX_KERNEL_REPORTED) return;
+  pthread_mutex_lock(&report_lock);
+  if (count++ == MAX_KERNEL_REPORTED) put((const char *[]){"X"}, 1);
+  else {
+    slots[i] = h;
+    put((const char *[]){"K", op, path, err == EROFS ? "EROFS" : "EACCES"}, 4);
+  }
   pthread_mutex_unlock(&report_lock);
 }
 
@@ -296,6 +324,23 @@ static int kernel_lacks(int op) {
   return lacks[op] == 1;
 }
 
+// What a call does, in the words of the report.
+static const char *op_word(int op, const __u64 *a) {
+  switch (op) {
+  case OP_OPEN: return (a[1] & (O_ACCMODE | O_TRUNC | O_CREAT)) ? "write" : "read";
+  case OP_OPENAT: return (a[2] & (O_ACCMODE | O_TRUNC | O_CREAT)) ? "write" : "read";
+  case OP_CREAT: case OP_TRUNCATE: return "write";
+  case OP_MKDIR: case OP_MKDIRAT: return "mkdir";
+  case OP_MKNOD: case OP_MKNODAT: case OP_SYMLINK: case OP_SYMLINKAT: case OP_LINK: case OP_LINKAT: return "create";
+  case OP_UNLINK: case OP_UNLINKAT: case OP_RMDIR: return "remove";
+  case OP_RENAME: case OP_RENAMEAT: case OP_RENAMEAT2: return "move";
+  case OP_CHMOD: case OP_FCHMOD: case OP_FCHMODAT: case OP_FCHMODAT2: return "chmod";
+  case OP_CHOWN: case OP_FCHOWN: case OP_LCHOWN: case OP_FCHOWNAT: return "chown";
+  case OP_SETXATTR: case OP_LSETXATTR: case OP_FSETXATTR: case OP_SETXATTRAT: return "setxattr";
+  default: return "removexattr";
+  }
+}
+
 static void handle(struct seccomp_notif *n) {
   struct req r = {.n = n, .pid = n->pid, .root = -1};
   const __u64 *a = n->data.args;
@@ -311,6 +356,7 @@ static void handle(struct seccomp_notif *n) {
   }
   static char p1[PATH_MAX], p2[PATH_MAX];
   int err = 0, fd = -1;
+  forget_resolved();
   struct attr at = {.kind = ATTR_MODE};
   // Which arguments are paths: read them all (and an attribute's name and value) before the
   // validity check.
@@ -400,6 +446,7 @@ static void handle(struct seccomp_notif *n) {
   }
   if (r.root >= 0) close(r.root);
   if (err == -1) return; // a worker replies
+  if (err == EACCES || err == EROFS) report_kernel_refusal(op_word(op, a), last_resolved(), err);
   if (err) reply(&r, 0, err);
   else if (fd >= 0) {
     int cloexec = op == OP_OPENAT ? (a[2] & O_CLOEXEC) : op == OP_OPEN ? (a[1] & O_CLOEXEC) : 0;

@@ -54,6 +54,7 @@ void report_refused(const char *op, const char *path, const struct verdict *why)
 // srt is told it lost track and searches).
 #define NOT_A_DIR (-2)
 void report_created(const char *path, int dirfd);
+void report_kernel_refusal(const char *op, const char *path, int err);
 
 // resolve.c
 // Where a path's last component lives: the parent directory, held open, and its path.
@@ -72,6 +73,9 @@ int init_proc_fd(int fd);
 int proc_open(struct req *r, const char *what, int flags);
 int cmd_root(struct req *r);
 void loc_free(struct loc *l);
+// The full path of the last loc freed ("" after forget_resolved).
+const char *last_resolved(void);
+void forget_resolved(void);
 // Split `path` and resolve its directory part, from the command's cwd or dirfd, or from
 // start/start_dir (a descriptor of ours and its path, when following a symlink). 0 or an errno.
 int locate(struct req *r, int dirfd, int start, const char *start_dir_path, const char *path, struct loc *l);

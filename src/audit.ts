@@ -1,5 +1,5 @@
 // `--log FILE` (SPEC §1): one JSON line per network decision, per upstream connection that ends
-// (with its byte counts), and per refused protected write, appended to FILE. The schema is
+// (with its byte counts), and per refused write and read, appended to FILE. The schema is
 // documented in docs/cli.md ("The audit log"); fields are only ever added.
 
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -25,7 +25,19 @@ export type AuditEvent =
     }
   /** An upstream connection ended (or could not be made: `error`). */
   | { kind: 'connection'; target: string; bytesUp: number; bytesDown: number; error?: string }
-  | { kind: 'write'; verdict: 'refused'; op: string; path: string; rule: 'protected' };
+  /** A write or read the sandbox refused. `rule`: a protected path, a denyWrite/denyRead entry
+   *  (`entry`, `source`), a credential, or a read-only place (`allow`: the allowWrite entry that
+   *  would allow it, when srt offers one). */
+  | {
+      kind: 'write' | 'read';
+      verdict: 'refused';
+      op: string;
+      path: string;
+      rule: 'protected' | 'denyWrite' | 'denyRead' | 'credential' | 'read-only';
+      entry?: string;
+      source?: Source;
+      allow?: string;
+    };
 
 export type AuditSink = (event: AuditEvent) => void;
 

@@ -60,9 +60,13 @@ export function checkNet(policy: Policy, host: string, port: number): CheckResul
   return result;
 }
 
-/** The access rules a run would build, with srt's own per-run directories as placeholders. */
-function rulesFor(policy: Policy) {
-  const landings = new Map(accessPaths(policy).map((p) => [p, resolveLanding(p)] as const));
+/** The access rules a run would build, with srt's own per-run directories as placeholders.
+ *  `made`: paths judged as directories that exist (what `mkdir -p` before the run would make). */
+export function rulesFor(policy: Policy, made: readonly string[] = []) {
+  const landings = new Map(accessPaths(policy).map((p) => {
+    const l = resolveLanding(p);
+    return [p, made.includes(p) && l.kind === 'missing' ? { real: l.real, kind: 'dir' as const } : l] as const;
+  }));
   const runRoot = join(policy.home, '.srt', 'run');
   const runDir = join(runRoot, `${process.pid}-check`);
   const cwd = landings.get(policy.cwd)!.real;
@@ -79,7 +83,7 @@ function rulesFor(policy: Policy) {
 }
 
 /** The settings entry behind an access rule, found by its origin among the policy's path rules. */
-function ruleEntry(policy: Policy, rule: AccessRule): CheckResult['rule'] {
+export function ruleEntry(policy: Policy, rule: AccessRule): CheckResult['rule'] {
   const fs = policy.filesystem;
   const lists = { denyRead: fs.denyRead, allowRead: fs.allowRead, allowWrite: fs.allowWrite, denyWrite: fs.denyWrite } as const;
   if (!(rule.kind in lists)) return undefined;

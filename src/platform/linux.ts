@@ -10,7 +10,9 @@ import { credentialEnv } from '../credentials/env.js';
 import type { Policy } from '../policy.js';
 import type { BwrapPlan } from '../profiles/bwrap.js';
 import { encodeMounts, plannedMounts } from '../profiles/mounts.js';
-import { parseReport, refusalLines } from '../profiles/protected.js';
+import { parseReport, refusalLines, type SupervisorReport } from '../profiles/protected.js';
+import type { RefusalGroup } from '../refusals.js';
+import { describeSource } from '../settings/report.js';
 import { Messages, type CommandSpec, type PlatformBackend, type SandboxOptions } from './backend.js';
 import { checkCommand, commandArgv } from './command.js';
 import { diagnoseBubblewrap } from './deps.js';
@@ -31,6 +33,7 @@ import { Terminal } from './terminal.js';
 export class LinuxSandbox implements PlatformBackend {
   readonly platform = 'linux' as const;
   private readonly session: RunSession;
+  private refusals: RefusalGroup[] = [];
   private readonly placeholders: PlaceholderSet;
   /** The facts the next run uses; `stale` once a run has used them. */
   private gathered: LinuxFacts;
@@ -201,6 +204,7 @@ export class LinuxSandbox implements PlatformBackend {
       } catch {
         return; // the sandbox never started
       }
+<<<<<<< HEAD
       const why = new Map<string, string>();
       for (const t of g.facts.protectedTargets) {
         if (!t.why) continue;
@@ -210,6 +214,9 @@ export class LinuxSandbox implements PlatformBackend {
       }
       for (const line of refusalLines(report.refused, this.policy.cwd, 10, { unlisted: report.unlisted, pathWhy: (p) => why.get(p) })) this.session.note(line);
       for (const r of report.refused) this.session.auditSink?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
+=======
+      await this.reportRefusals(report);
+>>>>>>> 2cdadf4 (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
       created = report.created;
       // More new repositories than the supervisor followed: the search finds the rest.
       search &&= report.lostTrack;
@@ -227,6 +234,33 @@ export class LinuxSandbox implements PlatformBackend {
     const gitDirs = newGitDirs(created);
     for (const line of disableNewRepositories(gitDirs, this.policy.cwd)) this.session.note(line);
     for (const line of disableRebaseExec([...g.before.gitDirs, ...gitDirs], g.before.todos, this.policy.cwd)) this.session.note(line);
+  }
+
+  /** What the supervisor and the kernel refused: srt's protected paths one line each, the rest
+   *  (read-only places, deny entries) grouped, with what would allow it. */
+  private async reportRefusals(report: SupervisorReport): Promise<void> {
+    this.refusals = [];
+    if (report.kernel.length === 0 && report.refused.length === 0) return;
+    // Loaded only when something was refused: the access model is not needed to start a run.
+    const { classifyRefusals, refusalReportLines } = await import('../refusals.js');
+    let classified;
+    try {
+      classified = classifyRefusals(this.policy, report.kernel, report.refused);
+    } catch (e) {
+      classified = { groups: [], records: [], protectedLeft: report.refused };
+      this.session.note(`could not tell what refused ${report.kernel.length} reads or writes (${(e as Error).message})`);
+    }
+    for (const line of refusalLines(classified.protectedLeft, this.policy.cwd)) this.session.note(line);
+    for (const r of classified.protectedLeft) this.session.auditSink?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
+    this.refusals = classified.groups;
+    for (const { kind, ...r } of classified.records) this.session.auditSink?.({ kind, verdict: 'refused', ...r });
+    for (const line of refusalReportLines(classified.groups, this.policy, (s) => describeSource(s, this.policy))) this.session.note(line);
+    if (report.more) this.session.note('more reads and writes were refused than srt lists (the first 4096 distinct ones are above)');
+  }
+
+  /** The refusal groups of the last run (`srt --suggest`). */
+  refusalGroups(): RefusalGroup[] {
+    return this.refusals;
   }
 
   updateNetwork(network: Policy['network']): void {

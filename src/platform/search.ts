@@ -156,7 +156,10 @@ export interface ProtectedScan {
  */
 export async function scanProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, home: string): Promise<ProtectedScan> {
   const scans = await Promise.all(roots.map(async ({ root, isGitDir }) => {
-    const [files, links] = await Promise.all([rg(protectedSearchArgs(depth), root), findLinks(root, depth)]);
+    // A writable file (allowWrite ~/.node_repl_history) holds nothing to search.
+    const dir = statSync(root, { throwIfNoEntry: false })?.isDirectory() ?? false;
+    const none = Promise.resolve({ files: [], timedOut: false });
+    const [files, links] = await Promise.all([dir ? rg(protectedSearchArgs(depth), root) : none, dir ? findLinks(root, depth) : none]);
     if (files.timedOut || links.timedOut) {
       throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
     }

@@ -44,7 +44,24 @@ describe('srt --with npm', () => {
   });
 });
 
+<<<<<<< HEAD
 describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () => {
+=======
+describe('without the preset', () => {
+  it('npm install fails on the read-only home, and srt says to run it with --with npm, which works', async () => {
+    const { home, cwd } = fresh('refused');
+    const r = await srt(['--allow-domain', 'registry.npmjs.org', '--', 'npm', 'install', 'left-pad'], { home, cwd, env: npmEnv, timeout: 180_000 });
+    expect(r.exitCode).not.toBe(0);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith('srt: '));
+    expect(lines).toEqual([expect.stringMatching(/^srt: refused (writing|\d+ writes under) ~\/\.npm \(read-only\): to allow, run with --with npm or add "npm" to presets in ~\/\.srt\/settings\.json$/)]);
+    const again = await srt(['--with', 'npm', '--', 'npm', 'install', 'left-pad'], { home, cwd, env: npmEnv, timeout: 180_000 });
+    expect(again.stderr).not.toMatch(/srt: (warning|refused|blocked)/);
+    expect(again.exitCode).toBe(0);
+  });
+});
+
+describe('the README walkthrough: srt trust, then srt -- npm ci', () => {
+>>>>>>> 6872f7b (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
   it('works verbatim once the user settings name the npm preset', async () => {
     const { home, cwd } = fresh('walkthrough');
     const page = readFileSync(join(REPO, 'docs', 'trust.md'), 'utf8');
