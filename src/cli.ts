@@ -51,6 +51,7 @@ interface RunOptions extends PolicyOptions {
   debug?: boolean;
   controlFd?: number;
   log?: string;
+  suggest?: boolean;
 }
 
 /** Thrown to stop with `srt: MESSAGE` lines on stderr and exit 125 (or `exit`: 2 for usage). */
@@ -189,12 +190,29 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     const code = await sandbox.run(spec);
     const violations = sandbox.violations();
     const { networkAdvice, splitHostPort } = await import('./settings/advice.js');
+    const domains: string[] = [];
     for (const line of violations) {
       say(line.startsWith('srt: ') ? line : `srt: ${line}`);
       // What would allow it stands next to each destination refused for not being listed.
       const m = /^(?:srt: )?blocked (\S+) — not in (?:the managed )?network\.allowedDomains/.exec(line);
       const dest = m ? splitHostPort(m[1]!) : null;
-      if (dest) say(`srt: to allow ${m![1]}: ${networkAdvice(policy, dest.host, dest.port)}`);
+      if (!dest) continue;
+      const advice = networkAdvice(policy, dest.host, dest.port);
+      say(`srt: to allow ${m![1]}: ${advice}`);
+      // --suggest takes the entry the hint names, only where a user entry allows it (not srt trust,
+      // not a managed-only list).
+      const entry = /^run with --allow-domain (\S+),/.exec(advice);
+      if (entry) domains.push(entry[1]!);
+    }
+    if (opts.suggest) {
+      const { suggestion } = await import('./refusals.js');
+      const s = suggestion(sandbox.refusalGroups(), domains, policy.home);
+      if (!s) say('srt: --suggest: nothing was refused that a settings entry of yours would allow');
+      else {
+        say('srt: --suggest: this would have allowed what was refused; add it to ~/.srt/settings.json (or pass it with --settings FILE):');
+        for (const c of s.commands) process.stderr.write(`${c}\n`);
+        process.stderr.write(`${JSON.stringify(s.settings, null, 2)}\n`);
+      }
     }
     return code;
   } catch (err) {
@@ -284,7 +302,8 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .option('--platform <name>', 'the sandbox to build: linux (bubblewrap) or macos (Seatbelt); default: this host\'s. With --dry-run, macos prints the Seatbelt profile on any platform', parsePlatform)
     .option('-d, --debug', 'print details to stderr (same as SRT_DEBUG=1)')
     .option('--control-fd <n>', 'read whole-config JSON lines from file descriptor N (3 or more) while the command runs; each replaces every setting below managed scope, its network lists from the next connection', parseFd)
-    .option('--log <file>', 'append one JSON line per network decision, finished connection and refused protected write to FILE')
+    .option('--log <file>', 'append one JSON line per network decision, finished connection and refused write or read to FILE')
+    .option('--suggest', 'after the command, print the smallest settings snippet (JSON) that would have allowed what was refused: domains, writable directories, presets; never a protected place or a credential')
     .addHelpText('after', HELP_AFTER)
     .exitOverride()
     .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })

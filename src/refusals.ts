@@ -16,6 +16,7 @@ import type { PathRule, Policy, Source } from './policy.js';
 import { credentialRules, mayRead, mayWrite, type AccessRule } from './profiles/access.js';
 import { resolveLanding } from './platform/landing.js';
 import { PRESETS } from './settings/presets.js';
+import { shellQuote } from './shell.js';
 import {
   HOME_PROTECTED, HOME_PROTECTED_FILES, MANAGED_DIR, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, PROTECTED_SUFFIXES,
   TOOL_RUN_DIRS, USER_SETTINGS_FILES,
@@ -259,6 +260,12 @@ function adviseWrite(policy: Policy, under: string, paths: { path: string; op: s
   return { entry: under, ...(make ? { make } : {}), ...(preset ? { preset } : {}) };
 }
 
+/** `mkdir -p DIR` for a shell, `~/` kept unquoted so that it expands. */
+function mkdirCommand(dir: string, home: string): string {
+  const t = tilde(dir, home);
+  return `mkdir -p ${t.startsWith('~/') ? `~/${shellQuote(t.slice(2))}` : shellQuote(t)}`;
+}
+
 function count(n: number, what: string): string {
   return `${n} ${what}${n === 1 ? '' : 's'}`;
 }
@@ -283,7 +290,7 @@ export function refusalReportLines(groups: readonly RefusalGroup[], policy: Pick
       if (!a) hint = `nothing srt offers allows it (${g.noAdvice})`;
       else if (a.preset) hint = `to allow, run with --with ${a.preset} or add "${a.preset}" to presets in ~/.srt/settings.json`;
       else {
-        const made = a.make ? `mkdir -p ${under} and ` : '';
+        const made = a.make ? `${mkdirCommand(g.under, home)} and ` : '';
         hint = `to allow, ${made}add "${under}" to filesystem.allowWrite in ~/.srt/settings.json`;
       }
       lines.push(`refused ${what} (read-only): ${hint}`);
@@ -297,4 +304,30 @@ export function refusalReportLines(groups: readonly RefusalGroup[], policy: Pick
   }
   if (sorted.length > max) lines.push(`… and ${sorted.length - max} more places with refused reads or writes (--log FILE lists each)`);
   return lines;
+}
+
+/**
+ * `srt --suggest`: the smallest settings snippet that would have allowed what was refused, from
+ * what srt itself offered: allowWrite entries and presets of the read-only groups that have one,
+ * and the destinations refused for not being listed (`domains`, entries as `--allow-domain` takes
+ * them) whose only way is a user entry. Nothing else: no deny entry is undone, nothing a trust
+ * rule would ignore, no protected place, no credential. `commands`: what to run first (mkdir -p).
+ */
+export function suggestion(groups: readonly RefusalGroup[], domains: readonly string[], home: string):
+  { settings: Record<string, unknown>; commands: string[] } | null {
+  const presets = new Set<string>();
+  const writes = new Set<string>();
+  const commands: string[] = [];
+  for (const g of groups) {
+    const a = g.advice;
+    if (g.kind !== 'read-only' || !a) continue;
+    if (a.preset) { presets.add(a.preset); continue; }
+    writes.add(tilde(a.entry, home));
+    if (a.make) commands.push(mkdirCommand(a.entry, home));
+  }
+  const settings: Record<string, unknown> = {};
+  if (presets.size) settings.presets = [...presets].sort();
+  if (domains.length) settings.network = { allowedDomains: [...new Set(domains)] };
+  if (writes.size) settings.filesystem = { allowWrite: [...writes].sort() };
+  return Object.keys(settings).length ? { settings, commands } : null;
 }

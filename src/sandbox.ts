@@ -5,6 +5,7 @@
 // (forwarded to it). Linux: platform/linux.ts; macOS: platform/macos.ts.
 
 import type { Policy } from './policy.js';
+import type { RefusalGroup } from './refusals.js';
 import { hostPlatform, SandboxError, type CommandSpec, type PlatformBackend, type PlatformName, type SandboxOptions } from './platform/backend.js';
 import { planJson, planText, type SpawnPlan } from './platform/spawn-plan.js';
 
@@ -67,6 +68,12 @@ export class Sandbox {
   /** One printable line per distinct refusal of the last run, then what srt did about its writes. */
   violations(): string[] {
     return this.backend.violations();
+  }
+
+  /** What the last run refused on the way to files, grouped with what would allow each group
+   *  (Linux with the supervisor; empty elsewhere): what `srt --suggest` prints from. */
+  refusalGroups(): RefusalGroup[] {
+    return this.backend.refusalGroups?.() ?? [];
   }
 
   /** srt's own lines so far (warnings, errors, debug), when no `onMessage` sink was given. */

@@ -5,6 +5,7 @@
 
 import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
+import type { RefusalGroup } from '../refusals.js';
 import type { PlatformName, SpawnPlan } from './spawn-plan.js';
 
 export type { PlatformName };
@@ -46,6 +47,9 @@ export interface PlatformBackend {
   updateNetwork(network: Policy['network']): void;
   /** One printable line per distinct refusal, for the end of the last run. */
   violations(): string[];
+  /** What the sandbox refused on the way to files, grouped with what would allow it (Linux, with
+   *  the supervisor: what it and the kernel refused). */
+  refusalGroups?(): RefusalGroup[];
   /** srt's own lines so far (warnings, errors, debug) when no `onMessage` sink was given. */
   messages(): string[];
   dispose(): Promise<void>;

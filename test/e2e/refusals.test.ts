@@ -3,7 +3,9 @@
 // added, does allow it. Deny entries are named with their file and line; protected places are
 // never offered; refusals the file's own permissions make are not srt's and are not reported.
 import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
 import { join } from 'node:path';
+import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
 import { scratchDirs, srt, tempDir } from './helpers.js';
 
@@ -137,5 +139,39 @@ describe('deny entries', () => {
     expect(records.map(({ time: _t, ...e }) => e)).toEqual([
       { kind: 'write', verdict: 'refused', op: 'write', path: join(home, '.toolx', 'a'), rule: 'read-only', allow: join(home, '.toolx') },
     ]);
+  });
+});
+
+describe('srt --suggest', () => {
+  it('prints the smallest snippet that allows what was refused; with it (and its mkdir -p) the command runs', async () => {
+    const { home, cwd, base } = fresh();
+    mkdirSync(join(home, '.toolx'));
+    mkdirSync(join(home, '.ssh'));
+    mkdirSync(join(cwd, 'dist'));
+    userSettings(home, { filesystem: { denyWrite: [join(cwd, 'dist')] } });
+    const server = http.createServer((_q, res) => res.end('served'));
+    const port = await new Promise<number>((r) => server.listen(0, '127.0.0.2', () => r((server.address() as { port: number }).port)));
+    try {
+      const cmd = `mkdir -p ~/.toolm/d; touch ~/.toolx/a ~/.toolm/d/b; curl -sf http://127.0.0.2:${port}/ && test -f ~/.toolm/d/b && test -f ~/.toolx/a && echo ok`;
+      const refused = `touch ~/.ssh/x dist/x; ${cmd}`;
+      const r = await srt(['--suggest', '-c', refused], { home, cwd });
+      expect(r.stdout).toBe('');
+      const at = r.stderr.indexOf('srt: --suggest: this would have allowed what was refused');
+      expect(at).toBeGreaterThan(-1);
+      const rest = r.stderr.slice(at).split('\n').slice(1);
+      const json = rest.slice(rest.indexOf('{')).join('\n');
+      expect(rest.slice(0, rest.indexOf('{'))).toEqual(['mkdir -p ~/.toolm']);
+      const snippet = JSON.parse(json) as unknown;
+      // Nothing for ~/.ssh (protected) or dist (a denyWrite entry stays).
+      expect(snippet).toEqual({ network: { allowedDomains: [`127.0.0.2:${port}`] }, filesystem: { allowWrite: ['~/.toolm', '~/.toolx'] } });
+      await execa('sh', ['-c', 'mkdir -p ~/.toolm'], { env: { HOME: home } });
+      const file = join(base, 'suggested.json');
+      writeFileSync(file, json);
+      const again = await srt(['--settings', file, '--suggest', '-c', cmd], { home, cwd });
+      expect(again.stdout).toBe('servedok');
+      expect(srtLines(again.stderr)).toEqual(['srt: --suggest: nothing was refused that a settings entry of yours would allow']);
+    } finally {
+      server.close();
+    }
   });
 });
