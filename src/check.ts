@@ -5,7 +5,7 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Policy, Source } from './policy.js';
+import type { PathRule, Policy, Source } from './policy.js';
 import { accessPaths, buildAccessRules, mayRead, mayWrite, type AccessRule } from './profiles/access.js';
 import { protectedPatterns } from './profiles/protected.js';
 import { resolveLanding } from './platform/landing.js';
@@ -84,11 +84,30 @@ export function rulesFor(policy: Policy, made: readonly string[] = []) {
 
 /** The settings entry behind an access rule, found by its origin among the policy's path rules. */
 export function ruleEntry(policy: Policy, rule: AccessRule): CheckResult['rule'] {
-  const fs = policy.filesystem;
-  const lists = { denyRead: fs.denyRead, allowRead: fs.allowRead, allowWrite: fs.allowWrite, denyWrite: fs.denyWrite } as const;
-  if (!(rule.kind in lists)) return undefined;
-  const found = lists[rule.kind as keyof typeof lists].find((r) => rule.origin.startsWith(`${rule.kind} ${r.original} (`));
+  const found = settingsRuleOf(policy, rule);
   return found ? located(found.original, found.source, found.key) : undefined;
+}
+
+const ruleIndex = new WeakMap<Policy, Map<string, PathRule>>();
+
+/** The policy's path rule an access rule came from: its origin is `KIND ORIGINAL (SOURCE)`
+ *  (indexed once per policy: the end-of-run report asks this for every refused path). */
+export function settingsRuleOf(policy: Policy, rule: AccessRule): PathRule | undefined {
+  let index = ruleIndex.get(policy);
+  if (!index) {
+    const fs = policy.filesystem;
+    index = new Map();
+    for (const [kind, list] of Object.entries({ denyRead: fs.denyRead, allowRead: fs.allowRead, allowWrite: fs.allowWrite, denyWrite: fs.denyWrite })) {
+      for (const r of list) if (!index.has(`${kind} ${r.original}`)) index.set(`${kind} ${r.original}`, r);
+    }
+    ruleIndex.set(policy, index);
+  }
+  // The original may hold " (" itself: try each place the source could begin.
+  for (let at = rule.origin.indexOf(' ('); at !== -1; at = rule.origin.indexOf(' (', at + 1)) {
+    const found = index.get(rule.origin.slice(0, at));
+    if (found) return found;
+  }
+  return undefined;
 }
 
 export function checkPath(policy: Policy, kind: 'read' | 'write', path: string): CheckResult {

@@ -10,9 +10,9 @@
 
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, join, posix, relative, sep } from 'node:path';
-import { rulesFor, ruleEntry, type CheckResult } from './check.js';
+import { rulesFor, ruleEntry, settingsRuleOf, type CheckResult } from './check.js';
 import { isWithin } from './glob.js';
-import type { PathRule, Policy, Source } from './policy.js';
+import type { Policy, Source } from './policy.js';
 import { credentialRules, mayRead, mayWrite, type AccessRule } from './profiles/access.js';
 import { resolveLanding } from './platform/landing.js';
 import { PRESETS } from './settings/presets.js';
@@ -206,10 +206,9 @@ export function classifyRefusals(policy: Policy, refused: readonly KernelRefusal
   };
 }
 
-/** The literal path of the settings entry behind a deny rule (its glob text for a glob). */
+/** The path of the settings entry behind a deny rule (its glob text for a glob). */
 function entryPath(policy: Policy, rule: AccessRule): string | undefined {
-  const lists: Record<string, PathRule[]> = { denyWrite: policy.filesystem.denyWrite, denyRead: policy.filesystem.denyRead };
-  return lists[rule.kind]?.find((r) => rule.origin.startsWith(`${rule.kind} ${r.original} (`))?.path;
+  return settingsRuleOf(policy, rule)?.path;
 }
 
 /**

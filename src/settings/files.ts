@@ -322,14 +322,19 @@ function parseSettingsText(path: string, input: string): unknown {
   return doc;
 }
 
+let jsonKeys: { file: string; text: string; found: Map<string, number>; wrapped: boolean; mtimeMs: number; size: number } | undefined;
+
 /**
  * The line (1-based) of the entry at `key` (`filesystem.denyWrite[2]`) in a settings file, for
  * messages that point at it; undefined when the file or the entry cannot be found.
  */
+
 export function lineOfKey(file: string, key: string): number | undefined {
   let text: string;
   try {
-    text = readFileSync(file, 'utf8');
+    // The same file unchanged since the last question: its text is the one already parsed.
+    const st = statSync(file);
+    text = jsonKeys?.file === file && jsonKeys.mtimeMs === st.mtimeMs && jsonKeys.size === st.size ? jsonKeys.text : readFileSync(file, 'utf8');
   } catch {
     return undefined;
   }
@@ -343,9 +348,14 @@ export function lineOfKey(file: string, key: string): number | undefined {
       const node = doc.getIn(wrapped ? ['sandbox', ...want] : want, true) as { range?: [number, number, number] } | undefined;
       return node?.range ? lineAt(node.range[0]) : undefined;
     }
-    const found = new Map<string, number>();
-    const doc = parseJson(text.charCodeAt(0) === 0xfeff ? ` ${text.slice(1)}` : text, (path, offset) => found.set(JSON.stringify(path), offset));
-    const wrapped = doc !== null && typeof doc === 'object' && Object.hasOwn(doc, 'sandbox');
+    // One parse per content: the end-of-run report asks for a line per refused entry of one file.
+    if (jsonKeys?.file !== file || jsonKeys.text !== text) {
+      const found = new Map<string, number>();
+      const doc = parseJson(text.charCodeAt(0) === 0xfeff ? ` ${text.slice(1)}` : text, (path, offset) => found.set(JSON.stringify(path), offset));
+      const st = statSync(file);
+      jsonKeys = { file, text, found, wrapped: doc !== null && typeof doc === 'object' && Object.hasOwn(doc, 'sandbox'), mtimeMs: st.mtimeMs, size: st.size };
+    }
+    const { found, wrapped } = jsonKeys;
     const at = found.get(JSON.stringify(wrapped ? ['sandbox', ...want] : want));
     return at === undefined ? undefined : lineAt(at);
   } catch {
