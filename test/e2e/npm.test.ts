@@ -44,9 +44,6 @@ describe('srt --with npm', () => {
   });
 });
 
-<<<<<<< HEAD
-describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () => {
-=======
 describe('without the preset', () => {
   it('npm install fails on the read-only home, and srt says to run it with --with npm, which works', async () => {
     const { home, cwd } = fresh('refused');
@@ -60,8 +57,7 @@ describe('without the preset', () => {
   });
 });
 
-describe('the README walkthrough: srt trust, then srt -- npm ci', () => {
->>>>>>> 6872f7b (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
+describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () => {
   it('works verbatim once the user settings name the npm preset', async () => {
     const { home, cwd } = fresh('walkthrough');
     const page = readFileSync(join(REPO, 'docs', 'trust.md'), 'utf8');
