@@ -137,6 +137,11 @@ export function classifyRefusals(policy: Policy, refused: readonly KernelRefusal
   { groups: RefusalGroup[]; records: RefusalRecord[]; protectedLeft: { op: string; path: string }[] } {
   const records: RefusalRecord[] = [];
   if (refused.length === 0 && bySrt.length === 0) return { groups: [], records, protectedLeft: [] };
+  // Only protected paths were refused and no settings entry denies anything: nothing to name.
+  const fs = policy.filesystem;
+  if (refused.length === 0 && fs.denyWrite.length + fs.denyRead.length + credentialRules(policy).length === 0) {
+    return { groups: [], records, protectedLeft: [...bySrt] };
+  }
   const rules = rulesFor(policy);
   const home = resolveLanding(policy.home).real;
   const groups = new Map<string, Omit<RefusalGroup, 'paths'> & { calls: { path: string; op: string }[] }>();
