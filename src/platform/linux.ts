@@ -204,7 +204,6 @@ export class LinuxSandbox implements PlatformBackend {
       } catch {
         return; // the sandbox never started
       }
-<<<<<<< HEAD
       const why = new Map<string, string>();
       for (const t of g.facts.protectedTargets) {
         if (!t.why) continue;
@@ -212,11 +211,7 @@ export class LinuxSandbox implements PlatformBackend {
         const real = g.facts.landings.get(t.path)?.real;
         if (real) why.set(real, t.why);
       }
-      for (const line of refusalLines(report.refused, this.policy.cwd, 10, { unlisted: report.unlisted, pathWhy: (p) => why.get(p) })) this.session.note(line);
-      for (const r of report.refused) this.session.auditSink?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
-=======
-      await this.reportRefusals(report);
->>>>>>> 2cdadf4 (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
+      await this.reportRefusals(report, (p) => why.get(p));
       created = report.created;
       // More new repositories than the supervisor followed: the search finds the rest.
       search &&= report.lostTrack;
@@ -238,9 +233,9 @@ export class LinuxSandbox implements PlatformBackend {
 
   /** What the supervisor and the kernel refused: srt's protected paths one line each, the rest
    *  (read-only places, deny entries) grouped, with what would allow it. */
-  private async reportRefusals(report: SupervisorReport): Promise<void> {
+  private async reportRefusals(report: SupervisorReport, pathWhy: (path: string) => string | undefined): Promise<void> {
     this.refusals = [];
-    if (report.kernel.length === 0 && report.refused.length === 0) return;
+    if (report.kernel.length === 0 && report.refused.length === 0 && report.unlisted === 0) return;
     // Loaded only when something was refused: the access model is not needed to start a run.
     const { classifyRefusals, refusalReportLines } = await import('../refusals.js');
     let classified;
@@ -250,7 +245,7 @@ export class LinuxSandbox implements PlatformBackend {
       classified = { groups: [], records: [], protectedLeft: report.refused };
       this.session.note(`could not tell what refused ${report.kernel.length} reads or writes (${(e as Error).message})`);
     }
-    for (const line of refusalLines(classified.protectedLeft, this.policy.cwd)) this.session.note(line);
+    for (const line of refusalLines(classified.protectedLeft, this.policy.cwd, 10, { unlisted: report.unlisted, pathWhy })) this.session.note(line);
     for (const r of classified.protectedLeft) this.session.auditSink?.({ kind: 'write', verdict: 'refused', op: r.op, path: r.path, rule: 'protected' });
     this.refusals = classified.groups;
     for (const { kind, ...r } of classified.records) this.session.auditSink?.({ kind, verdict: 'refused', ...r });

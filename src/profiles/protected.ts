@@ -416,49 +416,35 @@ export function encodeRules(rules: SupervisorRules, roots: string[], paths: stri
   return Buffer.from(records.map((r) => `${r}\0`).join(''));
 }
 
-<<<<<<< HEAD
-/** What the supervisor reported (`--report-fd`, init/supervisor.c): refused calls and repository markers created. */
-=======
-/** What the supervisor reported (`--report-fd`): refused calls, repository markers created, and
- *  calls the kernel refused (`more`: past those listed, some were not). */
->>>>>>> 2cdadf4 (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
+/** What the supervisor reported (`--report-fd`, init/supervisor.c): refused calls, repository markers
+ *  created, and calls the kernel refused. */
 export interface SupervisorReport {
   /** `rule`: which rule refused it, as init/rules.c names it (`N.vscode`, `Ghooks`, `P/path`, `R.git`). */
   refused: { op: string; path: string; rule?: string }[];
   /** Where a new repository's git dir may be: as made, and where each ended up when the run ended. */
   created: string[];
-<<<<<<< HEAD
   /** Refusals past the supervisor's list, counted only. */
   unlisted: number;
   /** More new repositories than the supervisor followed: srt must search for them itself. */
   lostTrack: boolean;
-}
-
-/** Parse the report: NUL-terminated fields, records `R` op path rule, `C` path, `N` count, `T`. */
-export function parseReport(buf: Buffer): SupervisorReport {
-  const fields = buf.toString('utf8').split('\0');
-  const out: SupervisorReport = { refused: [], created: [], unlisted: 0, lostTrack: false };
-=======
+  /** Calls the kernel refused (`more`: past those listed, some were not). */
   kernel: { op: string; path: string; err: string }[];
   more: boolean;
 }
 
-/** Parse the report: NUL-terminated fields, `R` op path, `C` path, `K` op path errno and `X` records. */
+/** Parse the report: NUL-terminated fields, records `R` op path rule, `C` path, `N` count, `T`,
+ *  `K` op path errno, `X`. */
 export function parseReport(buf: Buffer): SupervisorReport {
   const fields = buf.toString('utf8').split('\0');
-  const out: SupervisorReport = { refused: [], created: [], kernel: [], more: false };
->>>>>>> 2cdadf4 (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
+  const out: SupervisorReport = { refused: [], created: [], unlisted: 0, lostTrack: false, kernel: [], more: false };
   for (let i = 0; i < fields.length;) {
     const kind = fields[i];
     if (kind === 'R' && i + 3 < fields.length) { out.refused.push({ op: fields[i + 1]!, path: fields[i + 2]!, rule: fields[i + 3]! }); i += 4; }
     else if (kind === 'C' && i + 1 < fields.length) { out.created.push(fields[i + 1]!); i += 2; }
-<<<<<<< HEAD
     else if (kind === 'N' && i + 1 < fields.length) { out.unlisted += Number(fields[i + 1]) || 0; i += 2; }
     else if (kind === 'T' && i + 1 < fields.length) { out.lostTrack = true; i += 1; }
-=======
     else if (kind === 'K' && i + 3 < fields.length) { out.kernel.push({ op: fields[i + 1]!, path: fields[i + 2]!, err: fields[i + 3]! }); i += 4; }
     else if (kind === 'X' && i + 1 < fields.length) { out.more = true; i += 1; }
->>>>>>> 2cdadf4 (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
     else break; // the rest was cut short
   }
   return out;

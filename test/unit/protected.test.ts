@@ -177,23 +177,22 @@ describe('supervisor report', () => {
     expect(parseReport(buf)).toEqual({
       refused: [{ op: 'create', path: '/w/.bashrc', rule: 'N.bashrc' }, { op: 'write', path: '/w/.git/config', rule: 'Gconfig' }],
       created: ['/w/sub/.git'],
-<<<<<<< HEAD
       unlisted: 7,
       lostTrack: true,
-=======
       kernel: [],
       more: false,
     });
   });
 
   it('parses what the kernel refused, and the mark that more were not listed', () => {
-    const buf = Buffer.from('K\0mkdir\0/h/.npm\0EROFS\0R\0create\0/w/.bashrc\0K\0read\0/w/.env\0EACCES\0X\0K\0write\0/h/x');
+    const buf = Buffer.from('K\0mkdir\0/h/.npm\0EROFS\0R\0create\0/w/.bashrc\0N.bashrc\0K\0read\0/w/.env\0EACCES\0X\0K\0write\0/h/x');
     expect(parseReport(buf)).toEqual({
-      refused: [{ op: 'create', path: '/w/.bashrc' }],
+      refused: [{ op: 'create', path: '/w/.bashrc', rule: 'N.bashrc' }],
       created: [],
+      unlisted: 0,
+      lostTrack: false,
       kernel: [{ op: 'mkdir', path: '/h/.npm', err: 'EROFS' }, { op: 'read', path: '/w/.env', err: 'EACCES' }],
       more: true,
->>>>>>> 2cdadf4 (Refusals you can act on: every write and read the sandbox refused is listed when the command ends, grouped, next to what would allow it)
     });
   });
 
