@@ -231,8 +231,11 @@ describe('a planted nested project root sheds no parent deny', () => {
     const planted = JSON.stringify({ filesystem: { allowRead: ['../secret'] }, network: { allowedDomains: [`${HOST}:${port}`] } });
     if (how === 'inside' || how === 'nested-repo') {
       const repo = how === 'inside' ? 'mkdir -p sub/.git' : 'git init -q sub';
-      // A `.srt/` is protected at any depth: the sandbox cannot plant one (a run without the
-      // seccomp supervisor, on an old kernel, could below the search depth: made on the host here).
+      // A `.srt/` is protected at any depth in a directory that existed before the run: the
+      // sandbox cannot plant one there (a run without the seccomp supervisor, on an old kernel,
+      // could below the search depth; and a directory the run creates may hold one: made on the
+      // host here, what matters is that it sheds nothing).
+      mkdirSync(join(w.repo, 'sub'));
       const plant = await srt(['-c', `${repo} && mkdir -p sub/.srt && printf '%s' '${planted}' > sub/.srt/settings.json`], { home: w.home, cwd: w.repo });
       expect(plant.exitCode).not.toBe(0);
       expect(existsSync(join(w.repo, 'sub', '.srt'))).toBe(false);
