@@ -79,18 +79,18 @@ export class LinuxSandbox implements PlatformBackend {
       return missing.status;
     }
 
-    // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's. Only a
-    // real run clears them: a dry run (or srt doctor) changes nothing.
-    try {
-      for (const n of reapStale(this.policy.home)) out.say(`srt: warning: ${n}`);
-    } catch { /* the lock is busy: they stay for the next run */ }
-
     try {
       materialise(spawn);
     } catch (e) {
       out.say(`srt: ${(e as Error).message}`);
       return 125;
     }
+    // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's (this
+    // run's directory exists by now, so a test can hold srt here, between plan and mounts). Only
+    // a real run clears them: a dry run (or srt doctor) changes nothing.
+    try {
+      for (const n of reapStale(this.policy.home)) out.say(`srt: warning: ${n}`);
+    } catch { /* the lock is busy: they stay for the next run */ }
     // Placeholders other runs recorded that this run binds read-only must survive this run too.
     const kinds = new Map<string, 'file' | 'dir'>();
     for (const l of g.facts.landings.values()) if (l.kind === 'file' || l.kind === 'dir') kinds.set(l.real, l.kind);
