@@ -59,6 +59,8 @@ afterAll(async () => {
   rmSync(fwdDir, { recursive: true, force: true });
 });
 
+const u16 = (n: number): Buffer => Buffer.from([n >> 8, n & 255]);
+
 describe('the credential stage in the proxy', () => {
   it('a sentinel in a CONNECT host, an absolute URL or a SOCKS name is refused before it is resolved', async () => {
     resolved.length = 0;
@@ -131,7 +133,13 @@ describe('the credential stage in the proxy', () => {
     expect(Buffer.concat(rawSeen).toString('latin1')).toContain('POST / HTTP/1.1');
     expect(Buffer.concat(rawSeen).toString('latin1')).not.toContain(GH.sentinel.slice(0, 9));
     rawSeen.length = 0;
-    const hello = Buffer.concat([Buffer.from([0x16, 0x03, 0x01, 0x00, 0x04]), Buffer.from([1, 0, 0, 0])]);
+    // A minimal valid ClientHello naming the tunnel's host (one that is not valid closes the
+    // tunnel, and one naming another host is domain fronting: both refused elsewhere).
+    const name = Buffer.from('other.test');
+    const sni = Buffer.concat([u16(0), u16(name.length + 5), u16(name.length + 3), Buffer.from([0]), u16(name.length), name]);
+    const body = Buffer.concat([Buffer.from([3, 3]), Buffer.alloc(32), Buffer.from([0]), u16(2), Buffer.from([0x13, 0x01]), Buffer.from([1, 0]), u16(sni.length), sni]);
+    const handshake = Buffer.concat([Buffer.from([1, 0, body.length >> 8, body.length & 255]), body]);
+    const hello = Buffer.concat([Buffer.from([0x16, 0x03, 0x01]), u16(handshake.length), handshake]);
     await viaSocks([hello, Buffer.from(`ciphertext ${GH.sentinel}`)]);
     expect(Buffer.concat(rawSeen).toString('latin1')).toContain(`ciphertext ${GH.sentinel}`);
   });
