@@ -437,6 +437,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     }
   }
   for (const d of snapshotDirs) { nodes.add(d); kindOf.set(d, 'dir'); }
+  // bwrap's --chdir comes before the helper completes the snapshots: a current directory inside
+  // one (read-only, e.g. not listed by a reference-tool file) is mounted by bwrap itself.
+  if ([...snapshotDirs].some((d) => d !== policy.cwd && isWithin(policy.cwd, d))) {
+    nodes.add(policy.cwd); mustMount.add(policy.cwd); kindOf.set(policy.cwd, 'dir');
+  }
   // What lies in a snapshot and has a mount of its own must get it (the tmpfs has nothing else).
   for (const p of nodes) if (p !== '/' && snapshotDirs.has(dirname(p))) mustMount.add(p);
   /** Entries of snapshots with a mount somewhere below them (bound before it, by bwrap; were the

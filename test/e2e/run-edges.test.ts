@@ -47,9 +47,16 @@ describe("another user's directory inside a writable root", () => {
 });
 
 describe('the test switch that turns the supervisor off', () => {
+  // a/b/c/d/e exists before the run: the supervisor lets a directory the run creates hold
+  // protected names, not one that existed.
+  const deepWorld = () => {
+    const w = world();
+    mkdirSync(join(w.cwd, 'a/b/c/d/e'), { recursive: true });
+    return w;
+  };
   const deep = 'mkdir -p a/b/c/d/e && echo evil > a/b/c/d/e/.bashrc 2>/dev/null; cat a/b/c/d/e/.bashrc 2>/dev/null || echo refused';
   it('is out of reach of the environment: SRT_TEST_NO_SUPERVISOR=1 (the old switch) leaves the supervisor on', async () => {
-    const w = world();
+    const w = deepWorld();
     const r = await srt(['-c', deep], { home: w.home, cwd: w.cwd, env: { SRT_TEST_NO_SUPERVISOR: '1' } });
     expect(r.stdout).toBe('refused');
     expect(r.stderr).not.toContain('placeholder');
@@ -57,7 +64,7 @@ describe('the test switch that turns the supervisor off', () => {
   });
 
   it("the harness's own entry does switch it off (placeholders, within the search depth only)", async () => {
-    const w = world();
+    const w = deepWorld();
     const r = await srt(['-c', deep], { home: w.home, cwd: w.cwd, ...NO_SUPERVISOR });
     expect(r.stdout).toBe('evil');
     expect(r.stderr).toContain('protected paths are kept with placeholder files during the run, not by the seccomp supervisor (switched off by the test harness)');
