@@ -224,7 +224,7 @@ export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, wo
   if (cwdIsWriteRoot(policy)) {
     const wide = tooWideForCwd(cwd.real, policy.home);
     if (wide) {
-      warnings.push(`the current directory ${cwd.real} ${wide}, so it is read-only in this run (SPEC §3); ` +
+      warnings.push(`the current directory ${cwd.real} ${wide}, so it is read-only in this run; ` +
         `run srt from a project directory, or name what the command may write with --allow-write`);
     } else add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
   }
