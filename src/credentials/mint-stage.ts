@@ -14,7 +14,7 @@ import { Readable, Transform } from 'node:stream';
 import type { InjectPlace } from '../policy.js';
 import { codings } from '../proxy/codings.js';
 import type { DomainRule } from '../proxy/domains.js';
-import { headerValue, RefusedError, through, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../proxy/pipeline.js';
+import { headerValue, readBounded, RefusedError, through, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../proxy/pipeline.js';
 import { CredentialFields, FieldTooLong, MAX_FORM, mintingCall, replaceFormFields, type Field, type Replace } from './minted.js';
 import type { AwsCredential, Secret } from './plan.js';
 import { SentinelMint } from './sentinels.js';
@@ -47,21 +47,6 @@ type Use = { sets: Set<Secret>[]; call?: string | null };
 type Group = { keyId?: Secret; secretKey?: Secret; sessionToken?: Secret; cred?: AwsCredential };
 
 const TEXTUAL = /json|xml|text|form|javascript/;
-
-async function readBounded(body: Readable, max: number): Promise<Buffer | null> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const chunk of body) {
-    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-    n += b.length;
-    if (n > max) {
-      body.destroy();
-      return null;
-    }
-    parts.push(b);
-  }
-  return Buffer.concat(parts);
-}
 
 /** `user:password` inside a base64 token, when that is what it holds. */
 function userPassword(token: string): { user: string; password: string } | undefined {

@@ -19,7 +19,7 @@
 import { Readable } from 'node:stream';
 import type { SigV4Form, SigV4Handling } from '../policy.js';
 import { ruleMatches } from '../proxy/domains.js';
-import { isHopByHop, RefusedError, type ProxyRequest, type Refusal, type Stage } from '../proxy/pipeline.js';
+import { isHopByHop, readBounded, RefusedError, type ProxyRequest, type Refusal, type Stage } from '../proxy/pipeline.js';
 import { ChunkResigner } from './aws-chunked.js';
 import type { UseSink } from './mint-stage.js';
 import { MAX_FORM, mintingCall } from './minted.js';
@@ -40,7 +40,6 @@ import {
   type ClientAuth,
   type Header,
 } from './sigv4.js';
-
 
 const FORM_NAMES: Record<SigV4Form, string> = {
   presigned: 'a presigned URL (X-Amz-Signature in the query)',
@@ -75,19 +74,6 @@ function headerValues(headers: readonly Header[], name: string): string[] {
 }
 
 const CANNOT = 'sigv4-cannot-resign';
-
-/** The whole body, or null once it is longer than `max` (the rest is left unread). */
-async function readBounded(body: Readable, max: number): Promise<Buffer | null> {
-  const parts: Buffer[] = [];
-  let n = 0;
-  for await (const chunk of body) {
-    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
-    n += b.length;
-    if (n > max) return null;
-    parts.push(b);
-  }
-  return Buffer.concat(parts);
-}
 
 export class SigV4Stage implements Stage {
   readonly name = 'sigv4';

@@ -104,6 +104,19 @@ export class RefusedError extends Error {
  * stops early (a tripwire, a reader that went away), the rest of `body` is drained, not
  * destroyed: the client's connection stays able to hear why.
  */
+/** The whole body, or null once it is longer than `max` (leaving the loop early destroys it). */
+export async function readBounded(body: Readable, max: number): Promise<Buffer | null> {
+  const parts: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of body) {
+    const b = Buffer.isBuffer(chunk) ? chunk : Buffer.from(chunk as string);
+    n += b.length;
+    if (n > max) return null;
+    parts.push(b);
+  }
+  return Buffer.concat(parts);
+}
+
 export function through(body: Readable, t: Transform): Transform {
   body.on('error', (e) => t.destroy(e));
   t.on('close', () => {
