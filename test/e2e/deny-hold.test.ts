@@ -567,7 +567,7 @@ describe('what pinning leaves usable', () => {
     const dry = await srt(['--settings', settings, '--dry-run', '--', 'true'], dir);
     expect(dry.stdout).toContain("# denied files: srt-init binds srt's empty unreadable file over each");
     expect(dry.stdout).toContain(`\n${denied[999]}\n`);
-  }, 120_000); // two srt runs with 1,000 denies and a thousand refused reads: ~30 s on a loaded machine
+  }, 120_000); // two srt runs with 1,000 denies and a thousand refused reads: slow on a loaded machine
 
   // With filesystem.disabled the host's root is mounted read-write: the helper's bind of srt's
   // denied file over a credential file must still be read-only (it re-mounts each one so).
