@@ -24,6 +24,7 @@ import { DependencyError, findBubblewrap } from './deps.js';
 import { findInitHelper, supervisorUnavailable } from './init-helper.js';
 import { protectionPlan } from './landed.js';
 import { landingResolver, listSnapshot, MAX_SNAPSHOT_ENTRIES, replaceableNames, resolveLanding } from './landing.js';
+import { commandMayWrite } from './reach.js';
 import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
 import { expandGlobs, readGitFile, scanProtected, SearchError, type ProtectedScan } from './search.js';
@@ -258,7 +259,7 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
   const hardLinked = hardLinksBelow(targets.map((t) => landings.get(t.path)).filter((l) => l?.kind === 'dir').map((l) => l!.real));
   // Where srt cannot write, the command (same user, no capabilities) cannot create anything either.
   const readOnlyDirs = new Set<string>();
-  if (cwdIsWriteRoot(policy) && !tooWideForCwd(policy.cwd, policy.home)) try { accessSync(policy.cwd, fsConstants.W_OK); } catch {
+  if (cwdIsWriteRoot(policy) && !tooWideForCwd(policy.cwd, policy.home) && !commandMayWrite(policy.cwd)) {
     warnings.push(`the current directory ${policy.cwd} is not writable by you, so it is read-only inside the sandbox too`);
   }
   for (const t of targets) {

@@ -1,7 +1,7 @@
 // Odd directories never break or widen a run (issue 27; SPEC §3): the current directory `/` or one
 // that holds the home directory or a system directory is read-only by default, and srt says so
 // at once; an allowWrite of `/` keeps the sandbox's own /dev and /proc.
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { keyValues, srt, tempDir } from './helpers.js';
@@ -51,6 +51,29 @@ describe('the current directory', () => {
     expect(keyValues(control.stdout)).toEqual({ wrote: 'yes' });
     expect(control.stderr).not.toContain('read-only in this run');
     expect(existsSync(join(project, 'planted'))).toBe(true);
+  });
+
+  it('a directory the caller cannot write is said to be read-only, to root as to anyone (root keeps no capability inside)', async () => {
+    const home = shallowHome();
+    const locked = join(tmp.path, `locked${n++}`);
+    mkdirSync(locked, { mode: 0o555 });
+    chmodSync(locked, 0o555);
+    const script = 'if touch planted 2>/dev/null; then echo wrote=yes; else echo wrote=no; fi';
+    try {
+      const r = await srt(['--', 'sh', '-c', script], { home, cwd: locked });
+      expect(r.exitCode, r.stderr).toBe(0);
+      expect(keyValues(r.stdout)).toEqual({ wrote: 'no' });
+      expect(r.stderr).toContain(`srt: warning: the current directory ${locked} is not writable by you, so it is read-only inside the sandbox too`);
+      expect(existsSync(join(locked, 'planted'))).toBe(false);
+
+      chmodSync(locked, 0o755);
+      const control = await srt(['--', 'sh', '-c', script], { home, cwd: locked });
+      expect(control.exitCode, control.stderr).toBe(0);
+      expect(keyValues(control.stdout)).toEqual({ wrote: 'yes' });
+      expect(control.stderr).not.toContain('is not writable by you');
+    } finally {
+      chmodSync(locked, 0o755);
+    }
   });
 });
 
