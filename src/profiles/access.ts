@@ -205,8 +205,8 @@ export function tooWideForCwd(cwd: string, home: string): string | null {
  * create it first), when it runs through a symlink (a link planted by an earlier run, `build ->
  * ~`, must not widen a later one; links root owns in directories root owns, `/var/run -> /run`,
  * are part of the system and stay usable unless they lie in the home directory, the current
- * directory or another writable root), and when a project or local file's entry leads outside
- * the project (SPEC §2.4).
+ * directory or another writable root), when it leads to a directory that holds the entry itself
+ * (`area/up -> ..`), and when a project or local file's entry leads outside the project (SPEC §2.4).
  */
 export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, worktree?: AccessFacts['worktree']): WriteRoots {
   const warnings: string[] = [];
@@ -243,6 +243,14 @@ export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, wo
   }
   const direct = [policy.cwd, policy.home, ...entries.filter((e) => !e.l.via?.length).map((e) => e.l.real)];
   for (const { rule: r, l } of entries) {
+    // A symlink to one of its own ancestors (`area/up -> ..`) would make writable a directory
+    // holding the entry itself, system link or not: it names more than the user wrote.
+    const around = l.via?.length ? [literalOf(r)!, ...l.via.map((v) => v.link)].find((p) => isWithin(p, l.real)) : undefined;
+    if (around !== undefined && l.kind !== 'missing') {
+      warnings.push(`filesystem.allowWrite: ${r.original}: leads to ${l.real}, which holds ${around} itself (a symlink to an ancestor of its own); ` +
+        'entry ignored (name the directory meant instead)');
+      continue;
+    }
     const planted = (l.via ?? []).find((v) => !v.system || direct.some((d) => isWithin(v.link, d)));
     if (planted) {
       warnings.push(`filesystem.allowWrite: ${r.original}: runs through the symlink ${planted.link} -> ${planted.target}; entry ignored ` +

@@ -194,6 +194,22 @@ describe('every writable root, every spelling', () => {
     expect(readdirSync(join(base, 'outside'))).toEqual([]);
     expect(readdirSync(join(home, '.ssh'))).toEqual([]);
   });
+
+  // allowWrite: [".../area/parent"] with parent -> .. made the directory holding `area` writable;
+  // as root the link counts as the system's own (root's link in root's directory), so only this
+  // rule refuses it; the user's link is refused as planted too, and must be named as this.
+  it('an allowWrite entry that is a symlink to one of its own ancestors is refused with a warning naming the landing; the run goes on', async () => {
+    const { base, home, cwd } = scratch();
+    const area = join(base, 'area');
+    mkdirSync(area);
+    symlinkSync('..', join(area, 'parent'));
+    const r = await srt(['--allow-write', join(area, 'parent'), '-c', [
+      attempt('parent', `echo x > ${join(area, 'parent', 'widened')}`), attempt('area', `echo x > ${join(area, 'f')}`), attempt('cwd', 'echo x > here'),
+    ].join('\n')], { home, cwd });
+    expect(results(r.stdout), r.stderr).toEqual({ parent: 'no', area: 'no', cwd: 'yes' });
+    expect(r.stderr).toContain(`srt: warning: filesystem.allowWrite: ${join(area, 'parent')}: leads to ${base}, which holds ${join(area, 'parent')} itself`);
+    expect(existsSync(join(base, 'widened'))).toBe(false);
+  });
 });
 
 describe('git redirects and repositories made inside', () => {

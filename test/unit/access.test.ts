@@ -106,6 +106,29 @@ describe('access model: writes', () => {
     expect(r.warnings.join()).toContain('filesystem.allowWrite: /Users/ann/proj/build leads to /etc, outside the project root');
   });
 
+  it('an allowWrite entry that is a symlink to one of its own ancestors is ignored with a warning naming both, system link or not', () => {
+    const up = (link: string, target: string) => ({ link, target, system: true });
+    const landings = new Landings([
+      [`/srv/area/parent`, { real: '/srv', kind: 'dir', via: [up('/srv/area/parent', '..')] }],
+      // Through a second link, and below the link: still a directory holding a link on the way.
+      ['/opt/alias', { real: '/opt', kind: 'dir', via: [up('/opt/alias', '/opt/area/up'), up('/opt/area/up', '..')] }],
+      ['/data/area/up/area', { real: '/data/area', kind: 'dir', via: [up('/data/area/up', '..')] }],
+      // A system link elsewhere stays usable.
+      ['/var/run/x', { real: '/run/x', kind: 'dir', via: [up('/var/run', '/run')] }],
+    ]);
+    const r = rules({ allowWrite: [user('/srv/area/parent'), user('/opt/alias'), user('/data/area/up/area'), user('/var/run/x')] }, {}, { landings });
+    expect(writes(r, '/srv/other/x')).toBe(false);
+    expect(writes(r, '/opt/x')).toBe(false);
+    expect(writes(r, '/data/area/x')).toBe(false);
+    expect(writes(r, '/run/x/y')).toBe(true);
+    expect(writes(r, `${W}/a`)).toBe(true); // the rest of the run goes on
+    expect(r.warnings).toEqual([
+      'filesystem.allowWrite: /srv/area/parent: leads to /srv, which holds /srv/area/parent itself (a symlink to an ancestor of its own); entry ignored (name the directory meant instead)',
+      'filesystem.allowWrite: /opt/alias: leads to /opt, which holds /opt/alias itself (a symlink to an ancestor of its own); entry ignored (name the directory meant instead)',
+      'filesystem.allowWrite: /data/area/up/area: leads to /data/area, which holds /data/area/up/area itself (a symlink to an ancestor of its own); entry ignored (name the directory meant instead)',
+    ]);
+  });
+
   it('filesystem.disabled: everything the user may write, but credential files stay hidden', () => {
     const creds = { credentials: { envVars: [], files: [credentialFile(`${H}/.netrc`)], awsPairs: [], sigv4: { presigned: 'deny' as const, streaming: 'deny' as const, sigv4a: 'deny' as const, mint: 'deny' as const }, allowPlaintextInject: false } };
     const r = rules({ disabled: true }, creds);

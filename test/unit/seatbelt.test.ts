@@ -310,26 +310,35 @@ describe('Seatbelt profile semantics', () => {
 
   it('an allowWrite entry through a symlink a sandbox could have planted is refused, as on Linux (one derivation of the write roots)', () => {
     const via = (link: string, target: string, system = false) => ({ link, target, system });
-    // An earlier run made `build` a link to the home directory; the settings name `./build`.
+    // An earlier run made `build` a link to ~/.ssh; the settings name `./build`.
     const plan = buildSeatbeltProfile(policy({ allowWrite: [project(`${CWD}/build`, './build'), user('/var/run/x'), user(`${HOME}/sys/x`)] }), facts({
       landings: new Landings([
         [CWD, { real: CWD, kind: 'dir' }],
-        [`${CWD}/build`, { real: HOME, kind: 'dir', via: [via(`${CWD}/build`, HOME)] }],
+        [`${CWD}/build`, { real: `${HOME}/.ssh`, kind: 'dir', via: [via(`${CWD}/build`, `${HOME}/.ssh`)] }],
         // A root-owned link in a root-owned directory (the system's own layout) stays usable…
         ['/var/run/x', { real: '/private/var/run/x', kind: 'dir', via: [via('/var/run', '/private/var/run', true)] }],
         // …but not inside the home directory, cwd or another writable root.
         [`${HOME}/sys/x`, { real: '/opt/x', kind: 'dir', via: [via(`${HOME}/sys`, '/opt', true)] }],
       ]),
     }));
-    expect(plan.warnings).toContain(`filesystem.allowWrite: ./build: runs through the symlink ${CWD}/build -> ${HOME}; entry ignored (a sandboxed command could have planted that link; name the directory it points to instead)`);
+    expect(plan.warnings).toContain(`filesystem.allowWrite: ./build: runs through the symlink ${CWD}/build -> ${HOME}/.ssh; entry ignored (a sandboxed command could have planted that link; name the directory it points to instead)`);
     expect(plan.warnings.some((w) => w.includes(`${HOME}/sys -> /opt`))).toBe(true);
     expect(plan.writable).toEqual([CWD, '/private/var/run/x']);
     const ev = load(plan);
-    for (const path of [`${HOME}/notes.txt`, `${HOME}/.cache/x`, '/opt/x/y']) {
+    for (const path of [`${HOME}/.ssh/authorized_keys`, `${HOME}/notes.txt`, '/opt/x/y']) {
       expect(mayWrite(plan.rules, path).allowed, path).toBe(false);
       expect(ev.allows(q('file-write-data', path)), path).toBe(false);
     }
     expect(ev.allows(q('file-write-data', '/private/var/run/x/y'))).toBe(true);
+  });
+
+  it('an allowWrite entry that is a symlink to one of its own ancestors is refused, as on Linux', () => {
+    const plan = buildSeatbeltProfile(policy({ allowWrite: [user('/srv/area/up')] }), facts({
+      landings: new Landings([[CWD, { real: CWD, kind: 'dir' }], ['/srv/area/up', { real: '/srv', kind: 'dir', via: [{ link: '/srv/area/up', target: '..', system: true }] }]]),
+    }));
+    expect(plan.warnings).toContain('filesystem.allowWrite: /srv/area/up: leads to /srv, which holds /srv/area/up itself (a symlink to an ancestor of its own); entry ignored (name the directory meant instead)');
+    expect(plan.writable).toEqual([CWD]);
+    expect(load(plan).allows(q('file-write-data', '/srv/x'))).toBe(false);
   });
 
   it('a deny entry whose symlinks loop stops the run (fail closed)', () => {
