@@ -13,7 +13,7 @@ import { dirname, join, posix, relative, sep } from 'node:path';
 import { rulesFor, ruleEntry, settingsRuleOf, type CheckResult } from './check.js';
 import { isWithin } from './glob.js';
 import type { Policy, Source } from './policy.js';
-import { credentialRules, mayRead, mayWrite, type AccessRule } from './profiles/access.js';
+import { credentialRules, mayRead, mayWrite, tooWideForCwd, type AccessRule } from './profiles/access.js';
 import { resolveLanding } from './platform/landing.js';
 import { PRESETS } from './settings/presets.js';
 import { shellQuote } from './shell.js';
@@ -80,8 +80,26 @@ function kindOf(path: string): 'dir' | 'file' | 'missing' {
   }
 }
 
-/** The path an allowWrite entry would name for a write refused at `p` (outside every writable path). */
-export function allowTarget(p: string, home: string): string {
+/**
+ * The path an allowWrite entry would name for a write refused at `p` (outside every writable path).
+ * Inside the current directory (read-only by a reference-tool file's write list, say) that is the
+ * current directory, the place srt itself makes writable, unless it is or holds the home directory.
+ * Never a directory that holds the home directory when `p` lies outside it, but the next one
+ * down on the way to `p`.
+ */
+export function allowTarget(p: string, home: string, cwd?: string): string {
+  if (cwd !== undefined && p !== cwd && isWithin(p, cwd) && !isWithin(home, cwd) && tooWideForCwd(cwd, home) === null) return cwd;
+  let target = broadTarget(p, home);
+  if (isWithin(p, home)) return target;
+  while (isWithin(home, target)) {
+    const next = join(target, relative(target, p).split(sep)[0]!);
+    if (next === p) break; // a file directly in it: only the directory itself would allow it
+    target = next;
+  }
+  return target;
+}
+
+function broadTarget(p: string, home: string): string {
   if (isWithin(p, home) && p !== home) {
     const parts = relative(home, p).split(sep);
     for (const shared of SHARED_HOME_DIRS) {
@@ -181,7 +199,7 @@ export function classifyRefusals(policy: Policy, refused: readonly KernelRefusal
     const v = mayWrite(rules, path);
     if (v.allowed) continue; // the file's own permissions, not the sandbox
     if (v.rule) { denied(one, 'write', v.rule); continue; }
-    const target = allowTarget(path, home);
+    const target = allowTarget(path, home, resolveLanding(policy.cwd).real);
     add(`read-only\0${target}`, { kind: 'read-only', under: target }, { kind: 'write', op: r.op, path, rule: 'read-only' });
   }
   // A read-only group inside another one is that one's.

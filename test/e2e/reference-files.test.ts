@@ -51,6 +51,32 @@ describe('reference-tool files keep their meaning', () => {
     expect(r.stderr.split('\n').filter((l) => l && !l.startsWith('srt: refused '))).toEqual([]);
   });
 
+  it('a write refused in the read-only current directory names that directory, and --suggest\'s snippet opens it alone', async () => {
+    const { home, cwd: beside } = fresh();
+    const under = join(home, 'code', 'app');
+    const other = join(home, 'code', 'other');
+    mkdirSync(under, { recursive: true });
+    mkdirSync(other);
+    writeFileSync(join(home, '.srt-settings.json'), JSON.stringify(READ_ONLY));
+    // A project beside the home directory (whose parent holds it), and one below the home.
+    for (const [cwd, shown] of [[beside, beside], [under, '~/code/app']] as const) {
+      const r = await srt(['--suggest', '--', 'mkdir', '-p', 'dist/js'], { home, cwd });
+      expect(r.exitCode).not.toBe(0);
+      expect(r.stderr).toContain(`srt: refused 1 write under ${shown} (read-only): to allow, add "${shown}" to filesystem.allowWrite in ~/.srt/settings.json`);
+      expect(r.stderr).not.toContain('home directory');
+      const snippet = JSON.parse(r.stderr.slice(r.stderr.indexOf('\n{') + 1, r.stderr.lastIndexOf('}') + 1)) as unknown;
+      expect(snippet).toEqual({ filesystem: { allowWrite: [shown] } });
+      mkdirSync(join(home, '.srt'), { recursive: true });
+      writeFileSync(join(home, '.srt', 'settings.json'), JSON.stringify(snippet));
+      const again = await srt(['--', 'mkdir', '-p', 'dist/js'], { home, cwd });
+      expect(again.exitCode, again.stderr).toBe(0);
+      expect(existsSync(join(cwd, 'dist', 'js'))).toBe(true);
+    }
+    // The entry opened that project, not its neighbour.
+    const neighbour = await srt(['-c', attempt('cwd', 'touch ./new-file')], { home, cwd: other });
+    expect(results(neighbour.stdout)).toEqual({ cwd: 'no' });
+  });
+
   it('the same list given with --settings FILE named srt-settings.json means the same', async () => {
     const { home, cwd } = fresh();
     const file = join(home, 'srt-settings.json');

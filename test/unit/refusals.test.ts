@@ -22,6 +22,22 @@ describe('allowTarget', () => {
     expect(allowTarget('/var/tmp/x/y', home)).toBe('/var/tmp/x');
   });
 
+  it('inside the current directory: the current directory, unless it holds the home directory', () => {
+    expect(allowTarget('/home/ann/code/app/dist/x.js', home, '/home/ann/code/app')).toBe('/home/ann/code/app');
+    expect(allowTarget('/tmp/t/project/a/b', home, '/tmp/t/project')).toBe('/tmp/t/project');
+    expect(allowTarget('/home/ann/code/app', home, '/home/ann/code/app')).toBe('/home/ann/code');
+    // A current directory that holds the home directory is no unit to offer: the tool's own is.
+    expect(allowTarget('/home/ann/.npm/_cacache/x', home, '/home')).toBe('/home/ann/.npm');
+    expect(allowTarget('/home/ann/.npm/_cacache/x', home, '/home/ann')).toBe('/home/ann/.npm');
+  });
+
+  it('for a write outside the home directory, no directory that holds it: the next one down on the way', () => {
+    expect(allowTarget('/tmp/t/project/a', '/tmp/t/home')).toBe('/tmp/t/project');
+    expect(allowTarget('/tmp/t/u/project/a', '/tmp/t/u/home')).toBe('/tmp/t/u/project');
+    // A file directly in it: only the directory itself would allow it (and that is never offered).
+    expect(allowTarget('/tmp/t/lockfile', '/tmp/t/home')).toBe('/tmp/t');
+  });
+
   it('elsewhere: the nearest directory that exists', () => {
     expect(allowTarget('/usr/no-such-dir/a/b', home)).toBe('/usr');
     expect(allowTarget('/etc/srt-unit-test-file', home)).toBe('/etc');
