@@ -7,7 +7,8 @@ import { recordedApprovals, type ApprovalSource } from './approvals.js';
 import { SettingsError } from './errors.js';
 import { discoverSettingsFiles, findRoot, readSettingsFile, type SettingsFile } from './files.js';
 import { validCache } from './valid-cache.js';
-import { buildPolicyWithSources, type CliFlags, type PolicyContext, type SettingsLayer } from './policy-builder.js';
+import type { PolicyContext } from './layers.js';
+import { buildPolicyWithSources, type CliFlags, type SettingsLayer } from './policy-builder.js';
 
 export interface LoadOptions {
   cwd: string;
@@ -139,8 +140,9 @@ export function loadPolicy(opts: LoadOptions): Policy {
 }
 
 export { SettingsError } from './errors.js';
-export { buildPolicy, buildPolicyWithSources, SCOPE_ORDER } from './policy-builder.js';
-export type { CliFlags, PolicyBuild, PolicyContext, SettingsLayer } from './policy-builder.js';
+export { buildPolicy, buildPolicyWithSources } from './policy-builder.js';
+export { SCOPE_ORDER, type PolicyContext } from './layers.js';
+export type { CliFlags, PolicyBuild, SettingsLayer } from './policy-builder.js';
 export { defaultManagedPaths, findRoot, isRepositoryRoot } from './files.js';
 export type { Approval, ApprovalSource } from './approvals.js';
 export type { SettingsFile } from './files.js';
