@@ -11,7 +11,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { isWithin } from '../glob.js';
-import type { Landing } from '../profiles/bwrap.js';
+import type { Landing } from '../profiles/landing.js';
 import { parseGitConfig } from '../profiles/gitconfig.js';
 import type { Policy } from '../policy.js';
 import {

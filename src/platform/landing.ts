@@ -9,7 +9,8 @@
 
 import { accessSync, closeSync, constants, fstatSync, lstatSync, opendirSync, openSync, readlinkSync, statSync, type BigIntStats, type Dirent, type OpenDirOptions } from 'node:fs';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
-import type { FileId, Landing, SnapshotEntry } from '../profiles/bwrap.js';
+import type { SnapshotEntry } from '../profiles/bwrap-facts.js';
+import type { FileId, Landing } from '../profiles/landing.js';
 
 const MAX_LINKS = 40;
 /** Linux's O_PATH (the same on x86_64 and aarch64); Node does not export it. */

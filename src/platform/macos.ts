@@ -21,7 +21,7 @@ import { globMatcher } from '../glob.js';
 import { NODE_PRELOAD_PATH } from '../paths.js';
 import type { Policy } from '../policy.js';
 import { denyGlobRules, mayRead, mayWrite, srtSecretsDir } from '../profiles/access.js';
-import type { Landing } from '../profiles/bwrap.js';
+import type { Landing } from '../profiles/landing.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { hooksPathDir } from '../profiles/protected.js';
 import { buildSeatbeltProfile, HTTP_PROXY_PARAM, seatbeltPaths, SOCKS_PROXY_PARAM, type SeatbeltPlan } from '../profiles/seatbelt.js';

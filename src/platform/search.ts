@@ -6,7 +6,7 @@ import { execFile } from 'node:child_process';
 import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { globMatcher, isGlob } from '../glob.js';
-import type { Landing } from '../profiles/bwrap.js';
+import type { Landing } from '../profiles/landing.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
 import { isProtectedLink, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';

@@ -29,7 +29,7 @@ import {
   accessPaths, buildAccessRules, coverDepth, regionTokens, sameRegion,
   type AccessRule, type AccessRules, type Region,
 } from './access.js';
-import type { Landing } from './bwrap.js';
+import type { Landing } from './landing.js';
 import { protectedPatterns } from './protected.js';
 
 /** -D parameters whose values exist only once the proxy listens (`localhost:PORT`). */

@@ -1,7 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { buildBwrapPlan, globRules, literalOf, type BwrapFacts, type Landing, type SnapshotEntry } from '../../src/profiles/bwrap.js';
+import { literalOf } from '../../src/profiles/access.js';
+import { buildBwrapPlan } from '../../src/profiles/bwrap.js';
+import { globRules, type BwrapFacts, type SnapshotEntry } from '../../src/profiles/bwrap-facts.js';
+import type { Landing } from '../../src/profiles/landing.js';
 import { encodeMounts, plannedMounts } from '../../src/profiles/mounts.js';
 import { encodeRules } from '../../src/profiles/protected.js';
 

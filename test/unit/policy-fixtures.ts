@@ -1,6 +1,6 @@
 // Policies built directly (no settings files), for the pure profile generators' tests.
 import type { FileCredential, PathRule, Policy, Scope } from '../../src/policy.js';
-import type { Landing } from '../../src/profiles/bwrap.js';
+import type { Landing } from '../../src/profiles/landing.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 import { isGlob } from '../../src/glob.js';
 
