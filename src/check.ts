@@ -5,8 +5,9 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { PathRule, Policy, Source } from './policy.js';
-import { accessPaths, buildAccessRules, mayRead, mayWrite, type AccessRule } from './profiles/access.js';
+import type { IgnoredEntry, PathRule, Policy, Source } from './policy.js';
+import { accessPaths, buildAccessRules, coverDepth, literalOf, mayRead, mayWrite, trustOf, type AccessRule, type AccessRules } from './profiles/access.js';
+import { globBase } from './glob.js';
 import { protectedPatterns } from './profiles/protected.js';
 import { resolveLanding } from './platform/landing.js';
 import { decide, displayHostPort } from './proxy/decide.js';
@@ -27,6 +28,10 @@ export interface CheckResult {
   landing?: { path: string; exists: boolean };
   /** Refusals: what would allow it, when anything the user may set would. */
   advice?: string;
+  /** Refused by a read deny: the allow entries covering the path that it overrules (a project
+   *  entry never re-opens what managed, cli or user settings deny, nor a credential file), each
+   *  with why (`srt config` lists them as ignored). */
+  overruled?: Array<NonNullable<CheckResult['rule']> & { why: string }>;
 }
 
 /** `host`, `host:port`, `[v6]:port`: port 443 when none is given. */
@@ -110,6 +115,78 @@ export function settingsRuleOf(policy: Policy, rule: AccessRule): PathRule | und
   return undefined;
 }
 
+/** An allowRead or allowWrite entry that opens nothing: wherever it lands, a read deny it may not
+ *  re-open (one of higher trust, SPEC §2.4) hides it. */
+export interface OverruledAllow {
+  /** `filesystem.allowRead[2]`, or the list's name for a flag's entry. */
+  key: string;
+  rule: PathRule;
+  /** The deny that wins. */
+  deny: AccessRule;
+  /** That deny's settings entry with its file and line, as `srt check` names a deciding entry
+   *  (absent for srt's own secrets and directories). */
+  by?: NonNullable<CheckResult['rule']>;
+}
+
+/** Every allowRead/allowWrite entry that a deny of higher trust covers where it lands (a glob:
+ *  where its literal part lands, which holds every match). Such an entry changes nothing,
+ *  whoever approved it. */
+export function overruledAllows(policy: Policy, rules: Pick<AccessRules, 'readDenies'> = rulesFor(policy)): OverruledAllow[] {
+  const out: OverruledAllow[] = [];
+  const lists = { allowRead: policy.filesystem.allowRead, allowWrite: policy.filesystem.allowWrite };
+  for (const [list, entries] of Object.entries(lists)) {
+    for (const rule of entries) {
+      const at = resolveLanding(literalOf(rule) ?? globBase(rule.path)).real;
+      const deny = rules.readDenies.find((d) => d.trust > trustOf(rule) && coverDepth(d.region, at) !== null);
+      if (!deny) continue;
+      const by = ruleEntry(policy, deny);
+      out.push({ key: rule.key ?? `filesystem.${list}`, rule, deny, ...(by ? { by } : {}) });
+    }
+  }
+  return out;
+}
+
+function scopeName(source: Source): string {
+  return source.outsideRoot ? `a parent directory's ${source.scope}` : source.scope;
+}
+
+/** `filesystem.denyRead[0] "~/secret" in /h/.srt/settings.json:3 (user)`. */
+export function describeEntry(rule: NonNullable<CheckResult['rule']>, describe: (s: Source) => string): string {
+  const where = rule.source.file && rule.source.preset === undefined ? `${rule.source.file}${rule.line !== undefined ? `:${rule.line}` : ''}` : describe(rule.source);
+  return `${rule.key ?? ''}${rule.key ? ' ' : ''}"${rule.entry}" in ${where}${rule.source.preset !== undefined ? '' : ` (${rule.source.scope})`}`;
+}
+
+/** Why an allow entry from `allow` cannot re-open `deny` (whose settings entry is `by`). */
+function overruleWhy(allow: Source, deny: AccessRule, by: CheckResult['rule']): string {
+  if (deny.kind === 'denyRead' && by) return `${scopeName(allow)} settings never re-open what ${scopeName(by.source)} settings deny`;
+  return deny.kind === 'credential' ? 'no allow entry re-opens a credential file or srt\'s own secrets' : 'no allow entry re-opens srt\'s own files';
+}
+
+/** An overruled entry as `srt config` and `srt trust` list it among the ignored ones. */
+export function overruledEntry(o: OverruledAllow, describe: (s: Source) => string): IgnoredEntry {
+  return {
+    key: o.key, value: o.rule.original, source: o.rule.source,
+    reason: `overruled by ${o.by ? describeEntry(o.by, describe) : o.deny.origin}: ${overruleWhy(o.rule.source, o.deny, o.by)}`,
+    ...(o.by ? { overruledBy: o.by } : {}),
+  };
+}
+
+/** The policy as `srt config` shows it: overruled allow entries moved from their lists to the ignored ones. */
+export function withOverruled(policy: Policy, describe: (s: Source) => string): Policy {
+  const overruled = overruledAllows(policy);
+  if (overruled.length === 0) return policy;
+  const gone = new Set(overruled.map((o) => o.rule));
+  return {
+    ...policy,
+    filesystem: {
+      ...policy.filesystem,
+      allowRead: policy.filesystem.allowRead.filter((r) => !gone.has(r)),
+      allowWrite: policy.filesystem.allowWrite.filter((r) => !gone.has(r)),
+    },
+    ignored: [...policy.ignored, ...overruled.map((o) => overruledEntry(o, describe))],
+  };
+}
+
 export function checkPath(policy: Policy, kind: 'read' | 'write', path: string): CheckResult {
   const landing = resolveLanding(path);
   const rules = rulesFor(policy);
@@ -120,6 +197,17 @@ export function checkPath(policy: Policy, kind: 'read' | 'write', path: string):
   };
   const entry = v.rule ? ruleEntry(policy, v.rule) : undefined;
   if (entry) result.rule = entry;
+  if (!v.allowed && v.rule && rules.readDenies.includes(v.rule)) {
+    // The allow entries that cover the path and lose to the deny that hides it (srt config lists them as ignored).
+    const deny = v.rule;
+    const overruled = rules.readAllows
+      .filter((a) => (a.kind === 'allowRead' || a.kind === 'allowWrite') && a.trust < deny.trust && coverDepth(a.region, landing.real) !== null)
+      .flatMap((a) => {
+        const entry = ruleEntry(policy, a);
+        return entry ? [{ ...entry, why: overruleWhy(entry.source, deny, result.rule) }] : [];
+      });
+    if (overruled.length) result.overruled = overruled;
+  }
   if (!v.allowed && kind === 'write' && !v.rule) {
     result.advice = `run with --allow-write ${landing.real}, or add "${landing.real}" to filesystem.allowWrite in ~/.srt/settings.json`;
   }
@@ -132,10 +220,8 @@ export function checkText(r: CheckResult, describe: (s: Source) => string): stri
   if (r.landing && r.landing.path !== r.target) lines.push(`  lands at: ${r.landing.path}${r.landing.exists ? '' : ' (does not exist yet)'}`);
   else if (r.landing && !r.landing.exists) lines.push('  (does not exist yet)');
   lines.push(`  why: ${r.why}`);
-  if (r.rule) {
-    const where = r.rule.source.file && r.rule.source.preset === undefined ? `${r.rule.source.file}${r.rule.line !== undefined ? `:${r.rule.line}` : ''}` : describe(r.rule.source);
-    lines.push(`  entry: ${r.rule.key ?? ''}${r.rule.key ? ' ' : ''}"${r.rule.entry}" in ${where}${r.rule.source.preset !== undefined ? '' : ` (${r.rule.source.scope})`}`);
-  }
+  if (r.rule) lines.push(`  entry: ${describeEntry(r.rule, describe)}`);
+  for (const o of r.overruled ?? []) lines.push(`  overruled: ${describeEntry(o, describe)}: ${o.why}`);
   if (r.advice) lines.push(`  to allow: ${r.advice}`);
   return `${lines.join('\n')}\n`;
 }

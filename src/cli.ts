@@ -15,6 +15,7 @@ import { printable, say } from './shell.js';
 import type { PlatformName } from './platform/backend.js';
 import type { CommandSpec, Sandbox as SandboxType } from './sandbox.js';
 import type { LoadOptions, SettingsReport } from './settings/index.js';
+import type { Policy } from './policy.js';
 
 const EXIT_SRT_FAILURE = 125;
 
@@ -322,10 +323,13 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
   ).action(async (opts: PolicyOptions & { json?: boolean }) => {
     const parent = program.opts<PolicyOptions & { debug?: boolean }>();
     const report = await loadReport(mergedPolicyOptions(parent, opts), debugEnabled(parent));
-    const [{ configJson, configText }, { hostCredentialPlan }] = await Promise.all([import('./settings/report.js'), import('./platform/credentials.js')]);
+    const [{ configJson, configText, describeSource }, { hostCredentialPlan }, { withOverruled }] = await Promise.all([
+      import('./settings/report.js'), import('./platform/credentials.js'), import('./check.js')]);
     // What a run would do with credentials: files are read, `source` commands are not run.
     const credentials = await hostCredentialPlan(report.policy);
-    process.stdout.write(opts.json ? `${JSON.stringify(configJson(report, credentials), null, 2)}\n` : printableBlock(configText(report, credentials)));
+    // Allow entries a higher deny hides wherever they land are listed as ignored, with that deny.
+    const shown = { ...report, policy: withOverruled(report.policy, (s) => describeSource(s, report.policy)) };
+    process.stdout.write(opts.json ? `${JSON.stringify(configJson(shown, credentials), null, 2)}\n` : printableBlock(configText(shown, credentials)));
   });
 
   addPolicyOptions(
@@ -379,8 +383,10 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .option('--revoke <file>', 'remove the approval of FILE')
     .action(async (file: string | undefined, opts: { list?: boolean; revoke?: string }) => {
       const { SettingsError } = await import('./settings/index.js');
-      const trust = await import('./settings/trust.js');
-      const where = { cwd: process.cwd(), home: homedir() };
+      const [trust, { overruledAllows, overruledEntry }, { describeSource }] = await Promise.all([
+        import('./settings/trust.js'), import('./check.js'), import('./settings/report.js')]);
+      const overruled = (p: Policy) => overruledAllows(p).map((o) => overruledEntry(o, (s) => describeSource(s, p)));
+      const where = { cwd: process.cwd(), home: homedir(), overruled };
       if ([file !== undefined, opts.list === true, opts.revoke !== undefined].filter(Boolean).length > 1) {
         throw new Fatal(['give one of FILE, --list or --revoke FILE']);
       }

@@ -120,6 +120,8 @@ export interface IgnoredEntry {
   value?: string;
   source: Source;
   reason: string;
+  /** An allow entry that a deny of higher trust overrules: that deny's entry, file and line. */
+  overruledBy?: { entry: string; key?: string; source: Source; line?: number };
 }
 
 export interface Policy {

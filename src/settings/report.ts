@@ -17,7 +17,9 @@
 //     "mandatoryDenySearchDepth": { "value": 3, "source": SOURCE }, ...
 //   },
 //   "forwardedPorts": [ { "value": "localhost:5432", "listen": ["127.0.0.1:5432", "[::1]:5432"], "source": SOURCE } ],
-//   "ignored": [ { "key": "network.tlsTerminate", "source": SOURCE, "reason": "..." } ],
+//   "ignored": [ { "key": "network.tlsTerminate", "source": SOURCE, "reason": "..." },
+//                { "key": "filesystem.allowRead[0]", "value": "~/.ssh", "source": SOURCE, "reason": "overruled by ...",
+//                  "overruledBy": { "entry": "~/.ssh", "key": "filesystem.denyRead[0]", "source": SOURCE, "line": 3 } } ],
 //   "warnings": [ "..." ]
 // }
 // settings.network.exposePorts: [ { "value": "127.0.0.1:3000:3000", "hostAddress", "hostPort", "sandboxPort", "source" } ];

@@ -5,9 +5,9 @@ import { lstatSync, realpathSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { readApprovals, trustRecordPath, writeApprovals, type Approval } from './approvals.js';
 import { SettingsError } from './errors.js';
-import { findRoot, readSettingsFile } from './files.js';
-import type { IgnoredEntry } from '../policy.js';
-import { buildPolicy } from './policy-builder.js';
+import { discoverSettingsFiles, findRoot, readSettingsFile } from './files.js';
+import type { IgnoredEntry, Policy } from '../policy.js';
+import { buildPolicy, type SettingsLayer } from './policy-builder.js';
 
 const NAMES = ['settings', 'settings.local'].flatMap((stem) => ['.json', '.yaml', '.yml'].map((ext) => stem + ext));
 
@@ -70,17 +70,31 @@ export function filesApplyingHere(cwd: string, home: string): string[] {
   return found;
 }
 
-/** What the file does once approved, judged as srt will judge it (validation errors throw). */
-function effectOf(settings: unknown, path: string, home: string): Pick<ApprovedFile, 'allows' | 'ignored'> {
+/** Allow entries of a policy that open nothing, as ignored entries (the access model knows them: check.ts). */
+export type Overruled = (policy: Policy) => IgnoredEntry[];
+
+/** What the file does once approved, judged as srt will judge it in its project (validation errors
+ *  throw): among the managed and user files and the parent directories' project files, whose denies
+ *  its allow entries never re-open (`overruled` names those entries). */
+function effectOf(settings: unknown, path: string, home: string, overruled?: Overruled): Pick<ApprovedFile, 'allows' | 'ignored'> {
   const project = dirname(dirname(path));
   const scope = basename(path).startsWith('settings.local') ? 'local' : 'project';
-  const p = buildPolicy({ cwd: project, home, root: project }, [{ scope, file: path, base: project, settings, approval: 'approved' }]);
+  const others = discoverSettingsFiles({ cwd: project, home, root: project })
+    .filter((f) => (f.scope !== 'project' && f.scope !== 'local') || f.outsideRoot)
+    .map((f): SettingsLayer => ({
+      scope: f.scope, file: f.path, base: f.base, settings: readSettingsFile(f.path).settings,
+      ...(f.outsideRoot ? { approval: 'outside-root' as const } : {}), ...(f.reference ? { reference: true as const } : {}),
+    }));
+  const p = buildPolicy({ cwd: project, home, root: project }, [...others, { scope, file: path, base: project, settings, approval: 'approved' }]);
+  const ignored = [...p.ignored, ...(overruled?.(p) ?? [])].filter((i) => i.source.file === path);
+  const applies = (key: string, original: string) => !ignored.some((i) => i.key.startsWith(key) && i.value === original);
+  const mine = <T extends { source: { file?: string } }>(list: T[]) => list.filter((x) => x.source.file === path);
   const lists: Array<[string, string[]]> = [
-    ['network.allowedDomains', p.network.allowedDomains.map((d) => d.rule.raw)],
-    ['filesystem.allowWrite', p.filesystem.allowWrite.map((r) => r.original)],
-    ['filesystem.allowRead', p.filesystem.allowRead.map((r) => r.original)],
+    ['network.allowedDomains', mine(p.network.allowedDomains).map((d) => d.rule.raw)],
+    ['filesystem.allowWrite', mine(p.filesystem.allowWrite).map((r) => r.original).filter((o) => applies('filesystem.allowWrite', o))],
+    ['filesystem.allowRead', mine(p.filesystem.allowRead).map((r) => r.original).filter((o) => applies('filesystem.allowRead', o))],
   ];
-  return { allows: lists.filter(([, v]) => v.length > 0).map(([key, values]) => ({ key, values: [...new Set(values)] })), ignored: p.ignored };
+  return { allows: lists.filter(([, v]) => v.length > 0).map(([key, values]) => ({ key, values: [...new Set(values)] })), ignored };
 }
 
 function record(home: string, approvals: Approval[]): void {
@@ -93,13 +107,13 @@ function record(home: string, approvals: Approval[]): void {
 }
 
 /** Approve each file's current content. A file that does not parse or validate is refused whole. */
-export function approve(files: string[], opts: { cwd: string; home: string }): ApprovedFile[] {
+export function approve(files: string[], opts: { cwd: string; home: string; overruled?: Overruled }): ApprovedFile[] {
   const approved: ApprovedFile[] = [];
   for (const file of files) {
     const path = canonicalSettingsPath(file, opts.cwd, opts.home);
     // One read: the hash recorded is the hash of exactly what was validated.
     const { settings, sha256 } = readSettingsFile(path);
-    approved.push({ path, sha256, ...effectOf(settings, path, opts.home) });
+    approved.push({ path, sha256, ...effectOf(settings, path, opts.home, opts.overruled) });
   }
   const { approvals } = readApprovals(opts.home);
   const now = new Date().toISOString();

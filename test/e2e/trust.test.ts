@@ -1,7 +1,7 @@
 // SPEC §2.4 and invariant 7 end to end: a cloned repository's settings cannot undo the user's
 // protections. Each attack runs the real srt on a real repository; the host is checked afterwards.
 import { execFileSync } from 'node:child_process';
-import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -88,6 +88,83 @@ describe('a repository cannot re-open what the user denies (even once approved)'
     const r = await srtManaged(managed, ['-c', 'cat ~/.config/corp/token; cat ~/.config/mine/notes'], { home: w.home, cwd: w.repo, scratch: w.root });
     expect(r.stdout).not.toContain('CORP-TOKEN');
     expect(r.stdout).toContain('MY-NOTES');
+  });
+});
+
+describe('an allow entry that a higher deny overrules is shown as ignored, with the deny that wins', () => {
+  it('srt trust, srt config and srt check agree with the run: a project allowRead of a user-denied path opens nothing', async () => {
+    const w = world();
+    writeTree(w.home, { 'notes/todo': 'NOTES\n', '.ssh/known_hosts': 'KNOWN-HOSTS\n' });
+    const user = join(w.home, '.srt', 'settings.json');
+    writeFileSync(user, [
+      '{',
+      '  "filesystem": {',
+      '    "denyRead": ["~/.ssh"],',
+      '    "allowRead": ["~/.ssh/known_hosts"]',
+      '  },',
+      '  "credentials": {',
+      '    "files": [{ "path": "~/.aws/credentials", "mode": "deny" }]',
+      '  }',
+      '}',
+    ].join('\n'));
+    // `keys` is a link in the repository: judged where it lands, inside ~/.ssh.
+    symlinkSync(join(w.home, '.ssh'), join(w.repo, 'keys'));
+    const file = join(w.repo, '.srt', 'settings.json');
+    writeTree(w.repo, { '.srt/settings.json': [
+      '{',
+      '  "filesystem": {',
+      '    "allowRead": [',
+      '      "~/.ssh",',
+      '      "~/.ssh/id_ed25519",',
+      '      "keys",',
+      '      "~/.aws/credentials",',
+      '      "~/notes"',
+      '    ]',
+      '  }',
+      '}',
+    ].join('\n') });
+    const wins = `overruled by filesystem.denyRead[0] "~/.ssh" in ${user}:3 (user): project settings never re-open what user settings deny`;
+    const credential = `overruled by credential ${join(w.home, '.aws/credentials')} (user ${user}): no allow entry re-opens a credential file or srt's own secrets`;
+
+    const trusted = await srt(['trust'], { home: w.home, cwd: w.repo });
+    expect(trusted.exitCode).toBe(0);
+    expect(trusted.stdout.split('\n')).toEqual([
+      expect.stringMatching(new RegExp(`^approved ${file.replace(/[.]/g, '\\.')} \\(sha256 [0-9a-f]{12}\\): 1 allow entry now applies$`)),
+      '  filesystem.allowRead: ~/notes',
+      `  still ignored: filesystem.allowRead[0] ~/.ssh — ${wins}`,
+      `  still ignored: filesystem.allowRead[1] ~/.ssh/id_ed25519 — ${wins}`,
+      `  still ignored: filesystem.allowRead[2] keys — ${wins}`,
+      `  still ignored: filesystem.allowRead[3] ~/.aws/credentials — ${credential}`,
+    ]);
+
+    const json = JSON.parse((await srt(['config', '--json'], { home: w.home, cwd: w.repo })).stdout);
+    // Applied: the user's own re-opening and the project entry no deny covers.
+    expect(json.settings.filesystem.allowRead.map((r: { original: string }) => r.original)).toEqual(['~/notes', '~/.ssh/known_hosts']);
+    const userDeny = { entry: '~/.ssh', key: 'filesystem.denyRead[0]', source: { scope: 'user', file: user }, line: 3 };
+    expect(json.ignored).toEqual([
+      ...['~/.ssh', '~/.ssh/id_ed25519', 'keys'].map((value, i) => ({
+        key: `filesystem.allowRead[${i}]`, value, source: { scope: 'project', file }, reason: wins, overruledBy: userDeny,
+      })),
+      { key: 'filesystem.allowRead[3]', value: '~/.aws/credentials', source: { scope: 'project', file }, reason: credential },
+    ]);
+    const text = (await srt(['config'], { home: w.home, cwd: w.repo })).stdout;
+    expect(text).toContain(`filesystem.allowRead[2] keys  project .srt/settings.json: ${wins}`);
+    expect(text).not.toMatch(/filesystem\.allowRead +[^\n]*\.ssh\/id_ed25519/);
+
+    const check = await srt(['check', 'read', 'keys/id_ed25519'], { home: w.home, cwd: w.repo });
+    expect(check.exitCode).toBe(1);
+    expect(check.stdout).toContain(`entry: filesystem.denyRead[0] "~/.ssh" in ${user}:3 (user)`);
+    for (const [i, entry] of ['~/.ssh', '~/.ssh/id_ed25519', 'keys'].entries()) {
+      expect(check.stdout).toContain(`overruled: filesystem.allowRead[${i}] "${entry}" in ${file}:${4 + i} (project): project settings never re-open what user settings deny`);
+    }
+    const allowed = await srt(['check', 'read', '~/.ssh/known_hosts', '--json'], { home: w.home, cwd: w.repo });
+    expect(JSON.parse(allowed.stdout)).toMatchObject({ allowed: true, rule: { entry: '~/.ssh/known_hosts', source: { scope: 'user' } } });
+
+    // The run agrees: the overruled entries read nothing, the applied ones read.
+    const r = await srt(['-c', 'cat ~/.ssh/id_ed25519 keys/id_ed25519 2>/dev/null; cat ~/notes/todo ~/.ssh/known_hosts'], { home: w.home, cwd: w.repo });
+    expect(r.stdout).not.toContain('PRIVATE-KEY-BYTES');
+    expect(r.stdout).toContain('NOTES');
+    expect(r.stdout).toContain('KNOWN-HOSTS');
   });
 });
 
