@@ -180,7 +180,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   }
   try {
     sandbox = await Sandbox.create({
-      policy: report.policy, debug, pinCwd: true, dryRun: opts.dryRun === true, onMessage: say, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
+      policy: report.policy, debug, pinCwd: true, oneCommand: true, dryRun: opts.dryRun === true, onMessage: say, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
     });
     if (opts.dryRun) {
       process.stdout.write(opts.json ? `${JSON.stringify(sandbox.dryRunJson(spec), null, 2)}\n` : printableBlock(sandbox.dryRun(spec)));

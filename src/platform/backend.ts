@@ -33,6 +33,9 @@ export interface SandboxOptions {
    *  made printable. The library prints nothing: without a sink they are kept for `messages()`.
    *  The CLI passes one that prints them. */
   onMessage?: (line: string) => void;
+  /** The sandbox runs one command (the CLI): its tree search is not watched for the commands
+   *  after it (docs/library.md "Many commands"). */
+  oneCommand?: boolean;
 }
 
 export interface PlatformBackend {

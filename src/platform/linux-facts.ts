@@ -30,7 +30,8 @@ import { landingResolver, listSnapshot, MAX_SNAPSHOT_ENTRIES, replaceableNames, 
 import { commandMayWrite } from './reach.js';
 import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
-import { expandGlobs, readGitFile, scanProtected, SearchError, type ProtectedScan } from './search.js';
+import { expandGlobPaths, globLandings, listProtected, readGitFile, readProtected, SearchError, type GlobPaths, type ProtectedScan, type RootListing } from './search.js';
+import { TreeWatch } from './tree-watch.js';
 import { repositoriesBefore, type RepositoriesBefore } from './newrepos.js';
 import { loadProxyModule } from './session.js';
 import { PARENT_STAT_FD, TERMINAL_CHANNEL_FD, terminalStdio } from './terminal.js';
@@ -62,7 +63,30 @@ export interface LinuxFacts {
   tls?: { termination: Termination; bundlePath: string; javaTrustStorePath: string };
   /** The seccomp filter srt-init installs. */
   filter?: Buffer;
+  /** The tree search these facts came from (reused by the sandbox's next command while current). */
+  search: TreeSearch;
   warnings: string[];
+}
+
+/**
+ * What the protected-path search and the globs' walk listed, and the watch that tells whether
+ * it is still current (docs/design-choices.md "Reusing the tree search").
+ */
+export interface TreeSearch {
+  /** What was searched: the roots, the depth, the globs. */
+  key: string;
+  listings: RootListing[];
+  globs: Map<string, GlobPaths>;
+  /** Absent: not kept for reuse (a sandbox for one command, or a dry run). */
+  watch?: TreeWatch;
+  /** How many times this sandbox has searched its trees (the first command's facts: 1). */
+  searches: number;
+  /** These facts took the search of an earlier command. */
+  reused: boolean;
+  /** Why the last search could not be reused, when it could not. */
+  stale?: string;
+  /** The trees hold more directories than srt watches: searched anew for every command. */
+  tooLarge?: boolean;
 }
 
 /** A run directory's name: the owner's pid first, so leftovers of killed runs can be told apart. */
@@ -154,8 +178,41 @@ function relayPlan(policy: Policy, runDir: string, warnings: string[]):
 /** The Unix sockets of srt's HTTP and SOCKS proxies, where the relays lead. */
 export interface ProxySockets { http: string; socks: string }
 
-/** Everything a Linux run needs to know, gathered without making anything (see the header). */
-export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
+/**
+ * The tree search for `key`: the earlier one while its watch shows nothing changed, else a new
+ * one (watched when `keep`, for the commands after this one).
+ */
+async function treeSearch(key: string, previous: TreeSearch | undefined, keep: boolean, runRoot: string,
+  search: (watch?: TreeWatch) => Promise<[RootListing[], Map<string, GlobPaths>]>): Promise<TreeSearch> {
+  let stale: string | undefined;
+  if (previous?.watch) {
+    stale = previous.key === key ? await previous.watch.check() : 'the policy searches other places now';
+    if (stale === undefined) {
+      const { stale: _, ...same } = previous;
+      return { ...same, reused: true };
+    }
+    previous.watch.close();
+  }
+  // Trees too large to watch once are not watched again.
+  const tooLarge = previous?.tooLarge === true || previous?.watch?.exhausted === true;
+  const watch = keep && !tooLarge ? new TreeWatch(runRoot) : undefined;
+  try {
+    const [listings, globs] = await search(watch);
+    return {
+      key, listings, globs, ...(watch ? { watch } : {}), searches: (previous?.searches ?? 0) + 1, reused: false,
+      ...(stale ? { stale } : {}), ...(tooLarge ? { tooLarge } : {}),
+    };
+  } catch (e) {
+    watch?.close();
+    throw e;
+  }
+}
+
+/**
+ * Everything a Linux run needs to know, gathered without making anything (see the header).
+ * `previous`: the search of this sandbox's last command, reused if still current.
+ */
+export async function gatherLinux(opts: SandboxOptions, previous?: TreeSearch): Promise<LinuxFacts> {
   const { policy } = opts;
   const warnings: string[] = opts.dryRun ? [] : createCacheDirs(policy);
   // The directory srt's secrets live in is hidden in every run: it must exist to be covered.
@@ -205,26 +262,29 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
     return l;
   };
   const roots = writeRootsOf(policy, landing, worktree).roots.map((r) => r.region.base);
-  let scanned, globs, bwrap: string;
+  const searchRoots = roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) }));
+  const globPaths = globRules(policy, credentialMounts, { openTime: supervise }).map((r) => r.path);
+  const runRoot = resolveLanding(join(policy.home, '.srt', 'run')).real;
+  let search: TreeSearch, bwrap: string;
   let termination: Termination | undefined;
   try {
     bwrap = findBubblewrap();
-    const scanning = Promise.all([
-      scanProtected(roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) })),
-        policy.mandatoryDenySearchDepth, policy.home),
-      Promise.resolve([...expandGlobs(globRules(policy, credentialMounts, { openTime: supervise }).map((r) => r.path))]),
-    ]);
+    const searching = treeSearch(JSON.stringify([searchRoots, policy.mandatoryDenySearchDepth, globPaths]), previous, opts.oneCommand !== true && !opts.dryRun, runRoot,
+      (watch) => Promise.all([listProtected(searchRoots, policy.mandatoryDenySearchDepth, watch), Promise.resolve(expandGlobPaths(globPaths, watch))]));
     // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
     // load failure surfaces in run().
     if (seccompHelper) loadProxyModule().catch(() => {});
     const tlsReady = seccompHelper ? prepareTls(policy) : Promise.resolve(undefined);
     tlsReady.catch(() => {}); // awaited below, after the scan
-    [scanned, globs] = await scanning;
+    search = await searching;
     termination = await tlsReady;
   } catch (e) {
     if (e instanceof DependencyError || e instanceof SearchError) throw new SandboxError(e.message);
     throw e;
   }
+  // What was found, read as it is now (contents change without a name changing).
+  const scanned = readProtected(search.listings, policy.home);
+  const globs = [...globLandings(search.globs)];
   if (termination && policy.network.httpProxyPort !== undefined && policy.network.socksProxyPort !== undefined) {
     warnings.push('network.tlsTerminate has no effect: network.httpProxyPort and socksProxyPort send all traffic to your own proxies');
   }
@@ -277,7 +337,6 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
   // parent. Planned here, made by the run (materialise): real paths, as every path srt plans
   // must reach its file without a symlink (the helper checks), the hidden run root too (a HOME
   // that is a symlink, or below one).
-  const runRoot = resolveLanding(join(policy.home, '.srt', 'run')).real;
   const runDir = join(runRoot, runDirName());
   let facts: BwrapFacts;
   let forwards: ForwardListen[] = [];
@@ -357,6 +416,6 @@ export async function gatherLinux(opts: SandboxOptions): Promise<LinuxFacts> {
     bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, credentials, watched, forwards,
     ...(proxySockets ? { proxySockets } : {}), rules: plan.rules,
     before: repositoriesBefore([...gitDirsOf(scanned), ...scanned.roots.flatMap((r) => r.gitFiles.map((f) => f.gitDir)), ...(worktree ? [worktree.gitDir] : [])]),
-    ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), warnings,
+    ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), search, warnings,
   };
 }

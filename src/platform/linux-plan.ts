@@ -148,6 +148,10 @@ export function linuxPlan(policy: Policy, g: LinuxFacts, argv: string[]): { bwra
       runDir: g.facts.runDir, files: runFiles(g, plan),
       filesystem: { writable: plan.writable, mounts: plan.ops, placeholders: plan.placeholders.map((p) => ({ path: p.path, kind: p.kind })) },
       sections, warnings, notes: [...plan.notes, ...g.credentials.notes],
+      treeSearch: {
+        searches: g.search.searches, reused: g.search.reused, watched: g.search.watch?.size ?? 0,
+        ...(g.search.stale ? { stale: g.search.stale } : {}),
+      },
     },
   };
 }

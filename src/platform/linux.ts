@@ -2,7 +2,8 @@
 // each command purely (linux-plan.ts), and runs it: materialise the run directory, placeholders
 // and srt-init's mount plan, start the proxy, launch bwrap (run.ts), then review what the run
 // left (refused writes, new repositories) and clean up. The facts of a run that has happened are
-// stale (the command may have created anything): the next run gathers them again.
+// stale (the command may have created anything): the next run gathers them again, reusing the
+// tree search only while its watch shows that nothing changed (tree-watch.ts).
 
 import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -60,7 +61,7 @@ export class LinuxSandbox implements PlatformBackend {
   }
 
   async run(cmd: CommandSpec): Promise<number> {
-    if (this.stale) this.gathered = await gatherLinux({ ...this.opts, policy: this.policy });
+    if (this.stale) this.gathered = await gatherLinux({ ...this.opts, policy: this.policy }, this.gathered.search);
     this.stale = true;
     const g = this.gathered;
     return this.session.run((signals) => this.runPlanned(g, commandArgv(cmd), signals), () => this.cleanupSync(g));
@@ -281,6 +282,7 @@ export class LinuxSandbox implements PlatformBackend {
   }
 
   async dispose(): Promise<void> {
+    this.gathered.search.watch?.close();
     this.session.dispose();
   }
 }

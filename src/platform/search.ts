@@ -12,6 +12,7 @@ import { isProtectedLink, protectedSearchArgs, type GitFile, type RepoHooks, typ
 import { findSystemTool } from './deps.js';
 import { resolveLanding } from './landing.js';
 import { sandboxMay } from './reach.js';
+import type { TreeWatch } from './tree-watch.js';
 
 const SEARCH_TIMEOUT_MS = 10_000;
 const MAX_OUTPUT = 64 * 1024 * 1024;
@@ -149,23 +150,59 @@ export interface ProtectedScan {
   globalHooksPath?: string;
 }
 
+/** What the search listed below one root (relative paths), before anything found is read. */
+export interface RootListing {
+  root: string;
+  isGitDir?: boolean;
+  /** Files with a protected name (ripgrep). */
+  files: string[];
+  /** Symlinks with a protected name (find). */
+  links: string[];
+}
+
 /**
- * Search every writable root for protected paths (files with rg, symlinks with find) to depth+2,
- * read the `.git` files found and the hooksPath of every repository found. Fails closed: an
- * incomplete search would leave protected paths writable.
+ * List protected names below every writable root (files with rg, symlinks with find) to
+ * depth+2. With `watch`, each root is searched through a descriptor of it, and every directory
+ * the search reads is watched first (so the listing can be reused while nothing changed). Fails
+ * closed: an incomplete search would leave protected paths writable.
  */
-export async function scanProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, home: string): Promise<ProtectedScan> {
-  const scans = await Promise.all(roots.map(async ({ root, isGitDir }) => {
-    // A writable file (allowWrite ~/.node_repl_history) holds nothing to search.
-    const dir = statSync(root, { throwIfNoEntry: false })?.isDirectory() ?? false;
-    const none = Promise.resolve({ files: [], timedOut: false });
-    const [files, links] = await Promise.all([dir ? rg(protectedSearchArgs(depth), root) : none, dir ? findLinks(root, depth) : none]);
-    if (files.timedOut || links.timedOut) {
-      throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
+export async function listProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, watch?: TreeWatch): Promise<RootListing[]> {
+  return Promise.all(roots.map(async ({ root, isGitDir }) => {
+    const pinned = watch?.pin(root);
+    try {
+      // A writable file (allowWrite ~/.node_repl_history) holds nothing to search.
+      const dir = watch ? pinned !== undefined : statSync(root, { throwIfNoEntry: false })?.isDirectory() ?? false;
+      const at = pinned?.at ?? root;
+      // rg --max-depth N reads the directories N-1 levels down at most; so does find -maxdepth N.
+      if (pinned) watch!.tree(at, depth + 1);
+      const none = Promise.resolve({ files: [], timedOut: false });
+      const [files, links] = await Promise.all([dir ? rg(protectedSearchArgs(depth), at) : none, dir ? findLinks(at, depth) : none]);
+      if (files.timedOut || links.timedOut) {
+        throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
+      }
+      const listing: RootListing = { root, files: files.files.map((f) => f.replace(/^\.\//, '')), links: links.files, ...(isGitDir ? { isGitDir } : {}) };
+      return listing;
+    } finally {
+      pinned?.close();
     }
+  }));
+}
+
+/** Search every writable root for protected paths (listProtected, then readProtected). */
+export async function scanProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, home: string): Promise<ProtectedScan> {
+  return readProtected(await listProtected(roots, depth), home);
+}
+
+/**
+ * What a listing means now: the names the command can reach, the `.git` files found read, every
+ * git dir found, and the hooksPath of every repository found (read afresh on every call: contents
+ * change without a name changing).
+ */
+export function readProtected(listings: RootListing[], home: string): ProtectedScan {
+  const scans = listings.map(({ root, isGitDir, files, links }) => {
     const reachable = sandboxReachable(root);
-    const found = files.files.map((f) => f.replace(/^\.\//, '')).filter(reachable);
-    const linkList = links.files.filter(reachable);
+    const found = files.filter(reachable);
+    const linkList = links.filter(reachable);
     const gitFiles: GitFile[] = [];
     const candidates = new Set([join(root, '.git'), ...found.filter((f) => f === '.git' || f.endsWith('/.git')).map((f) => join(root, f))]);
     for (const file of candidates) {
@@ -180,7 +217,7 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
     const gitDirs = found.filter((f) => basename(f) === 'HEAD').map((f) => dirname(f)).filter((d) => isGitDirectory(join(root, d)));
     const scan: RootScan = { root, found, links: linkList, gitFiles, gitDirs, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
     return scan;
-  }));
+  });
   // Every repository found: its git dir and work tree, for core.hooksPath.
   const repos = new Map<string, string>(); // git dir → work tree
   for (const scan of scans) {
@@ -196,7 +233,7 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
       if (!repos.has(gitDir)) repos.set(gitDir, gitDir);
     }
   }
-  for (let d = roots[0] ? roots[0].root : '/'; ; d = dirname(d)) {
+  for (let d = listings[0] ? listings[0].root : '/'; ; d = dirname(d)) {
     if (isRepository(join(d, '.git'))) {
       const g = readGitFile(join(d, '.git'));
       repos.set(g ? g.commonDir : join(d, '.git'), d);
@@ -222,6 +259,8 @@ const STRICT_UTF8 = new TextDecoder('utf-8', { fatal: true });
 const MAX_GLOB_ENTRIES = 2_000_000;
 
 export interface GlobExpansion { matches: Landing[]; undecodable: Landing[]; unreadable: Landing[] }
+/** A glob's expansion as paths, before they are resolved to landings. */
+export interface GlobPaths { matches: string[]; undecodable: string[]; unreadable: string[] }
 
 /**
  * Existing paths matching absolute globs, as landings: files, directories (an empty one too)
@@ -234,9 +273,24 @@ export interface GlobExpansion { matches: Landing[]; undecodable: Landing[]; unr
  * Bounded in time and entries (fail closed).
  */
 export function expandGlobs(globs: string[]): Map<string, GlobExpansion> {
+  return globLandings(expandGlobPaths(globs));
+}
+
+/** Glob expansions' paths resolved to landings (where each leads now). */
+export function globLandings(paths: Map<string, GlobPaths>): Map<string, GlobExpansion> {
+  return new Map([...paths].map(([glob, g]) => [glob, {
+    matches: g.matches.map(resolveLanding), undecodable: g.undecodable.map(resolveLanding), unreadable: g.unreadable.map(resolveLanding),
+  }]));
+}
+
+/**
+ * expandGlobs' walk, its results as paths. With `watch`, each base is walked through a
+ * descriptor of it, and every directory is watched before it is read.
+ */
+export function expandGlobPaths(globs: string[], watch?: TreeWatch): Map<string, GlobPaths> {
   const deadline = Date.now() + SEARCH_TIMEOUT_MS;
   let entries = 0;
-  const out = new Map<string, GlobExpansion>();
+  const out = new Map<string, GlobPaths>();
   const bases = new Map<string, string[]>();
   for (const glob of new Set(globs)) {
     const segs = glob.split('/').filter(Boolean);
@@ -256,6 +310,9 @@ export function expandGlobs(globs: string[]): Map<string, GlobExpansion> {
         matched: new Set<string>(), undecodable: new Set<string>(), unreadable: new Set<string>(), seen: new Set<string>() };
     });
     type State = [g: number, i: number];
+    const pinned = watch?.pin(base);
+    // Where a directory of the walk is read: through the base's descriptor when watching.
+    const at = (dir: string) => (pinned ? pinned.at + (base === '/' ? dir : dir.slice(base.length)) : dir);
     const visit = (dir: string, states: State[]): void => {
       // Each glob's states at this directory, without those already visited or below a match.
       const todo: State[] = [];
@@ -274,8 +331,9 @@ export function expandGlobs(globs: string[]): Map<string, GlobExpansion> {
         throw new SearchError(`expanding ${group.join(', ')} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; use a narrower glob`);
       }
       let list;
+      watch?.dir(at(dir));
       try {
-        list = readdirSync(dir, { withFileTypes: true, encoding: 'buffer' });
+        list = readdirSync(at(dir), { withFileTypes: true, encoding: 'buffer' });
       } catch (e) {
         // Unreadable to srt, so to the command now (same user, no capabilities); but not for good.
         if ((e as NodeJS.ErrnoException).code === 'EACCES') for (const [g] of todo) all[g]!.unreadable.add(dir);
@@ -312,10 +370,12 @@ export function expandGlobs(globs: string[]): Map<string, GlobExpansion> {
       for (const [path, next] of below) visit(path, next);
     };
     try {
-      if (statSync(base).isDirectory()) visit(base, all.map((_, g) => [g, first] as State));
+      if (watch ? pinned !== undefined : statSync(base).isDirectory()) visit(base, all.map((_, g) => [g, first] as State));
     } catch (e) {
       if (e instanceof SearchError) throw e;
       /* no base: nothing matches */
+    } finally {
+      pinned?.close();
     }
     for (const x of all) {
       // The shallowest match wins: a matched directory hides everything below it.
@@ -323,7 +383,7 @@ export function expandGlobs(globs: string[]): Map<string, GlobExpansion> {
         for (let d = dirname(p); d.length > base.length; d = dirname(d)) if (x.matched.has(d)) return false;
         return true;
       });
-      out.set(x.glob, { matches: shallow.map(resolveLanding), undecodable: [...x.undecodable].map(resolveLanding), unreadable: [...x.unreadable].map(resolveLanding) });
+      out.set(x.glob, { matches: shallow, undecodable: [...x.undecodable], unreadable: [...x.unreadable] });
     }
   }
   return out;

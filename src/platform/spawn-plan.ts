@@ -44,6 +44,8 @@ export interface SpawnPlan {
   warnings: string[];
   /** Details for `--debug`. */
   notes: string[];
+  /** Linux: the search for protected paths and glob matches these facts come from (docs/library.md "Many commands"). */
+  treeSearch?: { searches: number; reused: boolean; watched: number; stale?: string };
 }
 
 /** --dry-run's text: the sections, then the warnings as srt would print them. */

@@ -1,0 +1,142 @@
+// One library sandbox running many commands reuses its tree search (the protected-path search
+// and the globs' walk) only while nothing in the searched trees changed (platform/tree-watch.ts).
+// Each test makes something appear between two commands of one sandbox — made by the command
+// before, by a host program, by a directory moved into the tree — and checks from outside that
+// it is still protected in the next command, with a control that is not; and that the search
+// really is reused when nothing changed (SpawnPlan.treeSearch, docs/library.md "Many commands").
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { execa } from 'execa';
+import { afterAll, describe, expect, it } from 'vitest';
+import { keyValues, NO_SUPERVISOR, REPO, srtArgv, tempDir, type SrtMode } from './helpers.js';
+
+const dirs: { cleanup: () => void }[] = [];
+afterAll(() => { for (const d of dirs) d.cleanup(); });
+
+const DRIVER = join(REPO, 'test', 'e2e', 'fixtures', 'library-steps.cjs');
+
+interface World { base: string; home: string; cwd: string; settings: string }
+
+function world(settings: object = {}): World {
+  const d = tempDir('srt-reuse-');
+  dirs.push(d);
+  const w = { base: d.path, home: join(d.path, 'home'), cwd: join(d.path, 'proj'), settings: join(d.path, 'settings.json') };
+  mkdirSync(w.home);
+  mkdirSync(w.cwd);
+  writeFileSync(w.settings, JSON.stringify(settings));
+  return w;
+}
+
+type Step = { run: string } | { host: string };
+interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string }
+
+/** Run `steps` in one sandbox of the library (the fixture), each run's status and tree search. */
+async function inOneSandbox(w: World, steps: Step[], mode: SrtMode = {}) {
+  const spec = JSON.stringify({ cwd: w.cwd, home: w.home, settings: w.settings, steps });
+  const r = await execa(process.execPath, srtArgv([join(REPO, 'dist', 'index.js'), spec], mode, DRIVER), {
+    cwd: w.cwd, reject: false, stdin: 'ignore', timeout: 120_000, extendEnv: false,
+    env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8' },
+  });
+  expect(r.exitCode, r.stderr).toBe(0);
+  const at = r.stdout.lastIndexOf('\n@@');
+  const out = JSON.parse(r.stdout.slice(at + 3)) as { steps: { status: number; search: TreeSearch }[]; messages: string[] };
+  return { ...out, values: keyValues(r.stdout.slice(0, at)), stderr: r.stderr };
+}
+
+const read = (p: string) => readFileSync(p, 'utf8').trim();
+
+describe('a sandbox running many commands', () => {
+  it('reuses its tree search while nothing changed, and searches again after any change', async () => {
+    const w = world();
+    mkdirSync(join(w.cwd, 'src', 'deep'), { recursive: true });
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' }, { run: 'cat /dev/null' },
+      { host: 'touch src/deep/new-file' },
+      { run: 'true' }, { run: 'true' },
+      { run: 'mkdir made' }, { run: 'true' },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0, 0]);
+    // No second rg/find or glob walk while nothing changed: the count of searches stays.
+    expect(r.steps.map((s) => s.search.searches)).toEqual([1, 1, 1, 2, 2, 2, 3]);
+    expect(r.steps.map((s) => s.search.reused)).toEqual([false, true, true, false, true, true, false]);
+    expect(r.steps[3]!.search.stale).toBe('a watched directory changed');
+    expect(r.steps[0]!.search.watched).toBeGreaterThanOrEqual(3);
+  });
+
+  it('a file matching a denyWrite glob stays read-only in the next command: made by the command before, by a host program, moved into the tree', async () => {
+    const w = world();
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { denyWrite: [join(w.cwd, '**/guarded.txt')] } }));
+    const both = (dir: string) => `echo orig > ${dir}/guarded.txt && echo orig > ${dir}/free.txt`;
+    const attack = (dir: string) => `echo pwned > ${dir}/guarded.txt 2>/dev/null; echo changed > ${dir}/free.txt`;
+    const outside = join(w.base, 'outside');
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' },
+      { run: `mkdir -p made/deep && ${both('made/deep')}` },
+      // After each attack (its write to the control is a change) the search is reused again
+      // before the next change.
+      { run: attack('made/deep') }, { run: 'true' }, { run: 'true' },
+      { host: `mkdir -p host/deep && ${both('host/deep')}` },
+      { run: attack('host/deep') }, { run: 'true' }, { run: 'true' },
+      { host: `mkdir -p ${outside}/deep && ${both(`${outside}/deep`)} && mv ${outside} moved` },
+      { run: attack('moved/deep') },
+    ]);
+    for (const dir of ['made/deep', 'host/deep', 'moved/deep']) {
+      expect(read(join(w.cwd, dir, 'guarded.txt')), dir).toBe('orig');
+      // The control: its sibling, which no rule names, was changed by the same command.
+      expect(read(join(w.cwd, dir, 'free.txt')), dir).toBe('changed');
+    }
+    // Each change came after a reused search, and made the next command search again.
+    expect(r.steps.map((s) => s.search.reused)).toEqual([false, true, true, false, false, true, false, false, true, false]);
+  });
+
+  for (const mode of [{}, NO_SUPERVISOR]) {
+    it(`a file matching a denyRead glob stays unreadable in the next command: made before, by a host program, moved in${mode === NO_SUPERVISOR ? ' (without the supervisor: placeholders)' : ''}`, async () => {
+      const w = world();
+      writeFileSync(w.settings, JSON.stringify({ filesystem: { denyRead: [join(w.cwd, '**/.env')] } }));
+      const outside = join(w.base, 'outside');
+      const look = (name: string, dir: string) => `echo ${name}=$(cat ${dir}/.env 2>/dev/null || echo denied)/$(cat ${dir}/plain)`;
+      const r = await inOneSandbox(w, [
+        { run: 'true' }, { run: 'true' },
+        // (With the supervisor a denied name cannot even be created: `;`, so the control is made.)
+        { run: 'mkdir -p made/deep; echo SECRET-MADE > made/deep/.env; echo visible > made/deep/plain' },
+        { run: look('made', 'made/deep') }, { run: 'true' },
+        { host: 'mkdir -p host/deep && echo SECRET-HOST > host/deep/.env && echo visible > host/deep/plain' },
+        { run: look('host', 'host/deep') }, { run: 'true' },
+        { host: `mkdir -p ${outside}/deep && echo SECRET-MOVED > ${outside}/deep/.env && echo visible > ${outside}/deep/plain && mv ${outside} moved` },
+        { run: look('moved', 'moved/deep') },
+      ], mode);
+      // The denied content is not readable inside; its sibling (the control) is.
+      expect(r.values).toMatchObject({ made: 'denied/visible', host: 'denied/visible', moved: 'denied/visible' });
+    });
+  }
+
+  it('a repository with core.hooksPath that appears between commands keeps its hooks protected: by a host program, moved into the tree', async () => {
+    const w = world();
+    const marker = (n: string) => join(w.base, `PWNED-${n}`);
+    const git = (dir: string, ...args: string[]) => execFileSync('git', ['-C', dir, '-c', 'user.name=t', '-c', 'user.email=t@example.com', ...args], {
+      env: { PATH: process.env.PATH, HOME: w.home }, stdio: 'ignore',
+    });
+    const repo = (dir: string) => `git init -q ${dir} && git -C ${dir} config core.hooksPath myhooks && mkdir ${dir}/myhooks`;
+    const plant = (dir: string, n: string) => `printf '#!/bin/sh\\ntouch ${marker(n)}\\n' > ${dir}/myhooks/pre-commit 2>/dev/null; chmod +x ${dir}/myhooks/pre-commit 2>/dev/null; true`;
+    const outside = join(w.base, 'outside');
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' },
+      { host: repo('host-repo') },
+      { run: plant('host-repo', 'host') }, { run: 'true' },
+      { host: `${repo(outside)} && mv ${outside} moved-repo` },
+      { run: plant('moved-repo', 'moved') },
+    ]);
+    for (const [dir, n] of [['host-repo', 'host'], ['moved-repo', 'moved']] as const) {
+      git(join(w.cwd, dir), 'commit', '-q', '--allow-empty', '-m', 'x');
+      expect(existsSync(marker(n)), dir).toBe(false);
+    }
+    // Each repository appeared after a reused search, and made the next command search again.
+    expect(r.steps.map((s) => s.search.reused)).toEqual([false, true, false, true, false]);
+    // The control: the same hook planted outside srt runs on the same commit.
+    const control = join(w.base, 'control');
+    execFileSync('sh', ['-c', `${repo(control)} && ${plant(control, 'control')}`], { env: { PATH: process.env.PATH, HOME: w.home } });
+    git(control, 'commit', '-q', '--allow-empty', '-m', 'x');
+    expect(existsSync(marker('control'))).toBe(true);
+  });
+});
