@@ -156,17 +156,16 @@ export class TreeWatch {
    */
   async check(): Promise<string | undefined> {
     if (this.why) return this.why;
-    if (readFileSync('/proc/self/mountinfo', 'utf8') !== this.mountTable) {
-      this.fail('the mount table changed');
-      return this.why;
-    }
-    for (const p of this.pins) {
-      const st = statSync(p.path, { bigint: true, throwIfNoEntry: false });
-      if (!st || st.dev !== p.dev || st.ino !== p.ino) {
-        this.fail(`${p.path} now leads to another directory`);
-        return this.why;
+    try {
+      if (readFileSync('/proc/self/mountinfo', 'utf8') !== this.mountTable) this.fail('the mount table changed');
+      for (const p of this.pins) {
+        const st = statSync(p.path, { bigint: true, throwIfNoEntry: false });
+        if (!st || st.dev !== p.dev || st.ino !== p.ino) this.fail(`${p.path} now leads to another directory`);
       }
+    } catch (e) {
+      this.fail(`cannot check: ${(e as Error).message}`);
     }
+    if (this.why) return this.why;
     const name = randomBytes(9).toString('base64url');
     const back = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), FENCE_TIMEOUT_MS);
