@@ -91,8 +91,10 @@ int main(int argc, char **argv) {
       struct relay *r = &relays[nrelays];
       if (argv[i][2] == 'r') parse_relay(argv[++i], r);
       else parse_expose(argv[++i], r);
+      // Several host listeners may lead to one sandbox port (127.0.0.1 and ::1, or two host
+      // ports): only a listener, or a descriptor, given twice is a mistake.
       for (int k = 0; k < nrelays; k++) {
-        if (strcmp(relays[k].label, r->label) == 0)
+        if (r->kind == RELAY_TO_UNIX && relays[k].kind == RELAY_TO_UNIX && strcmp(relays[k].label, r->label) == 0)
           die("srt-init: %s: %s given twice", argv[i - 1], r->label);
         if (r->kind == RELAY_TO_SANDBOX && relays[k].listen_fd == r->listen_fd)
           die("srt-init: --expose: descriptor %d given twice", r->listen_fd);

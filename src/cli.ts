@@ -35,9 +35,10 @@ interface PolicyOptions {
   allowWrite?: string[];
   denyRead?: string[];
   with?: string[];
+  expose?: string[];
 }
 
-const POLICY_KEYS = ['settings', 'allowDomain', 'allowWrite', 'denyRead', 'with'] as const;
+const POLICY_KEYS = ['settings', 'allowDomain', 'allowWrite', 'denyRead', 'with', 'expose'] as const;
 
 /** A subcommand's policy options after the program's (`srt --with npm config --allow-write x`). */
 function mergedPolicyOptions(parent: PolicyOptions, own: PolicyOptions): PolicyOptions {
@@ -94,7 +95,8 @@ function addPolicyOptions(cmd: Command): Command {
     .option('--allow-domain <domain>', 'allow network access to DOMAIN, e.g. github.com or *.npmjs.org (repeatable)', collect)
     .option('--allow-write <path>', 'allow writing under PATH (repeatable)', collect)
     .option('--deny-read <path>', 'hide PATH from the command (repeatable)', collect)
-    .option('--with <tool>', `add what TOOL needs: its registries and its cache directory (repeatable; srt help presets): ${PRESET_NAMES.join(', ')}`, collectPreset);
+    .option('--with <tool>', `add what TOOL needs: its registries and its cache directory (repeatable; srt help presets): ${PRESET_NAMES.join(', ')}`, collectPreset)
+    .option('--expose <port>', "let the host's localhost:PORT reach a server the command starts on PORT (repeatable; HOSTPORT:PORT, or [::1]:HOSTPORT:PORT for one address; network.exposePorts)", collect);
 }
 
 // One argument is run by the shell when it contains whitespace or shell syntax.
@@ -109,7 +111,7 @@ function loadOptions(opts: PolicyOptions): LoadOptions {
     cwd: process.cwd(),
     home: homedir(),
     settingsFiles: opts.settings ?? [],
-    flags: { allowDomain: opts.allowDomain ?? [], allowWrite: opts.allowWrite ?? [], denyRead: opts.denyRead ?? [], with: opts.with ?? [] },
+    flags: { allowDomain: opts.allowDomain ?? [], allowWrite: opts.allowWrite ?? [], denyRead: opts.denyRead ?? [], with: opts.with ?? [], expose: opts.expose ?? [] },
   };
 }
 

@@ -94,8 +94,10 @@ export type MintHandling = 'deny' | 'allow';
 
 /** `network.exposePorts`: the host's hostAddress:hostPort reaches the sandbox's 127.0.0.1:sandboxPort. */
 export interface ExposedPort {
-  /** A loopback address of the host (127.0.0.1 unless the entry names another). */
+  /** A loopback address of the host: an entry without one is both 127.0.0.1 and ::1. */
   hostAddress: string;
+  /** The ::1 of an entry without an address: bound only where the host has an IPv6 loopback. */
+  ifAvailable?: true;
   hostPort: number;
   sandboxPort: number;
   source: Source;

@@ -5,7 +5,7 @@
 // show (`dryRun`), the credential plan's `source` commands run here, and the presets' cache
 // directories and srt's key directory are made.
 
-import { accessSync, constants as fsConstants, lstatSync, mkdirSync, readdirSync, readlinkSync, statSync } from 'node:fs';
+import { accessSync, constants as fsConstants, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { CredentialPlan } from '../credentials/plan.js';
@@ -166,13 +166,27 @@ function relayPlan(policy: Policy, runDir: string, warnings: string[]):
     for (const address of f.listen) relays.push({ address, port: f.port, socketPath });
     return { socketPath, host: f.host, port: f.port };
   });
-  const exposes: HostListen[] = policy.network.exposePorts.map((e, i) => ({
+  const exposes: HostListen[] = hostExposes(policy).map((e, i) => ({
     fd: PARENT_STAT_FD + 1 + i, hostAddress: e.hostAddress, hostPort: e.hostPort, sandboxPort: e.sandboxPort,
   }));
   if (relays.length + exposes.length > MAX_LISTENERS) {
     throw new SandboxError(`too many local services: ${relays.length - 4} forwarded and ${exposes.length} exposed port listeners; srt supports ${MAX_LISTENERS - 4} in all`);
   }
   return { relays, exposes, forwards, proxySockets };
+}
+
+/** The exposed ports bound on this host: the ::1 of an entry without an address only where lo has it. */
+function hostExposes(policy: Policy): Policy['network']['exposePorts'] {
+  const all = policy.network.exposePorts;
+  return all.some((e) => e.ifAvailable) && !hostHasIpv6Loopback() ? all.filter((e) => !e.ifAvailable) : all;
+}
+
+function hostHasIpv6Loopback(): boolean {
+  try {
+    return /^0{31}1 .* lo$/m.test(readFileSync('/proc/net/if_inet6', 'utf8'));
+  } catch {
+    return false; // no IPv6 in this kernel
+  }
 }
 
 /** The Unix sockets of srt's HTTP and SOCKS proxies, where the relays lead. */
@@ -223,7 +237,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: TreeSearch): 
     deny: [...credentials.denyFiles.map((d) => d.rule), ...srtSecretRules(policy.home)],
     // bwrap reads each sentinel copy from a pipe, on the descriptors after the exposed ports'
     // and the supervisor's report descriptor.
-    masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + policy.network.exposePorts.length + i, mode: m.mode })),
+    masked: credentials.maskFiles.map((m, i) => ({ path: m.path, fd: PARENT_STAT_FD + 2 + hostExposes(policy).length + i, mode: m.mode })),
   };
 
   const helper = findInitHelper();

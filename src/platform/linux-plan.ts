@@ -88,7 +88,7 @@ function networkLines(policy: Policy, g: LinuxFacts): string[] {
     if (!g.forwards.some((x) => x.host === f.host && x.port === f.port)) continue; // not bindable (a warning says why)
     lines.push(`${describeForward(f)}, each connection decided by srt's proxy (network.allowedDomains "${f.rule}")`);
   }
-  for (const e of policy.network.exposePorts) lines.push(`${describeExpose(e)} (network.exposePorts; [::1] when 127.0.0.1 refuses)`);
+  for (const e of policy.network.exposePorts) lines.push(`${describeExpose(e)} (network.exposePorts${e.ifAvailable ? ', where the host has an IPv6 loopback' : ''}; inside, [::1] when 127.0.0.1 refuses)`);
   return lines;
 }
 

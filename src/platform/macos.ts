@@ -205,7 +205,8 @@ function macosPlan(policy: Policy, f: MacosFacts, argv: string[]): SpawnPlan {
   if (own.httpProxyPort !== undefined) network.push(`the HTTP proxy relays to your own proxy on 127.0.0.1:${own.httpProxyPort}`);
   if (own.socksProxyPort !== undefined) network.push(`the SOCKS5 proxy relays to your own proxy on 127.0.0.1:${own.socksProxyPort}`);
   for (const fw of forwardedPorts(own)) network.push(`localhost:${fw.port}: reached directly (network.allowedDomains "${fw.rule}"; macOS has no private loopback)`);
-  for (const e of own.exposePorts) network.push(`localhost:${e.sandboxPort}: the command may listen there and the host reach it (network.exposePorts)`);
+  // No private loopback: the command's server is the host's, whatever address the host dials.
+  for (const e of own.exposePorts.filter((x) => !x.ifAvailable)) network.push(`localhost:${e.sandboxPort}: the command may listen there and the host reach it (network.exposePorts)`);
   const spawn = [[SANDBOX_EXEC], ['-p', f.plan.profile], ...params(f, DRY_HTTP, DRY_SOCKS).map(([k, v]) => ['-D', ports(`${k}=${v}`)]), ['--', ...argv]];
   const sections: SpawnPlan['sections'] = [
     {

@@ -373,7 +373,7 @@ export function buildSeatbeltProfile(policy: Policy, facts: SeatbeltFacts): Seat
       ...ports.map((p) => sx('remote', 'ip', sbplString(`localhost:${p}`))));
   }
   const exposed = [...new Set(policy.network.exposePorts.map((e) => e.sandboxPort))].sort((a, b) => a - b);
-  for (const e of policy.network.exposePorts) {
+  for (const e of policy.network.exposePorts.filter((x) => !x.ifAvailable)) {
     if (e.hostPort !== e.sandboxPort) warnings.push(`network.exposePorts ${e.hostPort}:${e.sandboxPort}: macOS has no private loopback, so the host reaches the command's server at localhost:${e.sandboxPort} itself (no remapping)`);
   }
   if (exposed.length) {

@@ -77,9 +77,11 @@ function port(text: string): number | null {
 /**
  * One `exposePorts` entry: `3000`, `"3000"`, `"8080:80"` (host 8080 → sandbox 80) or
  * `"127.0.0.1:8080:80"` / `"[::1]:8080:80"`. Only the host's loopback may be bound: a sandboxed
- * server must not become reachable from the network. A string is the reason it is invalid.
+ * server must not become reachable from the network. An entry without an address is the host's
+ * `localhost`, both loopbacks (a client may try either first); its ::1 only where the host has
+ * one. A string is the reason it is invalid.
  */
-export function parseExposeEntry(entry: number | string): Omit<ExposedPort, 'source'> | string {
+export function parseExposeEntry(entry: number | string): Array<Omit<ExposedPort, 'source'>> | string {
   const text = String(entry).trim();
   const m = /^(?:(\[[^\]]*\]|[^:[\]]+):)?(?:([^:]+):)?([^:]+)$/.exec(text);
   if (!m) return `invalid entry "${text}" (use PORT, HOSTPORT:SANDBOXPORT or ADDRESS:HOSTPORT:SANDBOXPORT)`;
@@ -94,7 +96,8 @@ export function parseExposeEntry(entry: number | string): Omit<ExposedPort, 'sou
   if (isIP(bare) === 0 || !isLoopbackAddress(bare)) return `"${text}": only the host's loopback can be exposed (127.0.0.1 or [::1]), so the sandbox is never reachable from the network`;
   const use = srtPortUse(sandboxPort);
   if (use) return `"${text}": port ${sandboxPort} cannot be exposed: ${use}`;
-  return { hostAddress: bare, hostPort, sandboxPort };
+  if (addr !== undefined) return [{ hostAddress: bare, hostPort, sandboxPort }];
+  return [{ hostAddress: '127.0.0.1', hostPort, sandboxPort }, { hostAddress: '::1', hostPort, sandboxPort, ifAvailable: true }];
 }
 
 /** `127.0.0.1:3000 → sandbox :3000`, for `srt config` and `--dry-run`. */

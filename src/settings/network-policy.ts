@@ -63,23 +63,28 @@ function reasons(m: LayerMerge): Record<string, string> {
   return out;
 }
 
-export function exposeEntry(layer: Layer, i: number, entry: number | string): ExposedPort {
+export function exposeEntry(layer: Layer, i: number, entry: number | string): ExposedPort[] {
   const parsed = parseExposeEntry(entry);
   if (typeof parsed === 'string') throw new SettingsError(`${where(layer.source, `network.exposePorts[${i}]`)}: ${parsed}`);
-  return { ...parsed, source: layer.source };
+  return parsed.map((e) => ({ ...e, source: layer.source }));
 }
 
-/** The union of every scope's exposePorts; a host address:port exposed twice to different sandbox ports is an error. */
+/**
+ * The union of every scope's exposePorts, one per host address:port; the same one exposed to
+ * different sandbox ports is an error, except that an entry naming [::1] takes the ::1 of an
+ * entry that named no address.
+ */
 function exposePorts(m: LayerMerge): ExposedPort[] {
   const out = new Map<string, ExposedPort>();
   for (const layer of m.layers) {
     (layer.doc.network?.exposePorts ?? []).forEach((entry, i) => {
-      const e = exposeEntry(layer, i, entry);
-      const key = `${e.hostAddress} ${e.hostPort}`;
-      const seen = out.get(key);
-      if (!seen) out.set(key, e);
-      else if (seen.sandboxPort !== e.sandboxPort) {
-        throw new SettingsError(`${where(layer.source, `network.exposePorts[${i}]`)}: ${describeExpose(e)} conflicts with ${describeExpose(seen)} (${label(seen.source)})`);
+      for (const e of exposeEntry(layer, i, entry)) {
+        const key = `${e.hostAddress} ${e.hostPort}`;
+        const seen = out.get(key);
+        if (!seen || (seen.ifAvailable && !e.ifAvailable)) out.set(key, e);
+        else if (seen.sandboxPort !== e.sandboxPort && !e.ifAvailable) {
+          throw new SettingsError(`${where(layer.source, `network.exposePorts[${i}]`)}: ${describeExpose(e)} conflicts with ${describeExpose(seen)} (${label(seen.source)})`);
+        }
       }
     });
   }

@@ -35,13 +35,15 @@ export interface SettingsLayer {
   reference?: true;
 }
 
-/** The `--allow-domain`, `--allow-write`, `--deny-read`, `--with` flags (CLI scope, relative to cwd). */
+/** The `--allow-domain`, `--allow-write`, `--deny-read`, `--with`, `--expose` flags (CLI scope, relative to cwd). */
 export interface CliFlags {
   allowDomain?: string[];
   allowWrite?: string[];
   denyRead?: string[];
   /** Toolchain presets (names checked by the caller). */
   with?: string[];
+  /** `--expose`: exposePorts entries. */
+  expose?: string[];
 }
 
 export interface PolicyBuild {
@@ -75,6 +77,7 @@ export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[
   if (flags.allowWrite?.length) layers.push(flagLayer('--allow-write', { filesystem: { allowWrite: [...flags.allowWrite] } }));
   if (flags.denyRead?.length) layers.push(flagLayer('--deny-read', { filesystem: { denyRead: [...flags.denyRead] } }));
   if (flags.with?.length) layers.push(flagLayer('--with', { presets: [...flags.with] }));
+  if (flags.expose?.length) layers.push(flagLayer('--expose', { network: { exposePorts: [...flags.expose] } }));
 
   // Scope order, stable within a scope.
   const ordered = SCOPE_ORDER.flatMap((scope) => layers.filter((l) => l.scope === scope));

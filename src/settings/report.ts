@@ -190,7 +190,7 @@ export function configText(report: SettingsReport, credentials?: CredentialPlan)
   scalarRow('network.allowLocalBinding', p.network.allowLocalBinding);
   scalarRow('network.httpProxyPort', p.network.httpProxyPort);
   scalarRow('network.socksProxyPort', p.network.socksProxyPort);
-  list('network.exposePorts', p.network.exposePorts.map((e) => [describeExpose(e), e.source]));
+  list('network.exposePorts', p.network.exposePorts.map((e) => [`${describeExpose(e)}${e.ifAvailable ? ' (where the host has an IPv6 loopback)' : ''}`, e.source]));
   const tls = p.network.tlsTerminate;
   if (!tls) rows.push(['network.tlsTerminate', 'off', src(report.sources['network.tlsTerminate'] ?? { scope: 'default' })]);
   else {

@@ -178,7 +178,7 @@ function build(zod: ZodModule) {
       .array(z.union([port, nonEmpty]))
       .optional()
       .describe(
-        'Servers the command starts, reachable from the host while the run lasts: 3000 (the host\'s 127.0.0.1:3000 → the sandbox\'s 127.0.0.1:3000), "8080:80" (host port 8080 → sandbox port 80), "127.0.0.1:8080:80" or "[::1]:8080:80". Host loopback only, not srt\'s own 3128 and 1080; user, CLI and managed scope only.',
+        'Servers the command starts, reachable from the host while the run lasts: 3000 (the host\'s localhost:3000, 127.0.0.1 and [::1] where the host has it → the sandbox\'s 127.0.0.1:3000), "8080:80" (host port 8080 → sandbox port 80), "127.0.0.1:8080:80" or "[::1]:8080:80" (one address). --expose PORT adds one for a run. Host loopback only, not srt\'s own 3128 and 1080; user, CLI and managed scope only.',
       )
       .meta({ default: [] }),
     mitmProxy: unsupported('network.mitmProxy').optional(),

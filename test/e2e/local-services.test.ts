@@ -38,9 +38,9 @@ function freePort(host = '127.0.0.1'): Promise<number> {
 }
 
 /** Connect from the host; resolves with what the peer sent before closing, or the error code. */
-function fetchFromHost(port: number, path = '/'): Promise<string> {
+function fetchFromHost(port: number, path = '/', host = '127.0.0.1'): Promise<string> {
   return new Promise((resolve) => {
-    const s = connect(port, '127.0.0.1', () => s.end(`GET ${path} HTTP/1.0\r\n\r\n`));
+    const s = connect(port, host, () => s.end(`GET ${path} HTTP/1.0\r\n\r\n`));
     let b = '';
     s.setTimeout(10_000, () => s.destroy());
     s.on('data', (d) => (b += d));
@@ -335,6 +335,35 @@ describe('exposed ports (network.exposePorts)', () => {
     expect(await fetchFromHost(port)).toBe('ECONNREFUSED');
   });
 
+  it('--expose PORT: a server started inside on 127.0.0.1 is reached from the host at 127.0.0.1, [::1] and localhost; both closed after the run', async () => {
+    const port = await freePort();
+    const www = join(tmp.path, 'www-expose');
+    mkdirSync(www, { recursive: true });
+    writeFileSync(join(www, 'index.html'), 'served through --expose\n');
+    const script = `cd ${www} && (timeout 20 python3 -m http.server --bind 127.0.0.1 ${port} >/dev/null 2>&1 &) && ` +
+      `for i in $(seq 1 200); do python3 -c "import socket; socket.create_connection(('127.0.0.1', ${port}))" 2>/dev/null && break; sleep 0.05; done; ` +
+      `echo; echo ready; read line`;
+    const child = execa(process.execPath, [SRT_BIN, '--expose', String(port), '-c', script], {
+      cwd, env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, extendEnv: false, reject: false, timeout: 60_000, stdin: 'pipe',
+    });
+    track(child);
+    await new Promise<void>((resolve) => {
+      child.stdout!.on('data', (d: Buffer) => { if (d.toString().includes('ready')) resolve(); });
+      void child.then(() => resolve());
+    });
+    const get = (url: string) => execa('curl', ['-sS', '-g', '--max-time', '10', url], { reject: false });
+    expect((await get(`http://127.0.0.1:${port}/index.html`)).stdout).toBe('served through --expose');
+    if (HAS_IPV6) expect((await get(`http://[::1]:${port}/index.html`)).stdout).toBe('served through --expose');
+    // Node's localhost is whichever address the resolver lists first.
+    expect(await fetchFromHost(port, '/index.html', 'localhost')).toMatch(/\r\n\r\nserved through --expose\n$/);
+    child.stdin!.end('\n');
+    const r = await child;
+    expect(r.exitCode, String(r.stderr)).toBe(0);
+    expect(r.stderr).toBe('');
+    expect(await fetchFromHost(port)).toBe('ECONNREFUSED');
+    if (HAS_IPV6) expect(await fetchFromHost(port, '/', '::1')).toBe('ECONNREFUSED');
+  });
+
   it('two concurrent runs exposing one port: the second exits 125 clearly and runs nothing', async () => {
     const port = await freePort();
     const settings = settingsFile({ network: { exposePorts: [`127.0.0.1:${port}:3000`] } });
@@ -369,6 +398,7 @@ describe('exposed ports (network.exposePorts)', () => {
     const settings = settingsFile({ network: { allowedDomains: ['localhost:5432', '[::1]:6379', 'example.com'], exposePorts: [3000, '127.0.0.1:8081:80'] } });
     const config = await srt(['config', '--settings', settings], { home, cwd });
     expect(config.stdout).toContain('host 127.0.0.1:3000 → sandbox 127.0.0.1:3000');
+    expect(config.stdout).toContain('host [::1]:3000 → sandbox 127.0.0.1:3000 (where the host has an IPv6 loopback)');
     expect(config.stdout).toContain('host 127.0.0.1:8081 → sandbox 127.0.0.1:80');
     expect(config.stdout).toMatch(/sandbox 127\.0\.0\.1:5432, \[::1\]:5432 → host localhost:5432 +\(localhost:5432, cli /);
     expect(config.stdout).toMatch(/sandbox \[::1\]:6379 → host \[::1\]:6379/);
@@ -377,10 +407,11 @@ describe('exposed ports (network.exposePorts)', () => {
       { value: 'localhost:5432', listen: ['127.0.0.1:5432', '[::1]:5432'], source: { scope: 'cli', file: settings } },
       { value: '[::1]:6379', listen: ['[::1]:6379'], source: { scope: 'cli', file: settings } },
     ]);
-    expect(json.settings.network.exposePorts.map((e: { value: string }) => e.value)).toEqual(['127.0.0.1:3000:3000', '127.0.0.1:8081:80']);
+    expect(json.settings.network.exposePorts.map((e: { value: string }) => e.value)).toEqual(['127.0.0.1:3000:3000', '[::1]:3000:3000', '127.0.0.1:8081:80']);
     const dry = await srt(['--dry-run', '--settings', settings, '--', 'true'], { home, cwd });
     expect(dry.exitCode, dry.stderr).toBe(0);
-    expect(dry.stdout).toMatch(/srt-init --host-listen 6:127\.0\.0\.1:3000 --host-listen 7:127\.0\.0\.1:8081 -- \\\n {2}\/\S*bwrap/);
+    const listens = HAS_IPV6 ? "6:127\\.0\\.0\\.1:3000 --host-listen '7:\\[::1\\]:3000' --host-listen 8:127\\.0\\.0\\.1:8081" : '6:127\\.0\\.0\\.1:3000 --host-listen 7:127\\.0\\.0\\.1:8081';
+    expect(dry.stdout).toMatch(new RegExp(`srt-init --host-listen ${listens} -- \\\\\\n {2}/\\S*bwrap`));
     expect(dry.stdout).toContain('sandbox 127.0.0.1:5432, [::1]:5432 → host localhost:5432, each connection decided by srt\'s proxy (network.allowedDomains "localhost:5432")');
     expect(dry.stdout).toContain('host 127.0.0.1:8081 → sandbox 127.0.0.1:80 (network.exposePorts');
     // Connecting to sandbox port 80 needs no capability; listening on a forwarded port below 1024 does.

@@ -117,13 +117,17 @@ describe('forwardedPorts', () => {
 });
 
 describe('exposePorts entries', () => {
+  // Without an address: the host's localhost, both loopbacks (::1 where the host has it).
+  const both = (hostPort: number, sandboxPort: number) => [
+    { hostAddress: '127.0.0.1', hostPort, sandboxPort }, { hostAddress: '::1', hostPort, sandboxPort, ifAvailable: true },
+  ];
   it.each([
-    [3000, { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }],
-    ['3000', { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }],
-    ['8080:80', { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80 }],
-    ['127.0.0.1:8080:80', { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80 }],
-    ['127.0.0.9:8080:80', { hostAddress: '127.0.0.9', hostPort: 8080, sandboxPort: 80 }],
-    ['[::1]:8080:80', { hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }],
+    [3000, both(3000, 3000)],
+    ['3000', both(3000, 3000)],
+    ['8080:80', both(8080, 80)],
+    ['127.0.0.1:8080:80', [{ hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80 }]],
+    ['127.0.0.9:8080:80', [{ hostAddress: '127.0.0.9', hostPort: 8080, sandboxPort: 80 }]],
+    ['[::1]:8080:80', [{ hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }]],
   ] as const)('%s', (entry, expected) => {
     expect(parseExposeEntry(entry)).toEqual(expected);
   });
@@ -151,11 +155,30 @@ describe('exposePorts entries', () => {
 describe('settings', () => {
   it('exposePorts: a union over scopes, de-duplicated, with sources', () => {
     const p = buildPolicy(ctx, [layer('user', { network: { exposePorts: [3000, '8080:80'] } }), layer('cli', { network: { exposePorts: ['127.0.0.1:3000:3000', 9000] } })]);
+    const cli = { scope: 'cli', file: '/cli.json' };
+    const user = { scope: 'user', file: '/user.json' };
     expect(p.network.exposePorts).toEqual([
-      { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000, source: { scope: 'cli', file: '/cli.json' } },
-      { hostAddress: '127.0.0.1', hostPort: 9000, sandboxPort: 9000, source: { scope: 'cli', file: '/cli.json' } },
-      { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80, source: { scope: 'user', file: '/user.json' } },
+      { hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000, source: cli },
+      { hostAddress: '127.0.0.1', hostPort: 9000, sandboxPort: 9000, source: cli },
+      { hostAddress: '::1', hostPort: 9000, sandboxPort: 9000, ifAvailable: true, source: cli },
+      { hostAddress: '::1', hostPort: 3000, sandboxPort: 3000, ifAvailable: true, source: user },
+      { hostAddress: '127.0.0.1', hostPort: 8080, sandboxPort: 80, source: user },
+      { hostAddress: '::1', hostPort: 8080, sandboxPort: 80, ifAvailable: true, source: user },
     ]);
+  });
+
+  it('exposePorts: an entry that names [::1] takes the ::1 of one that named no address, in any order; --expose is cli scope', () => {
+    for (const list of [[3000, '[::1]:3000:4000'], ['[::1]:3000:4000', 3000]]) {
+      const p = buildPolicy(ctx, [layer('user', { network: { exposePorts: list } })]);
+      expect(p.network.exposePorts.map((e) => [e.hostAddress, e.hostPort, e.sandboxPort, e.ifAvailable ?? false]).sort()).toEqual([
+        ['127.0.0.1', 3000, 3000, false], ['::1', 3000, 4000, false],
+      ]);
+    }
+    const flag = buildPolicy(ctx, [], { expose: ['3000'] });
+    expect(flag.network.exposePorts.map((e) => [e.hostAddress, e.source])).toEqual([
+      ['127.0.0.1', { scope: 'cli', flag: '--expose' }], ['::1', { scope: 'cli', flag: '--expose' }],
+    ]);
+    expect(() => buildPolicy(ctx, [], { expose: ['0.0.0.0:80:80'] })).toThrow(/^--expose: "0\.0\.0\.0:80:80": only the host's loopback/);
   });
 
   it('errors name the file, the key and the fix', () => {
