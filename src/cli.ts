@@ -165,6 +165,8 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     } catch {
       throw new Fatal([`--control-fd ${opts.controlFd}: not an open file descriptor`]);
     }
+    const refused = (await import('./control-fd.js')).controlFdRefusal(opts.controlFd, report.policy);
+    if (refused) throw new Fatal([refused]);
   }
   let sandbox: SandboxType | undefined;
   let stopControl = () => {};

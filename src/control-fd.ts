@@ -1,8 +1,9 @@
 // `srt --control-fd N` (CLI only, loaded when the option is given).
 
-import { createReadStream, fstatSync } from 'node:fs';
+import { createReadStream, fstatSync, lstatSync, readlinkSync } from 'node:fs';
 import { Socket } from 'node:net';
 import { createInterface } from 'node:readline';
+import { insideWritable, writableRoots } from './platform/writable.js';
 import type { Policy } from './policy.js';
 import { forwardedPorts } from './proxy/local-services.js';
 import type { Sandbox } from './sandbox.js';
@@ -49,6 +50,39 @@ export function applyControl(running: Policy, next: Policy): { policy: Policy; f
     else (network as Record<string, unknown>)[k] = running.network[k];
   }
   return { policy: { ...running, network, warnings: next.warnings, ignored: next.ignored }, fixed };
+}
+
+/**
+ * Why descriptor `fd` may not carry the control lines of a run of `policy`, or null. A FIFO or file
+ * the command may write would let it rewrite its own policy mid-run: its inode is judged where its
+ * one name lies (the descriptor's path, checked to hold that very inode), as `--log` is, and
+ * refused inside a writable root. One srt cannot name (another name elsewhere, a name that no
+ * longer holds it, no /proc/self/fd to ask) is refused too. Anonymous pipes, sockets, and a deleted
+ * file nothing names any more stay allowed.
+ */
+export function controlFdRefusal(fd: number, policy: Policy): string | null {
+  const st = fstatSync(fd, { bigint: true });
+  if (!st.isFIFO() && !st.isFile()) return null;
+  const what = st.isFIFO() ? 'a FIFO' : 'a file';
+  const label = `--control-fd ${fd}`;
+  const instead = 'pass a pipe (srt --control-fd 3 ... 3< <(producer)) or a socket instead';
+  let name = '';
+  try {
+    name = readlinkSync(`/proc/self/fd/${fd}`);
+  } catch { /* no /proc (macOS): nothing names it */ }
+  if (st.isFIFO() && /^pipe:\[\d+\]$/.test(name)) return null;
+  if (st.nlink === 0n) return null;
+  if (st.nlink > 1n) return `${label} is ${what} with ${st.nlink} names: srt cannot tell whether the command may write one of them; ${instead}`;
+  let named = false;
+  try {
+    const at = lstatSync(name, { bigint: true });
+    named = at.dev === st.dev && at.ino === st.ino;
+  } catch { /* not there */ }
+  if (!named) return `${label} is ${what} srt cannot find by name${name ? ` (${name} holds something else)` : ''}, so it cannot tell whether the command may write it; ${instead}`;
+  if (policy.filesystem.disabled || insideWritable(name, writableRoots(policy))) {
+    return `${label} is ${what} inside a path the command may write (${name}): the command could rewrite its own policy while it runs; ${instead}, or keep it outside`;
+  }
+  return null;
 }
 
 /**

@@ -1,6 +1,7 @@
 // Hardening (issue: address guard, cleanup, other runs' files, …), end to end with the real srt.
+import { execFileSync } from 'node:child_process';
 import { execa } from 'execa';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, linkSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { attempt, keyValues, NO_SUPERVISOR, results, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
@@ -231,5 +232,43 @@ print(len(os.getcwd()))"`;
     expect(Number(r.stdout.trim())).toBeGreaterThan(4096);
     expect(readdirSync(join(w.home, '.srt', 'run'))).toEqual([]);
     expect(r.stderr).not.toContain('could not remove');
+  });
+});
+
+describe('--control-fd the command could write', () => {
+  // A FIFO or file in a writable path as the control descriptor let the command append lines that
+  // replace its own network policy while it runs. Refused before anything runs; pipes, sockets and
+  // what lies outside every writable path still work.
+  const run = (w: { home: string; cwd: string }, redirect: string) => execa('bash', ['-c', `${redirect} exec "$@"`, 'bash', process.execPath, SRT_BIN, '--control-fd', '3', '--', 'sh', '-c', 'echo ran > ran'],
+    { cwd: w.cwd, env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8' }, extendEnv: false, reject: false, timeout: 60_000 });
+
+  it('a FIFO or file inside a writable path (or with a second name there) is refused: exit 125, a clear error, nothing run', async () => {
+    const w = world();
+    execFileSync('mkfifo', [join(w.cwd, 'ctl')]);
+    writeFileSync(join(w.cwd, 'ctl.json'), '');
+    writeFileSync(join(w.root, 'linked.json'), '');
+    linkSync(join(w.root, 'linked.json'), join(w.cwd, 'linked.json'));
+    for (const [redirect, what] of [
+      ['exec 3<>ctl;', `a FIFO inside a path the command may write (${w.cwd}/ctl)`],
+      ['exec 3<ctl.json;', `a file inside a path the command may write (${w.cwd}/ctl.json)`],
+      [`exec 3<${join(w.root, 'linked.json')};`, 'a file with 2 names: srt cannot tell whether the command may write one of them'],
+    ] as const) {
+      const r = await run(w, redirect);
+      expect(r.exitCode, `${redirect} ${r.stderr}`).toBe(125);
+      expect(r.stderr).toContain(`srt: --control-fd 3 is ${what}`);
+      expect(existsSync(join(w.cwd, 'ran'))).toBe(false);
+    }
+  });
+
+  it('an anonymous pipe, and a FIFO or file outside every writable path, are accepted', async () => {
+    const w = world();
+    execFileSync('mkfifo', [join(w.root, 'ctl')]);
+    writeFileSync(join(w.root, 'ctl.json'), '');
+    for (const redirect of ['exec 3< <(true);', `exec 3<>${join(w.root, 'ctl')};`, `exec 3<${join(w.root, 'ctl.json')};`]) {
+      const r = await run(w, redirect);
+      expect(r.exitCode, `${redirect} ${r.stderr}`).toBe(0);
+      expect(readFileSync(join(w.cwd, 'ran'), 'utf8')).toBe('ran\n');
+      rmSync(join(w.cwd, 'ran'));
+    }
   });
 });
