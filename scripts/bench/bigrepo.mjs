@@ -7,13 +7,16 @@
 //  - with those and 1,000 literal denies of existing files inside it;
 //  - from an empty directory, with the same 1,000 literal denies (the repository then lies
 //    outside the writable paths: each directory holding a denied file must keep its deny);
-// and srt's own peak RSS (VmHWM, its node process alone) when the command has started.
+// and srt's own peak RSS (VmHWM, its node process alone) when the command has started; then the
+// library's next command in one sandbox (its tree search reused, docs/library.md "Many
+// commands") in the repository with the globs and the literal denies, against the next command
+// of a sandbox in the empty directory, interleaved.
 // Usage: node scripts/bench/bigrepo.mjs [--files N] [--rounds N] [--runs N] [--keep DIR] [--vs LIST]
 // (--vs: lib.mjs peersFromArgs; a peer without settings files, Codex, gets the first two cases.)
 import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bigRepository, median, peersFromArgs, report, scratch, SRT, timeCommand } from './lib.mjs';
+import { bigRepository, median, peersFromArgs, report, REPO, scratch, SRT, timeCommand } from './lib.mjs';
 
 const arg = (name) => {
   const i = process.argv.indexOf(name);
@@ -111,6 +114,39 @@ try {
     ['  literal denies outside (MB, target <= 150)', rss.outside.toFixed(1)],
   );
   report(rows);
+
+  // The library's next command: one sandbox each, created once (its first command not counted).
+  const { loadPolicy, Sandbox } = await import(join(REPO, 'dist', 'index.js'));
+  const lines = [];
+  const sandboxIn = async (cwd, file) => {
+    const sandbox = await Sandbox.create({ policy: loadPolicy({ cwd, home, settingsFiles: file ? [file] : [] }), onMessage: (l) => lines.push(l) });
+    const next = async () => {
+      const t0 = process.hrtime.bigint();
+      const status = await sandbox.run({ argv: ['/bin/true'] });
+      if (status !== 0) throw new Error(`srt's run exited ${status}: ${lines.join('\n')}`);
+      return Number(process.hrtime.bigint() - t0) / 1e6;
+    };
+    await next();
+    return { sandbox, next };
+  };
+  const lib = { empty: await sandboxIn(empty), repo: await sandboxIn(repo, globsLiteral) };
+  const next = { empty: [], repo: [] };
+  for (let round = 0; round < rounds; round++) {
+    for (const k of ['empty', 'repo']) {
+      const xs = [];
+      for (let i = 0; i < runs * 2; i++) xs.push(await lib[k].next());
+      next[k].push(median(xs));
+    }
+  }
+  const searched = lib.repo.sandbox.prepare({ argv: ['/bin/true'] }).treeSearch;
+  for (const k of ['empty', 'repo']) await lib[k].sandbox.dispose();
+  const nm = { empty: median(next.empty), repo: median(next.repo) };
+  const nrange = (k) => `${Math.min(...next[k]).toFixed(1)}–${Math.max(...next[k]).toFixed(1)}`;
+  report([
+    ['library next command, empty directory (median ms, range)', `${nm.empty.toFixed(1)} (${nrange('empty')})`],
+    [`  in the repository with the globs and ${made.denied.length} literal denies: added ms (target <= 10)`, `+${(nm.repo - nm.empty).toFixed(1)} (${(nm.repo / nm.empty).toFixed(2)}x; ${nrange('repo')} ms)`],
+    ['  tree searches in all its runs', `${searched.searches} (reused: ${searched.reused}, ${searched.watched} directories watched${searched.stale ? `; ${searched.stale}` : ''})`],
+  ]);
 } finally {
   s.cleanup();
 }

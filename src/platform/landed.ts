@@ -17,7 +17,7 @@ import type { Policy } from '../policy.js';
 import {
   HOME_PROTECTED, HOME_PROTECTED_FILES, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, protectedPlan, TOOL_RUN_DIRS, type ProtectedPlan, type ProtectedTarget,
 } from '../profiles/protected.js';
-import { resolveLanding } from './landing.js';
+import { landingResolver } from './landing.js';
 import type { ProtectedScan } from './search.js';
 import { ownFiles } from './self.js';
 
@@ -45,6 +45,17 @@ export interface Landed {
 }
 
 export function protectedByLanding(input: LandedInput): Landed {
+  // One resolver for all (the home's files share their directories): a walk per path from `/`
+  // was most of a next command's planning.
+  const resolver = landingResolver();
+  try {
+    return landedWith(input, resolver.resolve);
+  } finally {
+    resolver.close();
+  }
+}
+
+function landedWith(input: LandedInput, resolveLanding: (path: string) => Landing): Landed {
   const { roots, home, env } = input;
   const targets = new Map<string, ProtectedTarget>();
   const warnings: string[] = [];
