@@ -65,6 +65,21 @@ function listed(all: string[]): Pick<Check, 'items' | 'more'> {
   return out;
 }
 
+/** `edit /a/settings.json lines 3, 4 and 9 (…)`: where every problem is, file by file. */
+function settingsFix(problems: readonly string[]): string {
+  const located = /^(.+?):(\d+)(?::\d+)?: /;
+  const lines = new Map<string, Set<number>>();
+  for (const p of problems) {
+    const m = located.exec(p);
+    if (m) lines.set(m[1]!, (lines.get(m[1]!) ?? new Set()).add(Number(m[2])));
+  }
+  const and = (xs: string[]) => (xs.length > 1 ? `${xs.slice(0, -1).join(', ')} and ${xs[xs.length - 1]}` : xs.join(''));
+  const at = [...lines].map(([file, ns]) => `${file} line${ns.size > 1 ? 's' : ''} ${and([...ns].sort((x, y) => x - y).map(String))}`);
+  if (at.length === 0) return 'fix each problem above (srt config lists each)';
+  const others = problems.some((p) => !located.test(p)) ? ', and the problems above that name no line' : '';
+  return `edit ${and(at)}${others} (srt config lists each)`;
+}
+
 function run(file: string, args: string[]): Promise<{ ok: boolean; out: string }> {
   return new Promise((resolve) => {
     execFile(file, args, { timeout: 10_000 }, (err, stdout, stderr) => resolve({ ok: !err, out: `${stdout}${stderr}`.trim() }));
@@ -180,7 +195,8 @@ function settingsChecks(load: LoadOptions): { checks: Check[]; policy?: Policy }
       ? `${problems.length} problem${problems.length === 1 ? '' : 's'} in ${broken.length + (inspection.errors.length ? 1 : 0)} place(s); srt refuses to run until they are fixed`
       : inspection.files.length === 0 ? 'no settings files: the built-in defaults apply'
         : `${inspection.files.length} file${inspection.files.length === 1 ? '' : 's'} found, all valid`,
-    ...(problems.length ? { fix: 'fix each line below (srt config shows the same)', ...listed(problems) } : listed(inspection.files.map((f) => `${f.scope} ${f.path}`))),
+    // The fix names the line of every problem; the items are the first ones, as in every check.
+    ...(problems.length ? { fix: settingsFix(problems), ...listed(problems) } : listed(inspection.files.map((f) => `${f.scope} ${f.path}`))),
   });
   const report = inspection.report;
   if (!report) return { checks };

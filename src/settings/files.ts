@@ -338,7 +338,9 @@ export function lineOfKey(file: string, key: string): number | undefined {
   } catch {
     return undefined;
   }
-  const want = key.split(/\.|(?=\[)/).map((p) => (p.startsWith('[') ? Number(p.slice(1, -1)) : p));
+  // `a.b[2]`, and `a["x.y"]` for an object key (deniedDomainReasons) that may hold dots.
+  const want = [...key.matchAll(/\[("(?:[^"\\]|\\.)*")\]|\[(\d+)\]|([^.[\]]+)/g)]
+    .map((m) => (m[1] !== undefined ? JSON.parse(m[1]) as string : m[2] !== undefined ? Number(m[2]) : m[3]!));
   const lineAt = (offset: number) => text.slice(0, offset).split('\n').length;
   try {
     if (isYaml(file)) {
@@ -361,6 +363,24 @@ export function lineOfKey(file: string, key: string): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Problems of one settings file (`FILE: key.path: message`) in file order, each as
+ * `FILE:LINE: key.path: message` where its entry is found; lines of another form, or whose entry
+ * is not found, keep their form and come after.
+ */
+export function located(file: string, problems: readonly string[]): string[] {
+  const prefix = `${file}: `;
+  const at = problems.map((text) => {
+    if (!text.startsWith(prefix)) return { text };
+    const rest = text.slice(prefix.length);
+    const line = lineOfKey(file, rest.slice(0, rest.indexOf(': ')));
+    return line === undefined ? { text } : { text: `${file}:${line}: ${rest}`, line };
+  });
+  return at.map((p, i) => ({ ...p, i }))
+    .sort((a, b) => (a.line ?? Infinity) - (b.line ?? Infinity) || a.i - b.i)
+    .map((p) => p.text);
 }
 
 export function kindOf(value: unknown): string {

@@ -6,7 +6,7 @@ import type { MintHandling, PathRule, Policy, SigV4Handling, Source } from '../p
 import { forwardListenAddresses, srtPortUse } from '../proxy/local-services.js';
 import { envCredentials, fileCredentials, awsPairs } from './credentials-policy.js';
 import { SettingsError } from './errors.js';
-import type { FileScope } from './files.js';
+import { located, type FileScope } from './files.js';
 import { LayerMerge, SCOPE_ORDER, label, where, type Layer, type LayerApproval, type PolicyContext } from './layers.js';
 import { cidr, exposeEntry, networkPolicy, protectTlsFiles } from './network-policy.js';
 import { applyScopeRules } from './scope-rules.js';
@@ -84,29 +84,48 @@ export function buildPolicyWithSources(ctx: PolicyContext, input: SettingsLayer[
   return build(new LayerMerge(ctx, ordered));
 }
 
-/** A bad entry is an error even where a trust rule would drop it: a broken file stays broken. */
+/**
+ * A bad entry is an error even where a trust rule would drop it: a broken file stays broken.
+ * Every bad entry of a file is reported, in file order, not only the first.
+ */
 function checkEntries(m: LayerMerge): void {
   for (const layer of m.layers) {
+    const problems: string[] = [];
+    const check = (fn: () => unknown): void => {
+      try {
+        fn();
+      } catch (err) {
+        if (!(err instanceof SettingsError)) throw err;
+        problems.push(...err.lines);
+      }
+    };
     const { network: n, filesystem: fs, credentials: c } = layer.doc;
     for (const [key, list] of [['allowedDomains', 'allow'], ['deniedDomains', 'deny']] as const) {
-      (n?.[key] ?? []).forEach((e, i) => m.parseDomain(layer, `network.${key}[${i}]`, e, list, true));
+      (n?.[key] ?? []).forEach((e, i) => check(() => m.parseDomain(layer, `network.${key}[${i}]`, e, list, true)));
     }
-    (n?.allowedDomains ?? []).forEach((e, i) => {
-      for (const rule of m.parseDomain(layer, `network.allowedDomains[${i}]`, e, 'allow', true)) {
+    (n?.allowedDomains ?? []).forEach((e, i) => check(() => {
+      let rules: ReturnType<LayerMerge['parseDomain']>;
+      try {
+        rules = m.parseDomain(layer, `network.allowedDomains[${i}]`, e, 'allow', true);
+      } catch {
+        return; // said by the loop above
+      }
+      for (const rule of rules) {
         const use = forwardListenAddresses(rule) && srtPortUse(rule.port!);
         if (use) throw new SettingsError(`${where(layer.source, `network.allowedDomains[${i}]`)}: "${e}": a host loopback port is forwarded into the sandbox at the same port, and ${use}; this port cannot be forwarded`);
       }
-    });
-    (n?.exposePorts ?? []).forEach((e, i) => exposeEntry(layer, i, e));
+    }));
+    (n?.exposePorts ?? []).forEach((e, i) => check(() => exposeEntry(layer, i, e)));
     for (const e of Object.keys(n?.deniedDomainReasons ?? {})) {
-      m.parseDomain(layer, `network.deniedDomainReasons[${JSON.stringify(e)}]`, e, 'deny', true);
+      check(() => m.parseDomain(layer, `network.deniedDomainReasons[${JSON.stringify(e)}]`, e, 'deny', true));
     }
-    (n?.tlsTerminate?.excludeDomains ?? []).forEach((e, i) => m.parseDomain(layer, `network.tlsTerminate.excludeDomains[${i}]`, e, 'allow', true));
-    (n?.deniedResolvedAddresses ?? []).forEach((e, i) => cidr(layer, i, e));
+    (n?.tlsTerminate?.excludeDomains ?? []).forEach((e, i) => check(() => m.parseDomain(layer, `network.tlsTerminate.excludeDomains[${i}]`, e, 'allow', true)));
+    (n?.deniedResolvedAddresses ?? []).forEach((e, i) => check(() => cidr(layer, i, e)));
     for (const key of ['allowWrite', 'denyWrite', 'denyRead', 'allowRead'] as const) {
-      (fs?.[key] ?? []).forEach((e, i) => m.resolvePath(layer, `filesystem.${key}[${i}]`, e));
+      (fs?.[key] ?? []).forEach((e, i) => check(() => m.resolvePath(layer, `filesystem.${key}[${i}]`, e)));
     }
-    (c?.files ?? []).forEach((f, i) => m.resolvePath(layer, `credentials.files[${i}].path`, f.path));
+    (c?.files ?? []).forEach((f, i) => check(() => m.resolvePath(layer, `credentials.files[${i}].path`, f.path)));
+    if (problems.length) throw new SettingsError(layer.source.file !== undefined ? located(layer.source.file, problems) : problems);
   }
 }
 

@@ -7,7 +7,7 @@
 import { createRequire } from 'node:module';
 import type * as Zod from 'zod';
 import { SettingsError, didYouMean, formatKeyPath } from './errors.js';
-import { kindOf } from './files.js';
+import { kindOf, located } from './files.js';
 import { PRESET_NAMES } from './presets.js';
 
 type ZodModule = typeof Zod;
@@ -354,7 +354,7 @@ function messagesFor(issue: Issue, doc: unknown, base: PropertyKey[], root: Zod.
   }
 }
 
-/** Validate one settings object; every problem becomes a `FILE: key.path: message` line. */
+/** Validate one settings object; every problem becomes a `FILE:LINE: key.path: message` line, in file order. */
 export function validateSettings(doc: unknown, file: string): SettingsDocument {
   const { settings } = schema();
   const result = settings.safeParse(doc);
@@ -362,5 +362,5 @@ export function validateSettings(doc: unknown, file: string): SettingsDocument {
   const lines = result.error.issues
     .flatMap((issue) => messagesFor(issue, doc, [], settings))
     .map(([path, message]) => `${file}: ${formatKeyPath(path)}: ${message}`);
-  throw new SettingsError([...new Set(lines)]);
+  throw new SettingsError(located(file, [...new Set(lines)]));
 }

@@ -180,6 +180,62 @@ describe('reference-tool settings', () => {
 });
 
 describe('bad settings', () => {
+  it('every invalid entry of a file is reported, in file order, each with FILE:LINE; srt doctor\'s fix names those lines', async () => {
+    const f = fixture('bad-entries');
+    const file = join(f.home, '.srt', 'settings.json');
+    // Entries the schema refuses, in an order zod does not report them in.
+    const schema = [
+      '{',
+      '  "network": {',
+      '    "allowedDomain": ["x.example"],',
+      '    "allowedDomains": [5]',
+      '  },',
+      '  "filesystem": {',
+      '    "allowWrite": "nope",',
+      '    "bogus": 1',
+      '  }',
+      '}',
+    ].join('\n');
+    // Entries only their meaning refuses: every one, not only the first.
+    const meaning = [
+      '{',
+      '  "network": {',
+      '    "allowedDomains": ["ok.example",',
+      '      "a..b"],',
+      '    "exposePorts": ["0.0.0.0:9000:9000"]',
+      '  },',
+      '  "filesystem": {',
+      '    "allowWrite": ["~bob/x"],',
+      '    "denyRead": ["[z-a]"]',
+      '  }',
+      '}',
+    ].join('\n');
+    for (const [text, expected, lines] of [
+      [schema, [
+        `${file}:3: network.allowedDomain: unknown key (did you mean allowedDomains?)`,
+        `${file}:4: network.allowedDomains[0]: expected a string, got a number`,
+        `${file}:7: filesystem.allowWrite: expected a list, got a string`,
+        `${file}:8: filesystem.bogus: unknown key`,
+      ], 'lines 3, 4, 7 and 8'],
+      [meaning, [
+        `${file}:4: network.allowedDomains[1]: invalid domain entry "a..b": invalid host "a..b"`,
+        `${file}:5: network.exposePorts[0]: "0.0.0.0:9000:9000": only the host's loopback can be exposed (127.0.0.1 or [::1]), so the sandbox is never reachable from the network`,
+        `${file}:8: filesystem.allowWrite[0]: "~bob/x": ~user paths are not supported; write the absolute path`,
+        `${file}:9: filesystem.denyRead[0]: "[z-a]": invalid glob (Range out of order in character class: z-a)`,
+      ], 'lines 4, 5, 8 and 9'],
+    ] as const) {
+      writeTree(f.home, { '.srt/settings.json': text });
+      for (const args of [['config'], ['--', 'true']]) {
+        const r = await srt(args, { home: f.home, cwd: f.repo });
+        expect(r.exitCode).toBe(125);
+        expect(r.stderr.split('\n')).toEqual(expected.map((l) => `srt: ${l}`));
+      }
+      const doctor = await srt(['doctor'], { home: f.home, cwd: f.repo, timeout: 240_000 });
+      expect(doctor.stdout).toContain(`      fix: edit ${file} ${lines} (srt config lists each)`);
+      expect(doctor.stdout).toContain(`error settings files: 4 problems in 1 place(s)`);
+    }
+  });
+
   it('exit 125 with the message, and the command is not run', async () => {
     const f = fixture('bad-project');
     const file = join(f.repo, '.srt', 'settings.json');
@@ -188,7 +244,7 @@ describe('bad settings', () => {
     for (const args of [['--', 'touch', marker], [`touch ${marker}`], ['-c', `touch ${marker}`], ['config']]) {
       const r = await srt(args, { home: f.home, cwd: f.repo });
       expect(r.exitCode).toBe(125);
-      expect(r.stderr).toBe(`srt: ${file}: network.allowedDomain: unknown key (did you mean allowedDomains?)`);
+      expect(r.stderr).toBe(`srt: ${file}:1: network.allowedDomain: unknown key (did you mean allowedDomains?)`);
       expect(r.stdout).toBe('');
       expect(existsSync(marker)).toBe(false);
     }
