@@ -3,7 +3,8 @@
 // descriptors), signals.c, verify.c (mount check), caps.c, relays.c, connect.c, init.c (nested
 // PID/mount namespace, the command), pty.c (the command's terminal), freeze.c (stopping the
 // sandbox while srt is stopped), limits.c, landlock.c, filter.c, readgate.c (with glob.c), and the
-// protected-path supervisor: supervisor.c (notification loop), rules.c, resolve.c, emulate.c.
+// protected-path supervisor: supervisor.c (notification loop), rules.c, resolve.c, emulate.c,
+// loopback.c (refused loopback connections, for the report).
 #ifndef SRT_HELPER_H
 #define SRT_HELPER_H
 

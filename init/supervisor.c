@@ -20,6 +20,8 @@
 //
 // Report (--report-fd): see "report" below.
 //
+// It also watches every connect() for the refusal report and lets it go on unchanged (loopback.c).
+//
 // This file: the notification loop (reading each call's arguments from the command's memory,
 // dispatching it, answering) and the setup. rules.c decides, resolve.c finds where a path lands,
 // emulate.c performs the calls.
@@ -29,6 +31,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/audit.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -68,6 +71,8 @@ static int sup_sock[2] = {-1, -1};
 //                    a read-denied path, the file's own permissions: srt tells them apart by its
 //                    policy), each distinct one once
 //   X                past MAX_KERNEL_REPORTED such calls, once instead of the rest
+//   L addr port n    n TCP connections to loopback addr:port refused: nothing listened there
+//                    inside (loopback.c), at the end, each pair once; `Y n` for the rest
 // Written by the supervisor thread and, at the end, by init: under one lock.
 
 static pthread_mutex_t report_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -176,6 +181,7 @@ void supervisor_finish(void) {
     put((const char *[]){"N", n}, 2);
   }
   if (lost_track) put((const char *[]){"T"}, 1);
+  report_loopback(put);
   pthread_mutex_unlock(&report_lock);
 }
 
@@ -209,6 +215,12 @@ static int listener = -1;
 
 static int notif_valid(struct req *r) {
   return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &r->n->id) == 0;
+}
+
+// Let the call go on as the command made it (for calls the supervisor only watches).
+static void reply_continue(struct req *r) {
+  struct seccomp_notif_resp resp = {.id = r->n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
+  if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno != ENOENT) { /* interrupted */ }
 }
 
 void reply(struct req *r, long val, int err) {
@@ -258,11 +270,13 @@ enum op {
 };
 #if defined(__x86_64__)
 #define OUR_ARCH AUDIT_ARCH_X86_64
+#define NR_CONNECT 42
 static const int op_nr[OP_COUNT] = {2, 85, 257, 83, 258, 133, 259, 88, 266, 86, 265,
                                     87, 263, 84, 82, 264, 316, 76, 90, 91, 268, 452, 95,
                                     92, 93, 94, 260, 188, 189, 190, 463, 197, 198, 199, 466};
 #elif defined(__aarch64__)
 #define OUR_ARCH AUDIT_ARCH_AARCH64
+#define NR_CONNECT 203
 static const int op_nr[OP_COUNT] = {-1, -1, 56, -1, 34, -1, 33, -1, 36, -1, 37,
                                     -1, 35, -1, -1, -1, 276, 45, -1, 52, 53, 452, 166,
                                     -1, 55, -1, 54, 5, 6, 7, 463, 14, 15, 16, 466};
@@ -344,14 +358,21 @@ static const char *op_word(int op, const __u64 *a) {
 static void handle(struct seccomp_notif *n) {
   struct req r = {.n = n, .pid = n->pid, .root = -1};
   const __u64 *a = n->data.args;
+  if (n->data.arch == OUR_ARCH && n->data.nr == NR_CONNECT) {
+    // Only watched (loopback.c): the call goes on unchanged, whatever its address was.
+    unsigned char sa[sizeof(struct sockaddr_in6)];
+    size_t len = (uint32_t)a[2] < sizeof sa ? (uint32_t)a[2] : sizeof sa;
+    if (read_bytes(&r, a[1], sa, len) == 0 && notif_valid(&r)) watch_connect(&r, (int)a[0], sa, len);
+    reply_continue(&r);
+    return;
+  }
   int op = -1;
   for (int i = 0; i < OP_COUNT; i++)
     if (op_nr[i] == n->data.nr) op = i;
   if (n->data.arch != OUR_ARCH || op < 0 || kernel_lacks(op)) { reply(&r, 0, ENOSYS); return; }
   if (op == OP_UMASK) {
     umask_changed();
-    struct seccomp_notif_resp resp = {.id = n->id, .flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE};
-    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp) != 0 && errno != ENOENT) { /* interrupted */ }
+    reply_continue(&r);
     return;
   }
   static char p1[PATH_MAX], p2[PATH_MAX];
@@ -525,10 +546,13 @@ static void *serve(void *arg) {
       die_errno("supervisor: SECCOMP_IOCTL_NOTIF_RECV");
     }
     // One call at a time, and none performed once the run's report is closed (a process the
-    // command left behind could otherwise move a new repository after srt was told where it is).
+    // command left behind could otherwise move a new repository after srt was told where it is);
+    // a connect() is only watched: it goes on, uncounted.
     pthread_mutex_lock(&handling);
-    if (finished) reply(&(struct req){.n = n, .pid = n->pid, .root = -1}, 0, EPERM);
-    else handle(n);
+    struct req late = {.n = n, .pid = n->pid, .root = -1};
+    if (!finished) handle(n);
+    else if (n->data.arch == OUR_ARCH && n->data.nr == NR_CONNECT) reply_continue(&late);
+    else reply(&late, 0, EPERM);
     pthread_mutex_unlock(&handling);
   }
 }

@@ -56,6 +56,11 @@ void report_refused(const char *op, const char *path, const struct verdict *why)
 void report_created(const char *path, int dirfd);
 void report_kernel_refusal(const char *op, const char *path, int err);
 
+// loopback.c: connect() calls to a loopback port nothing listens on, counted (see there), and
+// their records at the end (with supervisor.c's put).
+void watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len);
+void report_loopback(int (*put)(const char *fields[], int n));
+
 // resolve.c
 // Where a path's last component lives: the parent directory, held open, and its path.
 struct loc {

@@ -1,5 +1,6 @@
 // `--log FILE` (SPEC §1): one JSON line per network decision, per upstream connection that ends
-// (with its byte counts), and per refused write and read, appended to FILE. The schema is
+// (with its byte counts), per refused write and read, and per loopback address and port the
+// command's connections to were refused, appended to FILE. The schema is
 // documented in docs/cli.md ("The audit log"); fields are only ever added.
 
 import { closeSync, openSync, writeSync } from 'node:fs';
@@ -37,7 +38,11 @@ export type AuditEvent =
       entry?: string;
       source?: Source;
       allow?: string;
-    };
+    }
+  /** TCP connections of the command to a loopback address and port nothing listened on inside
+   *  the sandbox (`count` of them): no forwarded port, no server of its own. `allow`: the
+   *  allowedDomains entry that would forward it, when srt offers one. */
+  | { kind: 'connect'; verdict: 'refused'; target: string; count: number; rule: 'not-forwarded'; allow?: string };
 
 export type AuditSink = (event: AuditEvent) => void;
 

@@ -216,6 +216,8 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
       const entry = /^run with --allow-domain (\S+),/.exec(advice);
       if (entry) domains.push(entry[1]!);
     }
+    // A loopback port nothing listened on: the entry that forwards it, where a user entry would.
+    for (const g of sandbox.connectGroups()) if (g.allow) domains.push(g.allow);
     if (opts.suggest) {
       const { suggestion } = await import('./refusals.js');
       const s = suggestion(sandbox.refusalGroups(), domains, policy.home);

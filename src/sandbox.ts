@@ -5,7 +5,7 @@
 // (forwarded to it). Linux: platform/linux.ts; macOS: platform/macos.ts.
 
 import type { Policy } from './policy.js';
-import type { RefusalGroup } from './refusals.js';
+import type { ConnectGroup, RefusalGroup } from './refusals.js';
 import { hostPlatform, SandboxError, type CommandSpec, type PlatformBackend, type PlatformName, type SandboxOptions } from './platform/backend.js';
 import { planJson, planText, type SpawnPlan } from './platform/spawn-plan.js';
 
@@ -74,6 +74,12 @@ export class Sandbox {
    *  (Linux with the supervisor; empty elsewhere): what `srt --suggest` prints from. */
   refusalGroups(): RefusalGroup[] {
     return this.backend.refusalGroups?.() ?? [];
+  }
+
+  /** Connections of the last run to a loopback port nothing listened on inside, grouped with the
+   *  entry that would forward them (Linux with the supervisor; empty elsewhere). */
+  connectGroups(): ConnectGroup[] {
+    return this.backend.connectGroups?.() ?? [];
   }
 
   /** srt's own lines so far (warnings, errors, debug), when no `onMessage` sink was given. */

@@ -5,7 +5,7 @@
 
 import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
-import type { RefusalGroup } from '../refusals.js';
+import type { ConnectGroup, RefusalGroup } from '../refusals.js';
 import type { PlatformName, SpawnPlan } from './spawn-plan.js';
 
 export type { PlatformName };
@@ -53,6 +53,9 @@ export interface PlatformBackend {
   /** What the sandbox refused on the way to files, grouped with what would allow it (Linux, with
    *  the supervisor: what it and the kernel refused). */
   refusalGroups?(): RefusalGroup[];
+  /** Connections to a loopback port nothing listened on inside, grouped with the entry that would
+   *  forward them (Linux, with the supervisor). */
+  connectGroups?(): ConnectGroup[];
   /** srt's own lines so far (warnings, errors, debug) when no `onMessage` sink was given. */
   messages(): string[];
   dispose(): Promise<void>;

@@ -12,7 +12,7 @@ import type { Policy } from '../policy.js';
 import type { BwrapPlan } from '../profiles/bwrap.js';
 import { encodeMounts, plannedMounts } from '../profiles/mounts.js';
 import { parseReport, refusalLines, type SupervisorReport } from '../profiles/protected.js';
-import type { RefusalGroup } from '../refusals.js';
+import type { ConnectGroup, RefusalGroup } from '../refusals.js';
 import { describeSource } from '../settings/report.js';
 import { Messages, type CommandSpec, type PlatformBackend, type SandboxOptions } from './backend.js';
 import { checkCommand, commandArgv } from './command.js';
@@ -35,6 +35,7 @@ export class LinuxSandbox implements PlatformBackend {
   readonly platform = 'linux' as const;
   private readonly session: RunSession;
   private refusals: RefusalGroup[] = [];
+  private connects: ConnectGroup[] = [];
   private readonly placeholders: PlaceholderSet;
   /** The facts the next run uses; `stale` once a run has used them. */
   private gathered: LinuxFacts;
@@ -236,6 +237,8 @@ export class LinuxSandbox implements PlatformBackend {
    *  (read-only places, deny entries) grouped, with what would allow it. */
   private async reportRefusals(report: SupervisorReport, pathWhy: (path: string) => string | undefined): Promise<void> {
     this.refusals = [];
+    this.connects = [];
+    if (report.connects.length || report.connectsUnlisted) await this.reportConnects(report);
     if (report.kernel.length === 0 && report.refused.length === 0 && report.unlisted === 0) return;
     // Loaded only when something was refused: the access model is not needed to start a run.
     const { classifyRefusals, refusalReportLines } = await import('../refusals.js');
@@ -254,9 +257,23 @@ export class LinuxSandbox implements PlatformBackend {
     if (report.more) this.session.note('more reads and writes were refused than srt lists (the first 4096 distinct ones are above)');
   }
 
+  /** Loopback connections nothing listened on inside, grouped by the entry that would forward them. */
+  private async reportConnects(report: SupervisorReport): Promise<void> {
+    const { classifyConnects, connectReportLines } = await import('../refusals.js');
+    const { groups, records } = classifyConnects(this.policy, report.connects, process.getuid?.() === 0);
+    this.connects = groups;
+    for (const { kind, ...r } of records) this.session.auditSink?.({ kind, verdict: 'refused', ...r });
+    for (const line of connectReportLines(groups, report.connectsUnlisted)) this.session.note(line);
+  }
+
   /** The refusal groups of the last run (`srt --suggest`). */
   refusalGroups(): RefusalGroup[] {
     return this.refusals;
+  }
+
+  /** The refused loopback connections of the last run (`srt --suggest`). */
+  connectGroups(): ConnectGroup[] {
+    return this.connects;
   }
 
   updateNetwork(network: Policy['network']): void {

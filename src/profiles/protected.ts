@@ -430,13 +430,17 @@ export interface SupervisorReport {
   /** Calls the kernel refused (`more`: past those listed, some were not). */
   kernel: { op: string; path: string; err: string }[];
   more: boolean;
+  /** TCP connections to a loopback address and port nothing listened on inside, counted
+   *  (`connectsUnlisted`: to pairs past the supervisor's list). */
+  connects: { address: string; port: number; count: number }[];
+  connectsUnlisted: number;
 }
 
 /** Parse the report: NUL-terminated fields, records `R` op path rule, `C` path, `N` count, `T`,
- *  `K` op path errno, `X`. */
+ *  `K` op path errno, `X`, `L` address port count, `Y` count. */
 export function parseReport(buf: Buffer): SupervisorReport {
   const fields = buf.toString('utf8').split('\0');
-  const out: SupervisorReport = { refused: [], created: [], unlisted: 0, lostTrack: false, kernel: [], more: false };
+  const out: SupervisorReport = { refused: [], created: [], unlisted: 0, lostTrack: false, kernel: [], more: false, connects: [], connectsUnlisted: 0 };
   for (let i = 0; i < fields.length;) {
     const kind = fields[i];
     if (kind === 'R' && i + 3 < fields.length) { out.refused.push({ op: fields[i + 1]!, path: fields[i + 2]!, rule: fields[i + 3]! }); i += 4; }
@@ -445,6 +449,10 @@ export function parseReport(buf: Buffer): SupervisorReport {
     else if (kind === 'T' && i + 1 < fields.length) { out.lostTrack = true; i += 1; }
     else if (kind === 'K' && i + 3 < fields.length) { out.kernel.push({ op: fields[i + 1]!, path: fields[i + 2]!, err: fields[i + 3]! }); i += 4; }
     else if (kind === 'X' && i + 1 < fields.length) { out.more = true; i += 1; }
+    else if (kind === 'L' && i + 3 < fields.length) {
+      out.connects.push({ address: fields[i + 1]!, port: Number(fields[i + 2]), count: Number(fields[i + 3]) || 0 });
+      i += 4;
+    } else if (kind === 'Y' && i + 1 < fields.length) { out.connectsUnlisted += Number(fields[i + 1]) || 0; i += 2; }
     else break; // the rest was cut short
   }
   return out;

@@ -37,7 +37,8 @@
 //   is a chmod). Read-only opens never leave the kernel, unless `gateReads` (a read-denied path lies in
 //   a writable directory, where a program outside could replace it: the supervisor then checks
 //   what every open reaches; O_PATH opens, which read nothing, still stay in the kernel). umask() too, only so that the supervisor's
-//   cache of each process's umask is emptied (it is then continued unchanged). A nested seccomp listener
+//   cache of each process's umask is emptied (it is then continued unchanged), and connect(), continued
+//   unchanged too, only so that a refused loopback connection can be reported. A nested seccomp listener
 //   (SECCOMP_FILTER_FLAG_NEW_LISTENER) → EPERM: its supervisor could answer CONTINUE for calls
 //   ours never saw. landlock_create_ruleset → EOPNOTSUPP: the supervisor performs calls under
 //   srt's Landlock rules and cannot know a stricter domain the command would add.
@@ -74,7 +75,7 @@ type SyscallName =
   | 'rename' | 'renameat' | 'renameat2' | 'truncate' | 'chmod' | 'fchmod' | 'fchmodat' | 'fchmodat2'
   | 'chown' | 'fchown' | 'lchown' | 'fchownat'
   | 'setxattr' | 'lsetxattr' | 'fsetxattr' | 'setxattrat' | 'removexattr' | 'lremovexattr' | 'fremovexattr' | 'removexattrat'
-  | 'seccomp' | 'landlock_create_ruleset' | 'umask';
+  | 'seccomp' | 'landlock_create_ruleset' | 'umask' | 'connect';
 
 // Checked against asm/unistd_64.h (x86_64) and asm-generic/unistd.h (aarch64). Syscalls added
 // since 5.x (424 and up) share one number on every architecture. aarch64 has none of the legacy
@@ -90,7 +91,7 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     open: 2, creat: 85, openat: 257, openat2: 437, mkdir: 83, mkdirat: 258, mknod: 133, mknodat: 259,
     symlink: 88, symlinkat: 266, link: 86, linkat: 265, unlink: 87, unlinkat: 263, rmdir: 84,
     rename: 82, renameat: 264, renameat2: 316, truncate: 76, chmod: 90, fchmod: 91, fchmodat: 268,
-    fchmodat2: 452, seccomp: 317, landlock_create_ruleset: 444, umask: 95,
+    fchmodat2: 452, seccomp: 317, landlock_create_ruleset: 444, umask: 95, connect: 42,
     chown: 92, fchown: 93, lchown: 94, fchownat: 260,
     setxattr: 188, lsetxattr: 189, fsetxattr: 190, setxattrat: 463, removexattr: 197, lremovexattr: 198, fremovexattr: 199, removexattrat: 466,
   },
@@ -103,7 +104,7 @@ export const SYSCALL_NUMBERS: Record<SeccompArch, Record<SyscallName, number>> =
     open: -1, creat: -1, openat: 56, openat2: 437, mkdir: -1, mkdirat: 34, mknod: -1, mknodat: 33,
     symlink: -1, symlinkat: 36, link: -1, linkat: 37, unlink: -1, unlinkat: 35, rmdir: -1,
     rename: -1, renameat: -1, renameat2: 276, truncate: 45, chmod: -1, fchmod: 52, fchmodat: 53,
-    fchmodat2: 452, seccomp: 277, landlock_create_ruleset: 444, umask: 166,
+    fchmodat2: 452, seccomp: 277, landlock_create_ruleset: 444, umask: 166, connect: 203,
     chown: -1, fchown: 55, lchown: -1, fchownat: 54,
     setxattr: 5, lsetxattr: 6, fsetxattr: 7, setxattrat: 463, removexattr: 14, lremovexattr: 15, fremovexattr: 16, removexattrat: 466,
   },
@@ -208,7 +209,7 @@ export function buildSeccompFilter(opts: SeccompFilterOptions): Buffer {
   if (sup) {
     for (const n of ['symlink', 'symlinkat', 'link', 'linkat', 'unlink', 'unlinkat', 'rmdir', 'rename', 'renameat',
       'renameat2', 'truncate', 'umask', 'chown', 'fchown', 'lchown', 'fchownat', 'setxattr', 'lsetxattr', 'fsetxattr',
-      'setxattrat', 'removexattr', 'lremovexattr', 'fremovexattr', 'removexattrat'] as const) on(n, 'notify');
+      'setxattrat', 'removexattr', 'lremovexattr', 'fremovexattr', 'removexattrat', 'connect'] as const) on(n, 'notify');
     on('seccomp', 'seccomp');
     on('landlock_create_ruleset', 'eopnotsupp');
   }

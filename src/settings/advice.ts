@@ -3,8 +3,10 @@
 // anything a trust rule would ignore: a host that a repository's unapproved file lists gets
 // `srt trust`, one the managed settings close gets no way around them.
 
+import { isIP } from 'node:net';
 import type { Policy } from '../policy.js';
-import { normalizeHost, parseDomainEntry, ruleMatches } from '../proxy/domains.js';
+import { isLoopbackAddress } from '../proxy/address-guard.js';
+import { namedLoopback, normalizeHost, parseDomainEntry, ruleMatches } from '../proxy/domains.js';
 import { shellQuote } from '../shell.js';
 
 /** `host:port` as srt prints it (IPv6 bracketed) → its parts; null when it is not one. */
@@ -15,10 +17,13 @@ export function splitHostPort(text: string): { host: string; port: number } | nu
   return port >= 1 && port <= 65535 ? { host: m[1] ?? m[2]!, port } : null;
 }
 
-/** The entry to add for a destination: the host alone for 443 and 80, else host:port. */
+/** The entry to add for a destination: the host alone for 443 and 80, else host:port. A loopback
+ *  destination keeps its port always: only an entry with a port is forwarded into the sandbox
+ *  (SPEC §6), so the same entry serves a client that uses the proxy and one that connects directly. */
 export function allowEntryFor(host: string, port: number): string {
   const h = host.includes(':') ? `[${host}]` : host;
-  return port === 443 || port === 80 ? h : `${h}:${port}`;
+  const loopback = namedLoopback(host) !== undefined || (isIP(host) !== 0 && isLoopbackAddress(host));
+  return (port === 443 || port === 80) && !loopback ? h : `${h}:${port}`;
 }
 
 /**

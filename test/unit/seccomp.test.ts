@@ -296,6 +296,11 @@ describe.each(ARCHES)('protected-path supervision and setuid bits (%s)', (arch) 
     if (arch === 'x86_64') expect(at(sup, 'open', 0n, O_WRONLY | O_CREAT, 0o644n)).toBe(NOTIFY);
   });
 
+  it('connect() goes to the supervisor (it only watches for refused loopback connections), and never without it', () => {
+    expect(at(sup, 'connect', 3n, 0n, 16n)).toBe(NOTIFY);
+    expect(at(plain, 'connect', 3n, 0n, 16n)).toBe(ALLOW);
+  });
+
   it('the calls that change a mode, owner or extended attribute (a POSIX ACL is a chmod) go to the supervisor', () => {
     const attrs: (keyof typeof nr)[] = ['fchown', 'fchownat', 'setxattr', 'lsetxattr', 'fsetxattr', 'setxattrat',
       'removexattr', 'lremovexattr', 'fremovexattr', 'removexattrat', ...(arch === 'x86_64' ? ['chown', 'lchown'] as const : [])];
