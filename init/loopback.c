@@ -2,10 +2,11 @@
 // of the command to a loopback address on a port nothing listens on inside the sandbox (no
 // forwarded port, no server of its own) fails with ECONNREFUSED, and srt says which port and what
 // would forward it. The supervisor is sent every connect(); it reads the address (a copy: what the
-// kernel then connects to may differ, which only matters to a report), asks the kernel whether a
-// TCP listener could take it (sock_diag, listening sockets of this network namespace only), and
-// lets the call continue unchanged whatever it found. Only a stream socket with no listener is
-// counted (a UDP connect() to a resolver on 127.0.0.53 is no refusal).
+// kernel then connects to may differ, which only matters to a report) and, for a loopback one,
+// whether the socket is TCP (a UDP connect() to a resolver on 127.0.0.53 is no refusal); then it
+// lets the call continue unchanged and only afterwards asks the kernel whether a TCP listener
+// could take it (sock_diag, the listening sockets of this network namespace): whether anything
+// listens does not depend on the call, and the command need not wait for the answer.
 
 #include "supervisor.h"
 
@@ -121,18 +122,19 @@ static int tcp_socket(pid_t pid, int fd) {
   return tcp;
 }
 
-// One connect(fd, sa, len) of the command (sa: the first bytes of its address, len of them read):
-// counted when it is refused. Called with the call still held; the caller then continues it.
-void watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len) {
-  unsigned char addr[16];
-  int v4;
-  unsigned port;
-  if (!loopback_target(sa, len, &v4, addr, &port)) return;
-  int l = listener_in(v4 ? AF_INET : AF_INET6, v4, addr, port);
-  if (l == 0 && v4) l = listener_in(AF_INET6, v4, addr, port);
-  if (l != 0 || !tcp_socket(r->pid, fd)) return;
+// Before the call goes on: is connect(fd, sa, len) one to judge (a TCP socket, a loopback
+// address)? sa: the first len bytes of the command's address.
+int watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len, struct watched *w) {
+  return loopback_target(sa, len, &w->v4, w->addr, &w->port) && tcp_socket(r->pid, fd);
+}
+
+// After it went on (the command does not wait for this): counted when no listener could take it.
+void judge_connect(const struct watched *w) {
+  int l = listener_in(w->v4 ? AF_INET : AF_INET6, w->v4, w->addr, w->port);
+  if (l == 0 && w->v4) l = listener_in(AF_INET6, w->v4, w->addr, w->port);
+  if (l != 0) return;
   for (int i = 0; i < nrefused; i++) {
-    if (refused[i].v4 == v4 && refused[i].port == port && memcmp(refused[i].addr, addr, v4 ? 4 : 16) == 0) {
+    if (refused[i].v4 == w->v4 && refused[i].port == w->port && memcmp(refused[i].addr, w->addr, w->v4 ? 4 : 16) == 0) {
       refused[i].count++;
       return;
     }
@@ -142,9 +144,9 @@ void watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len) {
     return;
   }
   struct refused_port *p = &refused[nrefused++];
-  memcpy(p->addr, addr, v4 ? 4 : 16);
-  p->v4 = v4;
-  p->port = port;
+  memcpy(p->addr, w->addr, w->v4 ? 4 : 16);
+  p->v4 = w->v4;
+  p->port = w->port;
   p->count = 1;
 }
 

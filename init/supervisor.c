@@ -362,8 +362,10 @@ static void handle(struct seccomp_notif *n) {
     // Only watched (loopback.c): the call goes on unchanged, whatever its address was.
     unsigned char sa[sizeof(struct sockaddr_in6)];
     size_t len = (uint32_t)a[2] < sizeof sa ? (uint32_t)a[2] : sizeof sa;
-    if (read_bytes(&r, a[1], sa, len) == 0 && notif_valid(&r)) watch_connect(&r, (int)a[0], sa, len);
+    struct watched w;
+    int judge = read_bytes(&r, a[1], sa, len) == 0 && watch_connect(&r, (int)a[0], sa, len, &w) && notif_valid(&r);
     reply_continue(&r);
+    if (judge) judge_connect(&w);
     return;
   }
   int op = -1;

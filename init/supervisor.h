@@ -58,7 +58,13 @@ void report_kernel_refusal(const char *op, const char *path, int err);
 
 // loopback.c: connect() calls to a loopback port nothing listens on, counted (see there), and
 // their records at the end (with supervisor.c's put).
-void watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len);
+struct watched {
+  int v4;
+  unsigned char addr[16];
+  unsigned port;
+};
+int watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len, struct watched *w);
+void judge_connect(const struct watched *w);
 void report_loopback(int (*put)(const char *fields[], int n));
 
 // resolve.c

@@ -101,7 +101,7 @@ describe('honest messages', () => {
     expect(at).toBeGreaterThanOrEqual(0);
     expect(lines[at + 1]).toBe('srt: to allow 127.0.0.3:9: run with --allow-domain 127.0.0.3:9, or add "127.0.0.3:9" to network.allowedDomains in ~/.srt/settings.json');
     const at80 = lines.indexOf('srt: blocked 127.0.0.4:80 — not in network.allowedDomains');
-    expect(lines[at80 + 1]).toBe('srt: to allow 127.0.0.4:80: run with --allow-domain 127.0.0.4, or add "127.0.0.4" to network.allowedDomains in ~/.srt/settings.json');
+    expect(lines[at80 + 1]).toBe('srt: to allow 127.0.0.4:80: run with --allow-domain 127.0.0.4:80, or add "127.0.0.4:80" to network.allowedDomains in ~/.srt/settings.json');
   });
 
   it('a host listed in an unapproved repository file gets srt trust as its hint', async () => {

@@ -181,6 +181,8 @@ describe('supervisor report', () => {
       lostTrack: true,
       kernel: [],
       more: false,
+      connects: [],
+      connectsUnlisted: 0,
     });
   });
 
@@ -193,6 +195,16 @@ describe('supervisor report', () => {
       lostTrack: false,
       kernel: [{ op: 'mkdir', path: '/h/.npm', err: 'EROFS' }, { op: 'read', path: '/w/.env', err: 'EACCES' }],
       more: true,
+      connects: [],
+      connectsUnlisted: 0,
+    });
+  });
+
+  it('parses refused loopback connections (address, port, count) and the count past those listed', () => {
+    const buf = Buffer.from(['L', '127.0.0.1', '18080', '3', 'L', '::1', '18080', '1', 'Y', '5', 'L', '127.0.0.2', '5432'].join('\0'));
+    expect(parseReport(buf)).toMatchObject({
+      connects: [{ address: '127.0.0.1', port: 18080, count: 3 }, { address: '::1', port: 18080, count: 1 }],
+      connectsUnlisted: 5,
     });
   });
 

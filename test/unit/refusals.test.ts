@@ -1,6 +1,9 @@
-// The refusal report's pure parts: which directory an allowWrite entry would name, and the lines.
+// The refusal report's pure parts: which directory an allowWrite entry would name, the lines, and
+// what would forward a refused loopback port.
 import { describe, expect, it } from 'vitest';
-import { allowTarget, refusalReportLines, type RefusalGroup } from '../../src/refusals.js';
+import { allowTarget, classifyConnects, connectReportLines, refusalReportLines, type RefusalGroup } from '../../src/refusals.js';
+import { allowEntryFor } from '../../src/settings/advice.js';
+import { buildPolicy } from '../../src/settings/policy-builder.js';
 
 const home = '/home/ann';
 
@@ -72,5 +75,70 @@ describe('refusalReportLines', () => {
     const lines = refusalReportLines([...many, group({ kind: 'read-only', under: '/usr/lib', noAdvice: 'not writable outside srt either' })], { home, root: '/p' }, describeSource, 2);
     expect(lines).toHaveLength(3);
     expect(lines[2]).toBe('… and 2 more places with refused reads or writes (--log FILE lists each)');
+  });
+});
+
+describe('refused loopback connections', () => {
+  const ctx = { cwd: '/work/p', home, root: '/work/p', localAddresses: () => [] };
+  const user = (settings: unknown, scope: 'user' | 'project' = 'user') => ({
+    scope, file: scope === 'user' ? `${home}/.srt/settings.json` : '/work/p/.srt/settings.json', base: scope === 'user' ? `${home}/.srt` : '/work/p', settings,
+  });
+  const add = (e: string) => `to allow, run with --allow-domain ${e}, or add "${e}" to network.allowedDomains in ~/.srt/settings.json`;
+
+  it('127.0.0.1 and ::1 are one localhost entry; another loopback address its own literal; counts add up', () => {
+    const policy = buildPolicy(ctx, [user({})]);
+    const { groups, records } = classifyConnects(policy, [
+      { address: '127.0.0.1', port: 18080, count: 2 }, { address: '::1', port: 18080, count: 1 }, { address: '127.0.0.2', port: 5432, count: 5 },
+    ], false);
+    expect(groups).toEqual([
+      { target: '127.0.0.2:5432', count: 5, allow: '127.0.0.2:5432', hint: add('127.0.0.2:5432') },
+      { target: 'localhost:18080', count: 3, allow: 'localhost:18080', hint: add('localhost:18080') },
+    ]);
+    expect(records.map((r) => [r.target, r.count, r.allow])).toEqual([
+      ['127.0.0.1:18080', 2, 'localhost:18080'], ['[::1]:18080', 1, 'localhost:18080'], ['127.0.0.2:5432', 5, '127.0.0.2:5432'],
+    ]);
+    expect(connectReportLines(groups, 0)).toEqual([
+      `no forwarded port 127.0.0.2:5432 (5 connections refused): ${add('127.0.0.2:5432')}`,
+      `no forwarded port 18080 (3 connections refused): ${add('localhost:18080')}`,
+    ]);
+  });
+
+  it('a port below 1024 keeps its port in the entry, and is offered only where srt runs as root', () => {
+    const policy = buildPolicy(ctx, [user({})]);
+    const refused = [{ address: '127.0.0.1', port: 80, count: 1 }];
+    expect(classifyConnects(policy, refused, true).groups[0]).toMatchObject({ allow: 'localhost:80', hint: add('localhost:80') });
+    expect(classifyConnects(policy, refused, false).groups[0]).toEqual({ target: 'localhost:80', count: 1, hint: 'srt forwards ports below 1024 only when it runs as root' });
+  });
+
+  it('a deny entry is named, never suggested away; an unapproved project entry gets srt trust; an entry without the port is not enough', () => {
+    const denied = buildPolicy(ctx, [user({ network: { deniedDomains: ['localhost'] } })]);
+    const g = classifyConnects(denied, [{ address: '127.0.0.1', port: 18080, count: 1 }], true).groups[0]!;
+    expect(g.allow).toBeUndefined();
+    expect(g.hint).toBe(`network.deniedDomains "localhost" in ${home}/.srt/settings.json refuses it`);
+
+    const unapproved = buildPolicy(ctx, [user({}), user({ network: { allowedDomains: ['localhost:18080'] } }, 'project')]);
+    const u = classifyConnects(unapproved, [{ address: '127.0.0.1', port: 18080, count: 1 }], true).groups[0]!;
+    expect(u.allow).toBeUndefined();
+    expect(u.hint).toMatch(/^to allow, it is listed in \/work\/p\/\.srt\/settings\.json, which you have not approved: srt trust /);
+
+    const portless = buildPolicy(ctx, [user({ network: { allowedDomains: ['localhost'] } })]);
+    expect(classifyConnects(portless, [{ address: '::1', port: 18080, count: 1 }], true).groups[0]).toMatchObject({
+      allow: 'localhost:18080', hint: `${add('localhost:18080')} (localhost does not forward a port)`,
+    });
+  });
+
+  it('pairs past the supervisor\'s list are counted in one line', () => {
+    expect(connectReportLines([], 7)).toEqual(['… and 7 more connections refused to loopback ports nothing listened on']);
+  });
+});
+
+describe('allowEntryFor', () => {
+  it('drops the default web ports, except for a loopback destination (only an entry with a port is forwarded)', () => {
+    expect(allowEntryFor('example.com', 443)).toBe('example.com');
+    expect(allowEntryFor('example.com', 8443)).toBe('example.com:8443');
+    expect(allowEntryFor('localhost', 80)).toBe('localhost:80');
+    expect(allowEntryFor('127.0.0.1', 443)).toBe('127.0.0.1:443');
+    expect(allowEntryFor('::1', 80)).toBe('[::1]:80');
+    expect(allowEntryFor('2001:db8::1', 443)).toBe('[2001:db8::1]');
   });
 });
