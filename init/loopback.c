@@ -3,10 +3,9 @@
 // forwarded port, no server of its own) fails with ECONNREFUSED, and srt says which port and what
 // would forward it. The supervisor is sent every connect(); it reads the address (a copy: what the
 // kernel then connects to may differ, which only matters to a report) and, for a loopback one,
-// whether the socket is TCP (a UDP connect() to a resolver on 127.0.0.53 is no refusal); then it
-// lets the call continue unchanged and only afterwards asks the kernel whether a TCP listener
-// could take it (sock_diag, the listening sockets of this network namespace): whether anything
-// listens does not depend on the call, and the command need not wait for the answer.
+// whether the socket is TCP (a UDP connect() to a resolver on 127.0.0.53 is no refusal) and
+// whether a TCP listener could take it (sock_diag, the listening sockets of this network
+// namespace); then it lets the call continue unchanged, whatever it found.
 
 #include "supervisor.h"
 
@@ -122,13 +121,13 @@ static int tcp_socket(pid_t pid, int fd) {
   return tcp;
 }
 
-// Before the call goes on: is connect(fd, sa, len) one to judge (a TCP socket, a loopback
-// address)? sa: the first len bytes of the command's address.
+// Is connect(fd, sa, len) one to judge (a TCP socket, a loopback address)? sa: the first len
+// bytes of the command's address.
 int watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len, struct watched *w) {
   return loopback_target(sa, len, &w->v4, w->addr, &w->port) && tcp_socket(r->pid, fd);
 }
 
-// After it went on (the command does not wait for this): counted when no listener could take it.
+// Counted when no listener could take it.
 void judge_connect(const struct watched *w) {
   int l = listener_in(w->v4 ? AF_INET : AF_INET6, w->v4, w->addr, w->port);
   if (l == 0 && w->v4) l = listener_in(AF_INET6, w->v4, w->addr, w->port);

@@ -363,9 +363,10 @@ static void handle(struct seccomp_notif *n) {
     unsigned char sa[sizeof(struct sockaddr_in6)];
     size_t len = (uint32_t)a[2] < sizeof sa ? (uint32_t)a[2] : sizeof sa;
     struct watched w;
-    int judge = read_bytes(&r, a[1], sa, len) == 0 && watch_connect(&r, (int)a[0], sa, len, &w) && notif_valid(&r);
+    // Judged while the call is held: a server that stops right after would otherwise be gone
+    // before it is looked for, and its connection counted as refused.
+    if (read_bytes(&r, a[1], sa, len) == 0 && watch_connect(&r, (int)a[0], sa, len, &w) && notif_valid(&r)) judge_connect(&w);
     reply_continue(&r);
-    if (judge) judge_connect(&w);
     return;
   }
   int op = -1;

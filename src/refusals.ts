@@ -10,7 +10,7 @@
 
 import { accessSync, constants, statSync } from 'node:fs';
 import { dirname, join, posix, relative, sep } from 'node:path';
-import { checkNet, rulesFor, ruleEntry, settingsRuleOf, type CheckResult } from './check.js';
+import { rulesFor, ruleEntry, settingsRuleOf, type CheckResult } from './check.js';
 import { isWithin } from './glob.js';
 import type { Policy, Source } from './policy.js';
 import { credentialRules, mayRead, mayWrite, tooWideForCwd, type AccessRule } from './profiles/access.js';
@@ -27,35 +27,6 @@ export interface KernelRefusal {
   op: string;
   path: string;
   err: string;
-}
-
-/** TCP connections to a loopback address and port nothing listened on inside the sandbox (the
- *  supervisor's `L` record): no forwarded port, no server of the command's own. */
-export interface LoopbackRefusal {
-  address: string;
-  port: number;
-  count: number;
-}
-
-/** Refused loopback connections to one port, with what would forward it. */
-export interface ConnectGroup {
-  /** The destination as an allow entry names it: `localhost:18080` (127.0.0.1 and ::1), `127.0.0.2:5432`. */
-  target: string;
-  count: number;
-  /** The entry that would forward it, when one the user may add would (`--allow-domain` form). */
-  allow?: string;
-  /** What would allow it, or why nothing srt offers would: one sentence. */
-  hint: string;
-}
-
-/** One refused loopback connection target: the `--log` record of kind `connect`. */
-export interface ConnectRecord {
-  kind: 'connect';
-  /** The address and port the command connected to (`127.0.0.1:18080`, `[::1]:18080`). */
-  target: string;
-  count: number;
-  rule: 'not-forwarded';
-  allow?: string;
 }
 
 /** What would allow a read-only group: an allowWrite entry, made first when missing, or a preset. */
@@ -381,54 +352,4 @@ export function suggestion(groups: readonly RefusalGroup[], domains: readonly st
   if (domains.length) settings.network = { allowedDomains: [...new Set(domains)] };
   if (writes.size) settings.filesystem = { allowWrite: [...writes].sort() };
   return Object.keys(settings).length ? { settings, commands } : null;
-}
-
-/**
- * Refused loopback connections, grouped by the entry that would forward them: 127.0.0.1 and ::1
- * are both `localhost` (what a `localhost:PORT` entry listens on), another loopback address its
- * own literal. The advice comes from the same policy check as `srt check net`: a deny entry is
- * named, never suggested away; a host an unapproved file lists gets `srt trust`. `root`: whether
- * srt runs as root (only then can ports below 1024 be forwarded).
- */
-export function classifyConnects(policy: Policy, refused: readonly LoopbackRefusal[], root: boolean):
-  { groups: ConnectGroup[]; records: ConnectRecord[] } {
-  const groups = new Map<string, ConnectGroup>();
-  const records: ConnectRecord[] = [];
-  for (const r of refused) {
-    const host = r.address === '127.0.0.1' || r.address === '::1' ? 'localhost' : r.address;
-    const target = `${host.includes(':') ? `[${host}]` : host}:${r.port}`;
-    let g = groups.get(target);
-    if (!g) groups.set(target, (g = { target, count: 0, ...connectAdvice(policy, host, r.port, target, root) }));
-    g.count += r.count;
-    records.push({ kind: 'connect', target: `${r.address.includes(':') ? `[${r.address}]` : r.address}:${r.port}`, count: r.count,
-      rule: 'not-forwarded', ...(g.allow ? { allow: g.allow } : {}) });
-  }
-  return { groups: [...groups.values()].sort((a, b) => b.count - a.count), records };
-}
-
-function connectAdvice(policy: Policy, host: string, port: number, entry: string, root: boolean): { allow?: string; hint: string } {
-  if (port < 1024 && !root) return { hint: 'srt forwards ports below 1024 only when it runs as root' };
-  const c = checkNet(policy, host, port);
-  const add = `run with --allow-domain ${entry}, or add "${entry}" to network.allowedDomains in ~/.srt/settings.json`;
-  // Allowed through the proxy by an entry without this port (`localhost`, `*`): only an entry
-  // naming the port forwards it.
-  if (c.allowed && c.rule?.entry === entry) return { hint: `${entry} is allowed, but a port is forwarded only when it is allowed as the run starts` };
-  if (c.allowed) return { allow: entry, hint: `to allow, ${add} (${c.rule?.entry ?? 'the entry that allows it'} does not forward a port)` };
-  if (c.rule) {
-    const where = c.rule.source.file ?? c.rule.source.scope;
-    return { hint: `network.deniedDomains "${c.rule.entry}" in ${where} refuses it` };
-  }
-  if (c.advice === add) return { allow: entry, hint: `to allow, ${add}` };
-  return { hint: c.advice ? `to allow, ${c.advice}` : c.why };
-}
-
-/** The lines printed when the command ends (without `srt: `), most refused first. */
-export function connectReportLines(groups: readonly ConnectGroup[], unlisted: number, max = 10): string[] {
-  const lines = groups.slice(0, max).map((g) => {
-    const port = g.target.startsWith('localhost:') ? g.target.slice('localhost:'.length) : g.target;
-    return `no forwarded port ${port} (${count(g.count, 'connection')} refused): ${g.hint}`;
-  });
-  const more = groups.slice(max).reduce((n, g) => n + g.count, 0) + unlisted;
-  if (more > 0) lines.push(`… and ${count(more, 'more connection')} refused to loopback ports nothing listened on`);
-  return lines;
 }

@@ -5,7 +5,8 @@
 // (forwarded to it). Linux: platform/linux.ts; macOS: platform/macos.ts.
 
 import type { Policy } from './policy.js';
-import type { ConnectGroup, RefusalGroup } from './refusals.js';
+import type { ConnectGroup } from './loopback-refusals.js';
+import type { RefusalGroup } from './refusals.js';
 import { hostPlatform, SandboxError, type CommandSpec, type PlatformBackend, type PlatformName, type SandboxOptions } from './platform/backend.js';
 import { planJson, planText, type SpawnPlan } from './platform/spawn-plan.js';
 

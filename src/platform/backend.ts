@@ -5,7 +5,8 @@
 
 import type { AuditSink } from '../audit.js';
 import type { Policy } from '../policy.js';
-import type { ConnectGroup, RefusalGroup } from '../refusals.js';
+import type { ConnectGroup } from '../loopback-refusals.js';
+import type { RefusalGroup } from '../refusals.js';
 import type { PlatformName, SpawnPlan } from './spawn-plan.js';
 
 export type { PlatformName };

@@ -12,7 +12,8 @@ import type { Policy } from '../policy.js';
 import type { BwrapPlan } from '../profiles/bwrap.js';
 import { encodeMounts, plannedMounts } from '../profiles/mounts.js';
 import { parseReport, refusalLines, type SupervisorReport } from '../profiles/protected.js';
-import type { ConnectGroup, RefusalGroup } from '../refusals.js';
+import type { ConnectGroup } from '../loopback-refusals.js';
+import type { RefusalGroup } from '../refusals.js';
 import { describeSource } from '../settings/report.js';
 import { Messages, type CommandSpec, type PlatformBackend, type SandboxOptions } from './backend.js';
 import { checkCommand, commandArgv } from './command.js';
@@ -259,7 +260,7 @@ export class LinuxSandbox implements PlatformBackend {
 
   /** Loopback connections nothing listened on inside, grouped by the entry that would forward them. */
   private async reportConnects(report: SupervisorReport): Promise<void> {
-    const { classifyConnects, connectReportLines } = await import('../refusals.js');
+    const { classifyConnects, connectReportLines } = await import('../loopback-refusals.js');
     const { groups, records } = classifyConnects(this.policy, report.connects, process.getuid?.() === 0);
     this.connects = groups;
     for (const { kind, ...r } of records) this.session.auditSink?.({ kind, verdict: 'refused', ...r });

@@ -1,7 +1,8 @@
 // The refusal report's pure parts: which directory an allowWrite entry would name, the lines, and
 // what would forward a refused loopback port.
 import { describe, expect, it } from 'vitest';
-import { allowTarget, classifyConnects, connectReportLines, refusalReportLines, type RefusalGroup } from '../../src/refusals.js';
+import { classifyConnects, connectReportLines } from '../../src/loopback-refusals.js';
+import { allowTarget, refusalReportLines, type RefusalGroup } from '../../src/refusals.js';
 import { allowEntryFor } from '../../src/settings/advice.js';
 import { buildPolicy } from '../../src/settings/policy-builder.js';
 
