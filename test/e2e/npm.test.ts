@@ -1,6 +1,8 @@
-// A new user's path with npm, verbatim from the documentation (docs/trust.md), against the real npm registry (the one
-// registry this machine reaches): `srt --with npm -- npm install left-pad` in a fresh project, and
-// the `srt trust` → `srt -- npm ci` walkthrough. Runs as root and, in CI, again unprivileged.
+// A new user's path with npm, verbatim from the documentation (the README's npm recipe and
+// docs/trust.md's walkthrough), against the real npm registry (the one registry this machine
+// reaches): `srt --with npm -- npm install left-pad` in a fresh project, the README's snippet and
+// commands, and the `srt trust` → `srt -- npm ci` walkthrough. Runs as root and, in CI, again
+// unprivileged.
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
@@ -21,6 +23,29 @@ beforeAll(async () => {
     throw new Error(`these tests need the npm registry, and ${REGISTRY} did not answer npm on this machine (${r.timedOut ? 'timed out' : (r.stderr.split('\n')[0] || `exit ${r.exitCode}`)}); nothing else is wrong`);
   }
 }, 60_000);
+
+/** A project whose package-lock.json pins left-pad 1.3.0, for npm ci. */
+function leftPadProject(cwd: string): void {
+  writeFileSync(join(cwd, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', dependencies: { 'left-pad': '1.3.0' } }));
+  writeFileSync(join(cwd, 'package-lock.json'), JSON.stringify({
+    name: 'app', version: '1.0.0', lockfileVersion: 3, requires: true,
+    packages: {
+      '': { name: 'app', version: '1.0.0', dependencies: { 'left-pad': '1.3.0' } },
+      'node_modules/left-pad': {
+        version: '1.3.0', resolved: 'https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz',
+        integrity: 'sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQGinBN9yTQT3bFlCBy/aVx2HrNcqQGsdot8ghrjyrvMCoEA==', license: 'WTFPL',
+      },
+    },
+  }));
+}
+
+/** `srt ARGS` of a README command line, as a shell would split it (the README's are plain words). */
+function argvOf(line: string): string[] {
+  const words = line.trim().split(/\s+/);
+  expect(words[0]).toBe('srt');
+  expect(line).not.toMatch(/["'$\\`]/);
+  return words.slice(1);
+}
 
 function fresh(name: string): { home: string; cwd: string } {
   const home = join(tmp.path, name, 'home');
@@ -67,17 +92,7 @@ describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () =
     await execa('git', ['init', '-q', cwd]);
     mkdirSync(join(cwd, '.srt'));
     writeFileSync(join(cwd, '.srt', 'settings.json'), `${settings}\n`);
-    writeFileSync(join(cwd, 'package.json'), JSON.stringify({ name: 'app', version: '1.0.0', dependencies: { 'left-pad': '1.3.0' } }));
-    writeFileSync(join(cwd, 'package-lock.json'), JSON.stringify({
-      name: 'app', version: '1.0.0', lockfileVersion: 3, requires: true,
-      packages: {
-        '': { name: 'app', version: '1.0.0', dependencies: { 'left-pad': '1.3.0' } },
-        'node_modules/left-pad': {
-          version: '1.3.0', resolved: 'https://registry.npmjs.org/left-pad/-/left-pad-1.3.0.tgz',
-          integrity: 'sha512-XI5MPzVNApjAyhQzphX8BkmKsKUxD4LdyK24iZeQGinBN9yTQT3bFlCBy/aVx2HrNcqQGsdot8ghrjyrvMCoEA==', license: 'WTFPL',
-        },
-      },
-    }));
+    leftPadProject(cwd);
     const file = join(cwd, '.srt', 'settings.json');
 
     const first = await srt(['--', 'npm', 'ci'], { home, cwd, env: npmEnv, timeout: 180_000 });
@@ -95,5 +110,31 @@ describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () =
     expect(ci.stderr).not.toMatch(/srt: (refused|blocked)/);
     expect(ci.exitCode).toBe(0);
     expect(existsSync(join(cwd, 'node_modules', 'left-pad', 'index.js'))).toBe(true);
+  });
+});
+
+describe("the README's npm recipe, as written", () => {
+  it('the snippet in ~/.srt/settings.json, then srt -- npm ci; and, without settings, the srt --with npm -- npm ci of its comment', async () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const recipe = readme.slice(readme.indexOf('**npm, pnpm, yarn**'));
+    const settings = /```json\n([\s\S]*?)```/.exec(recipe)![1]!;
+    const [, command, comment] = /```sh\n(.*?)\s+#\s*or, without settings:\s*(srt [^;]*);/.exec(recipe)!;
+    expect([settings.trim(), command, comment]).toEqual(['{ "presets": ["npm"] }', 'srt -- npm ci', 'srt --with npm -- npm ci']);
+
+    const withSettings = fresh('readme-settings');
+    leftPadProject(withSettings.cwd);
+    mkdirSync(join(withSettings.home, '.srt'));
+    writeFileSync(join(withSettings.home, '.srt', 'settings.json'), settings);
+    const first = await srt(argvOf(command!), { ...withSettings, env: npmEnv, timeout: 180_000 });
+    expect(first.stderr).not.toMatch(/srt: (warning|refused|blocked)/);
+    expect(first.exitCode).toBe(0);
+    expect(existsSync(join(withSettings.cwd, 'node_modules', 'left-pad', 'index.js'))).toBe(true);
+
+    const withFlag = fresh('readme-flag');
+    leftPadProject(withFlag.cwd);
+    const second = await srt(argvOf(comment!), { ...withFlag, env: npmEnv, timeout: 180_000 });
+    expect(second.stderr).not.toMatch(/srt: (warning|refused|blocked)/);
+    expect(second.exitCode).toBe(0);
+    expect(existsSync(join(withFlag.cwd, 'node_modules', 'left-pad', 'index.js'))).toBe(true);
   });
 });
