@@ -6,6 +6,7 @@ import { Argument, Command, CommanderError, InvalidArgumentError, type Option } 
 import { createRequire } from 'node:module';
 import { fstatSync } from 'node:fs';
 import { homedir } from 'node:os';
+import { isatty } from 'node:tty';
 import { setFlagsFromString } from 'node:v8';
 import { resolve as resolvePath } from 'node:path';
 import { PACKAGE_JSON } from './paths.js';
@@ -170,6 +171,16 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     if (refused) throw new Fatal([refused]);
   }
   let sandbox: SandboxType | undefined;
+  // srt's lines after the command start in plain text, with the cursor shown, on a line of their
+  // own: a command's trailing ESC[8m (conceal), ESC[?25l (hide cursor) or unfinished line would
+  // hide them (a tripwire's too). Only on a terminal; once.
+  let tidied = false;
+  const sayAfter = (line: string) => {
+    const end = sandbox?.commandEnd();
+    if (end && !tidied && isatty(2)) process.stderr.write(`\x1b[0m\x1b[?25h${end.midLine ? '\n' : ''}`);
+    tidied ||= end !== undefined;
+    say(line);
+  };
   let stopControl = () => {};
   let audit: { sink: import('./audit.js').AuditSink; close: () => void } | undefined;
   if (opts.log !== undefined && !opts.dryRun) {
@@ -185,7 +196,7 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
   }
   try {
     sandbox = await Sandbox.create({
-      policy: report.policy, debug, pinCwd: true, oneCommand: true, dryRun: opts.dryRun === true, onMessage: say, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
+      policy: report.policy, debug, pinCwd: true, oneCommand: true, dryRun: opts.dryRun === true, onMessage: sayAfter, ...(opts.platform ? { platform: opts.platform } : {}), ...(audit ? { audit: audit.sink } : {}),
     });
     if (opts.dryRun) {
       process.stdout.write(opts.json ? `${JSON.stringify(sandbox.dryRunJson(spec), null, 2)}\n` : printableBlock(sandbox.dryRun(spec)));
@@ -204,13 +215,13 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     const { networkAdvice, splitHostPort } = await import('./settings/advice.js');
     const domains: string[] = [];
     for (const line of violations) {
-      say(line.startsWith('srt: ') ? line : `srt: ${line}`);
+      sayAfter(line.startsWith('srt: ') ? line : `srt: ${line}`);
       // What would allow it stands next to each destination refused for not being listed.
       const m = /^(?:srt: )?blocked (\S+) — not in (?:the managed )?network\.allowedDomains/.exec(line);
       const dest = m ? splitHostPort(m[1]!) : null;
       if (!dest) continue;
       const advice = networkAdvice(policy, dest.host, dest.port);
-      say(`srt: to allow ${m![1]}: ${advice}`);
+      sayAfter(`srt: to allow ${m![1]}: ${advice}`);
       // --suggest takes the entry the hint names, only where a user entry allows it (not srt trust,
       // not a managed-only list).
       const entry = /^run with --allow-domain (\S+),/.exec(advice);
@@ -221,9 +232,9 @@ async function runAction(spec: CommandSpec, opts: RunOptions): Promise<number> {
     if (opts.suggest) {
       const { suggestion } = await import('./refusals.js');
       const s = suggestion(sandbox.refusalGroups(), domains, policy.home);
-      if (!s) say('srt: --suggest: nothing was refused that a settings entry of yours would allow');
+      if (!s) sayAfter('srt: --suggest: nothing was refused that a settings entry of yours would allow');
       else {
-        say('srt: --suggest: this would have allowed what was refused; add it to ~/.srt/settings.json (or pass it with --settings FILE):');
+        sayAfter('srt: --suggest: this would have allowed what was refused; add it to ~/.srt/settings.json (or pass it with --settings FILE):');
         for (const c of s.commands) process.stderr.write(`${c}\n`);
         process.stderr.write(`${JSON.stringify(s.settings, null, 2)}\n`);
       }

@@ -66,6 +66,13 @@ export class Sandbox {
     this.backend.updateNetwork(network);
   }
 
+  /** Once the last run's command has ended (undefined before and while it runs; srt's end-of-run
+   *  lines follow): `midLine` when its output left the terminal on srt's stderr mid-line, as far
+   *  as srt relayed it (a caller printing there starts a new line first). */
+  commandEnd(): { midLine: boolean } | undefined {
+    return this.backend.commandEnd();
+  }
+
   /** One printable line per distinct refusal of the last run, then what srt did about its writes. */
   violations(): string[] {
     return this.backend.violations();

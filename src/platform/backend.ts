@@ -49,6 +49,9 @@ export interface PlatformBackend {
   run(cmd: CommandSpec): Promise<number>;
   /** Replace the network policy while the command runs (`--control-fd`). */
   updateNetwork(network: Policy['network']): void;
+  /** Once the last run's command has ended (undefined before and while it runs): `midLine` when
+   *  its output left the terminal srt's stderr is on mid-line, as far as srt relayed it. */
+  commandEnd(): { midLine: boolean } | undefined;
   /** One printable line per distinct refusal, for the end of the last run. */
   violations(): string[];
   /** What the sandbox refused on the way to files, grouped with what would allow it (Linux, with

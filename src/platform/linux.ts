@@ -171,6 +171,7 @@ export class LinuxSandbox implements PlatformBackend {
       return res.status;
     } finally {
       terminal?.close();
+      this.session.commandEnded(terminal?.leftMidLine());
       if (reportFd !== undefined) closeSync(reportFd);
       this.setAsideCreated(g);
       await this.reviewNewRepositories(g, plan);
@@ -286,6 +287,10 @@ export class LinuxSandbox implements PlatformBackend {
    * and per refused protected write, then what srt did about the run's protected paths and new
    * repositories.
    */
+  commandEnd(): { midLine: boolean } | undefined {
+    return this.session.commandEnd;
+  }
+
   violations(): string[] {
     return this.session.violations();
   }

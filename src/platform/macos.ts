@@ -312,6 +312,8 @@ export class MacosSandbox implements PlatformBackend {
         }
         return await exec.launch(sandboxExec, sandboxArgs(f, argv, http, socks), env, this.policy.cwd, signals);
       } finally {
+        // The command wrote to the terminal itself: where it left the cursor is not srt's to see.
+        this.session.commandEnded();
         if (logger) await exec.stopLog(logger);
         this.denials.list = [...exec.denials.values()];
       }
@@ -324,6 +326,10 @@ export class MacosSandbox implements PlatformBackend {
   /** Replace the network policy for new connections (loopback ports in the profile stay as they were). */
   updateNetwork(network: Policy['network']): void {
     this.session.updateNetwork(network);
+  }
+
+  commandEnd(): { midLine: boolean } | undefined {
+    return this.session.commandEnd;
   }
 
   violations(): string[] {

@@ -60,6 +60,8 @@ export class RunSession {
   private endNotes: string[] = [];
   private busy = false;
   private disposed = false;
+  /** Set once this run's command has ended: how its output left srt's stderr terminal. */
+  private ended: { midLine: boolean } | undefined;
 
   constructor(
     readonly policy: Policy,
@@ -82,6 +84,7 @@ export class RunSession {
     if (this.disposed) throw new Error('Sandbox already disposed');
     if (this.busy) throw new Error('a Sandbox runs one command at a time; wait for run() to finish');
     this.busy = true;
+    this.ended = undefined;
     this.endNotes = [];
     this.proxy = undefined;
     this.stage = undefined;
@@ -118,6 +121,17 @@ export class RunSession {
       ...extra,
     });
     return this.proxy;
+  }
+
+  /** The command has ended; `midLine`: its output left srt's stderr terminal mid-line. */
+  commandEnded(midLine = false): void {
+    this.ended = { midLine };
+  }
+
+  /** After the command of the last run ended (undefined before and while it runs): whether its
+   *  output left srt's stderr terminal mid-line, as far as srt saw it. */
+  get commandEnd(): { midLine: boolean } | undefined {
+    return this.ended;
   }
 
   /** A line for the end of the run (what srt refused or did about the run's writes). */

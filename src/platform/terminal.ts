@@ -44,6 +44,8 @@ const STTY = ['/usr/bin/stty', '/bin/stty'];
 const STDIN_TERMINAL = '/proc/self/fd/0';
 /** Output only, no SIGWINCH reaches srt in the background: how often it looks at the size. */
 const SIZE_POLL_MS = 500;
+/** How much of the command's last output srt keeps to tell where it left the cursor. */
+const TAIL_BYTES = 256;
 
 /** The device of a terminal on `fd`, undefined when it is none. */
 function terminalDevice(fd: number): number | undefined {
@@ -96,6 +98,39 @@ export function leaveTerminalModes(): void {
       } catch { /* exiting anyway */ }
     }
   });
+}
+
+/**
+ * Whether output ending in `tail` left the cursor mid-line, as far as bytes tell: its last
+ * character that moves the cursor is not a newline. Escape sequences (CSI, OSC, two-byte ESC x)
+ * and bells move nothing here; a carriage return leaves the line's text behind, so it counts as
+ * mid-line too. A cursor moved by an escape sequence cannot be followed: not mid-line.
+ */
+export function endsMidLine(tail: Uint8Array): boolean {
+  let last: number | undefined;
+  let state: 'text' | 'esc' | 'csi' | 'osc' | 'osc-esc' = 'text';
+  for (const b of tail) {
+    switch (state) {
+      case 'text':
+        if (b === 0x1b) state = 'esc';
+        else if (b >= 0x20 || b === 0x0a || b === 0x0d || b === 0x08 || b === 0x09) last = b;
+        break;
+      case 'esc':
+        state = b === 0x5b /* [ */ ? 'csi' : b === 0x5d /* ] */ ? 'osc' : 'text';
+        break;
+      case 'csi':
+        if (b >= 0x40 && b <= 0x7e) state = 'text';
+        break;
+      case 'osc':
+        if (b === 0x07) state = 'text';
+        else if (b === 0x1b) state = 'osc-esc';
+        break;
+      case 'osc-esc':
+        state = b === 0x5c /* backslash: ST */ ? 'text' : 'osc';
+        break;
+    }
+  }
+  return last !== undefined && last !== 0x0a;
 }
 
 function frame(type: string, payload: Uint8Array = Buffer.alloc(0)): Buffer {
@@ -171,6 +206,11 @@ export class Terminal {
   private type = 0;
   private remaining = 0;
   private control: Buffer[] = [];
+  /** The last bytes of the command's output on the terminal srt's stderr is on (srt's own lines
+   *  after the run follow them), when it is a terminal. */
+  private tail: Buffer | undefined;
+  private readonly stderrDevice = terminalDevice(2);
+  private readonly outputOnStderr: boolean;
 
   private readonly onInput = (chunk: Buffer) => {
     for (let off = 0; off < chunk.length; off += FRAME_MAX) {
@@ -187,13 +227,33 @@ export class Terminal {
     this.fd = Number(stdio[0]);
     this.relaysInput = this.fd === 0;
     this.device = fstatSync(this.fd).rdev;
-    if (stdio.includes('1')) this.output = process.stdout as WriteStream;
-    else if (stdio.includes('2')) this.output = process.stderr as WriteStream;
+    let outputFd: number;
+    if (stdio.includes('1')) [this.output, outputFd] = [process.stdout as WriteStream, 1];
+    else if (stdio.includes('2')) [this.output, outputFd] = [process.stderr as WriteStream, 2];
     else {
       // Only stdin is a terminal: echo and the command's terminal output still belong on it.
-      this.ownOutputFd = openSync(STDIN_TERMINAL, constants.O_WRONLY | constants.O_NOCTTY);
+      this.ownOutputFd = outputFd = openSync(STDIN_TERMINAL, constants.O_WRONLY | constants.O_NOCTTY);
       this.output = new WriteStream(this.ownOutputFd);
     }
+    if (this.stderrDevice !== undefined) this.tail = Buffer.alloc(0);
+    this.outputOnStderr = this.onStderr(outputFd);
+  }
+
+  private onStderr(fd: number): boolean {
+    return this.stderrDevice !== undefined && terminalDevice(fd) === this.stderrDevice;
+  }
+
+  /** Did the command's output leave srt's stderr terminal mid-line (srt's own lines then need
+   *  a newline first)? False when stderr is no terminal or nothing went to it. */
+  leftMidLine(): boolean {
+    return this.tail !== undefined && endsMidLine(this.tail);
+  }
+
+  private keep(chunk: Buffer): void {
+    if (this.tail === undefined) return;
+    this.tail = chunk.length >= TAIL_BYTES
+      ? Buffer.from(chunk.subarray(chunk.length - TAIL_BYTES))
+      : Buffer.concat([this.tail, chunk]).subarray(-TAIL_BYTES);
   }
 
   /** Is srt the foreground process group of its terminal? (A terminal on stdin that is not srt's
@@ -268,8 +328,10 @@ export class Terminal {
       const target = fd === 1 ? process.stdout : process.stderr;
       // On the pty's terminal in raw mode, a newline needs its carriage return.
       const crlf = this.stdio.includes(String(fd));
+      const onStderr = this.onStderr(fd);
       (child.stdio[fd] as Readable | null)?.on('data', (chunk: Buffer) => {
         target.write(crlf && this.raw ? chunk.toString('latin1').replace(/\r?\n/g, '\r\n') : chunk);
+        if (onStderr) this.keep(chunk);
       });
     }
     this.startReading();
@@ -410,6 +472,7 @@ export class Terminal {
       off += take;
       this.remaining -= take;
       if (this.type === 0x44 /* D */) {
+        if (this.outputOnStderr) this.keep(part);
         if (!this.output.write(part)) {
           this.channel?.pause();
           this.output.once('drain', () => this.channel?.resume());

@@ -884,6 +884,39 @@ describe('the outer terminal after srt', () => {
   }, LONG);
 });
 
+describe("srt's own lines after the command", () => {
+  // A refused request gives srt an end-of-run line (the tripwire's goes the same way).
+  const refused = 'curl -s -o /dev/null --max-time 20 http://blocked.test/';
+  const blocked = 'srt: blocked blocked.test:80';
+  const ran = async (script: string, dir = scratch()) => {
+    const s = new Pty([process.execPath, SRT_BIN, '--', 'sh', '-c', script], dir);
+    expect(await s.exitCode()).toBe(0);
+    return s.output;
+  };
+
+  it('on a terminal they follow a reset of attributes and a shown cursor, on a new line when the command left the cursor mid-line', async () => {
+    // Concealed text and a hidden cursor, mid-line: reset, cursor shown, then a newline.
+    expect(await ran(`printf 'partial\\033[8m\\033[?25l'; ${refused}`)).toMatch(/partial\x1b\[8m\x1b\[\?25l\x1b\[0m\x1b\[\?25h\r\nsrt: blocked blocked\.test:80/);
+    // At a line's start (escape sequences after the newline move nothing): no extra line.
+    expect(await ran(`printf 'done\\n\\033[?25l'; ${refused}`)).toMatch(/done\r\n\x1b\[\?25l\x1b\[0m\x1b\[\?25hsrt: blocked blocked\.test:80/);
+    // Output on stderr counts as well; a carriage return leaves the line's text behind.
+    expect(await ran(`printf 'progress 50%%\\r' >&2; ${refused}`)).toMatch(/progress 50%\r\x1b\[0m\x1b\[\?25h\r\nsrt: blocked/);
+  }, LONG);
+
+  it('nothing extra when srt prints nothing, or when its stderr is not a terminal', async () => {
+    const quiet = await ran(`printf 'x\\033[8m'`);
+    expect(quiet).toContain('x\x1b[8m');
+    expect(quiet).not.toContain('\x1b[0m');
+    const dir = scratch();
+    const err = join(dir.cwd, 'err.txt');
+    const s = new Pty(['sh', '-c', `${SRT} -- sh -c "printf 'partial\\033[8m'; ${refused}" 2>${err}`], dir);
+    expect(await s.exitCode()).toBe(0);
+    expect(s.output).toContain('partial\x1b[8m');
+    expect(s.output).not.toContain('\x1b[0m');
+    expect(readFileSync(err, 'utf8')).toMatch(new RegExp(`^${blocked.replace(/[.]/g, '\\.')}`));
+  }, LONG);
+});
+
 describe('without srt-init', () => {
   it('(a copy of srt without it, allowed by allowAllUnixSockets) the terminal is relayed through pipes: the command gets no descriptor of it', async () => {
     const dir = scratch();
