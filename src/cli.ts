@@ -20,6 +20,8 @@ import type { LoadOptions, SettingsReport } from './settings/index.js';
 import type { Policy } from './policy.js';
 
 const EXIT_SRT_FAILURE = 125;
+/** No command and nothing else to do (`srt` alone, `srt help NOSUCH`): a usage error, not a failed run. */
+const EXIT_USAGE = 2;
 
 /** One line of output on stdout, made printable (it may quote settings and file names). */
 function out(line: string): void {
@@ -309,8 +311,8 @@ const HELP_SETTINGS = `Settings are read from /etc/srt/managed-settings.json (+ 
 write only the current directory and its own TMPDIR, and reach no network host.`;
 
 const HELP_EXIT = `Exit status: the command's own (128+N if killed by signal N); 125 when srt itself fails
-(bad settings, the sandbox cannot be built); 126/127 when the command cannot be run.
-srt never runs a command outside the sandbox.`;
+(bad settings, the sandbox cannot be built); 126/127 when the command cannot be run; 2 when
+no command was given (srt alone, srt help with an unknown topic). srt never runs a command outside the sandbox.`;
 
 const HELP_AFTER = `\nExamples:\n${HELP_EXAMPLES}\n\n${HELP_SETTINGS}\n\n${HELP_EXIT}`;
 
@@ -359,7 +361,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
     .configureOutput({ outputError: (str, write) => write(`srt: ${str.replace(/^error: /, '')}`) })
     .action(async (operands: string[], opts: RunOptions) => {
       const spec = commandSpec(operands, split.tail, opts);
-      if (spec === undefined) throw new Fatal([`no command given; ${SHORT_USAGE}`]);
+      if (spec === undefined) throw new Fatal([`no command given; ${SHORT_USAGE}`], EXIT_USAGE);
       if (opts.json && !opts.dryRun) throw new Fatal(['--json goes with --dry-run (the plan as JSON); a run prints what the command prints']);
       result.exit = await runAction(spec, opts);
     });
@@ -520,7 +522,7 @@ function buildProgram(result: { exit: number }, split: { tail?: string[] }): Com
         return;
       }
       const cmd = program.commands.find((c) => c.name() === topic);
-      if (!cmd) throw new Fatal([`unknown command "${topic}"; srt help lists the subcommands (srt help presets: the toolchain presets)`]);
+      if (!cmd) throw new Fatal([`unknown command "${topic}"; srt help lists the subcommands (srt help presets: the toolchain presets)`], EXIT_USAGE);
       cmd.outputHelp();
     });
 

@@ -35,13 +35,13 @@ describe("the reference tool's muscle memory", () => {
     expect((await srt(['--', 'help'], { home, cwd })).exitCode).toBe(127);
   });
 
-  it('srt help TOPIC that is no subcommand, and srt alone, are usage errors (exit 125, like every other) in one line', async () => {
+  it('srt help TOPIC that is no subcommand, and srt alone, are usage errors (exit 2: no command was given, so none failed to start) in one line', async () => {
     const run = await srt(['help', 'run'], { home, cwd });
-    expect(run.exitCode).toBe(125);
+    expect(run.exitCode).toBe(2);
     expect(run.stderr).toBe('srt: unknown command "run"; srt help lists the subcommands (srt help presets: the toolchain presets)');
     expect(run.stdout).toBe('');
     const bare = await srt([], { home, cwd });
-    expect(bare.exitCode).toBe(125);
+    expect(bare.exitCode).toBe(2);
     expect(bare.stderr).toBe('srt: no command given; usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands');
   });
 
