@@ -64,15 +64,18 @@ async function inSandbox(script: string, settings: object) {
 // Shared Python helpers: `http(data)` → the status lines seen (joined by `|`), `socks(...)` → reply.
 const PY_HELPERS = String.raw`
 import socket, struct
-def raw(data, port=3128, wait=0.6):
-    s = socket.create_connection(('127.0.0.1', port), timeout=5)
+def raw(data, port=3128, wait=3, first=30):
+    # Until the proxy closes, or goes quiet for wait seconds once it has answered (first bounds the
+    # wait for its first byte): a loaded machine answers late, never wrongly.
+    s = socket.create_connection(('127.0.0.1', port), timeout=30)
     s.sendall(data if isinstance(data, bytes) else data.encode('latin1'))
-    s.settimeout(wait); out = b''
+    s.settimeout(first); out = b''
     try:
         while True:
             d = s.recv(65536)
             if not d: break
             out += d
+            s.settimeout(wait)
     except Exception: pass
     s.close(); return out.decode('latin1')
 def http(data, **kw):
