@@ -84,8 +84,11 @@ function background(script: string, dir: { home: string; cwd: string }, args: st
   return { done: code.then(() => out), code };
 }
 
+/** Waits for the sandboxed command to get going: srt starting on a loaded machine takes a while
+ *  (bounded just under the test's own 30 s, so a failure says what never appeared). */
 async function waitForFile(path: string): Promise<void> {
-  for (let i = 0; i < 400 && !existsSync(path); i++) await sleep(25);
+  const deadline = Date.now() + 25_000;
+  while (!existsSync(path) && Date.now() < deadline) await sleep(25);
   if (!existsSync(path)) throw new Error(`${path} never appeared`);
 }
 
