@@ -13,6 +13,7 @@
 #include <linux/filter.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/types.h>
 #include <sys/un.h>
@@ -109,6 +110,7 @@ void read_filter(const char *path, struct sock_fprog *prog);
 int install_filter(const struct sock_fprog *prog, int listen);
 
 // limits.c: the sandbox's share of the per-user kernel limits (init, before the command).
+void limit_processes_to(rlim_t max);
 void limit_per_user(void);
 
 // landlock.c: the command may write only beneath these n absolute paths (and a few devices);

@@ -8,8 +8,12 @@
 //   fs.inotify.max_user_* and fs.fanotify.max_user_*), which need CAP_SYS_RESOURCE here;
 // - the rlimits counted per user: RLIMIT_NPROC (processes and threads; the kernel does not apply
 //   it to uid 0), RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE, soft and hard (the command cannot raise them).
+//   A user's process limit is often larger than the host's PID space (kernel.pid_max): half of
+//   it would still let one fork loop take every PID, so RLIMIT_NPROC is also at most --max-procs
+//   (srt passes a quarter of the host's kernel.pid_max and kernel.threads-max, read outside: in
+//   this PID namespace pid_max may be the namespace's own), also when the caller's is unlimited.
 // What is counted per user without namespaces (epoll watches, pipe buffers) or system-wide (pids,
-// memory) needs cgroups; README "Known limitations".
+// memory) needs cgroups, and the kernel never applies RLIMIT_NPROC to uid 0: docs/linux-sandbox.md.
 
 #include "helper.h"
 
@@ -28,6 +32,10 @@ static const struct {
     {"/proc/sys/fs/fanotify/max_user_marks", "/proc/sys/user/max_fanotify_marks"},
 };
 static const int rlimits[] = {RLIMIT_NPROC, RLIMIT_SIGPENDING, RLIMIT_MSGQUEUE};
+static rlim_t max_procs = 1;
+
+// --max-procs: the most RLIMIT_NPROC may be (main.c, before init starts).
+void limit_processes_to(rlim_t max) { max_procs = max; }
 
 // A sysctl's value, -1 when this kernel has none.
 static long read_count(const char *path) {
@@ -60,8 +68,10 @@ void limit_per_user(void) {
   for (size_t i = 0; i < sizeof rlimits / sizeof rlimits[0]; i++) {
     struct rlimit rl;
     if (getrlimit(rlimits[i], &rl) != 0) die_errno("getrlimit");
-    if (rl.rlim_cur == RLIM_INFINITY) continue;
-    rl.rlim_cur = rl.rlim_max = rl.rlim_cur / 2 > 0 ? rl.rlim_cur / 2 : 1;
+    rlim_t bound = rl.rlim_cur == RLIM_INFINITY ? RLIM_INFINITY : rl.rlim_cur / 2 > 0 ? rl.rlim_cur / 2 : 1;
+    if (rlimits[i] == RLIMIT_NPROC && bound > max_procs) bound = max_procs; // RLIM_INFINITY too
+    if (bound == RLIM_INFINITY) continue;
+    rl.rlim_cur = rl.rlim_max = bound;
     if (setrlimit(rlimits[i], &rl) != 0) die_errno("setrlimit");
   }
 }

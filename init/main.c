@@ -2,7 +2,8 @@
 //
 //   srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
 //               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO]
-//               [--protect RULES [--report-fd N]] [--verify PLAN] --filter FILE -- CMD ARGS...
+//               [--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N --filter FILE
+//               -- CMD ARGS...
 //   srt-init --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //   srt-init --landlock-abi                                   (for srt doctor, landlock.c)
@@ -46,7 +47,7 @@
 static void usage(void) {
   die("srt-init: usage: srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
       "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
-      "[--protect RULES [--report-fd N]] [--verify PLAN] "
+      "[--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N "
       "--filter FILE -- CMD ARGS...");
 }
 
@@ -71,6 +72,7 @@ int main(int argc, char **argv) {
   int nrelays = 0;
   const char *filter_path = NULL, *protect_path = NULL, *verify_path = NULL;
   int report_fd = -1;
+  long max_procs = -1;
   const char **writable = calloc(argc, sizeof *writable);
   if (!writable) die_errno("calloc");
   int nwritable = 0, landlock = 1;
@@ -113,6 +115,10 @@ int main(int argc, char **argv) {
       long fd = strtol(argv[++i], &end, 10);
       if (*end || fd < 3 || fd > 1024) die("srt-init: --report-fd %s: want a descriptor >= 3", argv[i]);
       report_fd = (int)fd;
+    } else if (strcmp(argv[i], "--max-procs") == 0 && max_procs < 0) {
+      char *end;
+      max_procs = strtol(argv[++i], &end, 10);
+      if (*end || max_procs < 1) die("srt-init: --max-procs %s: want a number >= 1", argv[i]);
     } else if (strcmp(argv[i], "--verify") == 0 && !verify_path) {
       verify_path = argv[++i];
     } else if (strcmp(argv[i], "--filter") == 0 && !filter_path) {
@@ -122,6 +128,9 @@ int main(int argc, char **argv) {
     }
   }
   if (!filter_path || i + 1 >= argc) usage();
+  // Required: without it the sandbox could take every PID of the host (limits.c).
+  if (max_procs < 0) die("srt-init: --max-procs is required");
+  limit_processes_to((rlim_t)max_procs);
   // First: nothing else may start in a sandbox whose mounts are not the planned ones.
   if (verify_path) {
     verify_load(verify_path);

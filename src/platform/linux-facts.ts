@@ -41,6 +41,19 @@ const MAX_LISTENERS = 256;
 /** Entries srt binds back in all its snapshots before the read gate holds the denies instead. */
 const SNAPSHOT_BUDGET = 1000;
 
+/** The most processes and threads a sandbox may have (its RLIMIT_NPROC at most, init/limits.c): a
+ *  quarter of the host's PID space, kernel.pid_max and kernel.threads-max, read here on the host
+ *  (inside the sandbox's PID namespace pid_max may read the namespace's own, 4194304), so one fork
+ *  loop cannot take every PID of the host. */
+export function hostProcessBound(): number {
+  const read = (name: string) => {
+    const v = Number(readFileSync(`/proc/sys/kernel/${name}`, 'utf8').trim());
+    if (!Number.isInteger(v) || v < 1) throw new SandboxError(`cannot read kernel.${name} (/proc/sys/kernel/${name}): srt bounds the sandbox's processes by it`);
+    return v;
+  };
+  return Math.max(1, Math.floor(Math.min(read('pid_max'), read('threads-max')) / 4));
+}
+
 export interface LinuxFacts {
   bwrap: string;
   /** srt-init and its architecture; absent when allowed to run without it. */
@@ -370,7 +383,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: TreeSearch): 
       // A terminal on any of stdio: the command gets its own pty inside, never the user's terminal.
       const stdio = terminalStdio();
       seccomp = {
-        helperPath: seccompHelper.path, filterPath, relays, exposes,
+        helperPath: seccompHelper.path, filterPath, relays, exposes, maxProcs: hostProcessBound(),
         ...(stdio ? { terminal: { channelFd: TERMINAL_CHANNEL_FD, parentStatFd: PARENT_STAT_FD, stdio } } : {}),
         // The report descriptor comes after the exposed ports' (from 6 up, see relayPlan).
         ...(supervise ? { supervisor: { rulesPath: join(runDir, 'protect.rules'), reportFd: PARENT_STAT_FD + 1 + exposes.length } } : {}),

@@ -16,6 +16,8 @@ export interface SeccompLaunch {
   terminal?: { channelFd: number; parentStatFd: number; stdio: string };
   /** The protected-path supervisor: its rules file and the descriptor it reports on. */
   supervisor?: { rulesPath: string; reportFd: number };
+  /** The sandbox's process bound (`--max-procs`): hostProcessBound(). */
+  maxProcs: number;
   /** Where srt writes the mount plan the helper checks before anything runs (`--verify`). */
   mountsPath?: string;
   /** With `mountsPath`: an empty directory srt makes in the run directory, where bwrap binds each

@@ -35,6 +35,7 @@ export function bwrapLaunch(policy: Policy, facts: BwrapFacts, ops: MountOp[], w
     ...(launch.terminal ? { pty: launch.terminal } : {}),
     ...(launch.supervisor ? { protect: launch.supervisor } : {}),
     ...(launch.mountsPath !== undefined ? { verify: launch.mountsPath } : {}),
+    maxProcs: launch.maxProcs,
     filter: launch.filterPath,
   };
   const argGroups = [...nsArgs, ...capArgs, ...bwrapMountArgs(ops), ['--chdir', policy.cwd], ...statusArgs, ['--', ...(init ? initArgv(init) : []), ...command]];

@@ -32,6 +32,9 @@ export interface InitArgs {
   protect?: { rulesPath: string; reportFd: number };
   /** The mount plan srt-init checks before anything runs. */
   verify?: string;
+  /** The sandbox's RLIMIT_NPROC at most (init/limits.c): a quarter of the host's PID space, read
+   *  outside (inside the sandbox's PID namespace kernel.pid_max may read the namespace's own). */
+  maxProcs: number;
   filter: string;
 }
 
@@ -49,6 +52,7 @@ export function initArgv(a: InitArgs): string[] {
     ...(a.pty ? ['--pty', `${a.pty.channelFd}:${a.pty.parentStatFd}:${a.pty.stdio}`] : []),
     ...(a.protect ? ['--protect', a.protect.rulesPath, '--report-fd', String(a.protect.reportFd)] : []),
     ...(a.verify !== undefined ? ['--verify', a.verify] : []),
+    '--max-procs', String(a.maxProcs),
     '--filter', a.filter, '--',
   ];
 }

@@ -1,7 +1,8 @@
 // Per-user kernel limits (init/limits.c): the sandbox runs as the caller's uid, so it could
 // hold every inotify instance of that user (128 by default) and the user's editors, file watchers
 // and desktop outside would fail with EMFILE while it runs. The sandbox gets half of each limit
-// srt can bound; the tests take all they can inside and check what the host still gets.
+// srt can bound, and processes at most a quarter of the host's PID space; the tests take all they
+// can inside and check what the host still gets.
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -69,7 +70,7 @@ describe('the sandbox takes at most half of a per-user limit', () => {
     });
   });
 
-  it('queued signals and POSIX message queue bytes: the sandbox gets half of the caller\'s limits, soft and hard', async () => {
+  it('queued signals, POSIX message queue bytes and processes: the sandbox gets half of the caller\'s limits, soft and hard; processes at most a quarter of the host\'s PID space', async () => {
     const code = [
       'import resource',
       'for name in ("RLIMIT_SIGPENDING", "RLIMIT_MSGQUEUE", "RLIMIT_NPROC"):',
@@ -82,10 +83,29 @@ describe('the sandbox takes at most half of a per-user limit', () => {
       const soft = Number(v.split(':')[0]);
       return soft < 0 ? v : `${Math.max(1, Math.floor(soft / 2))}:${Math.max(1, Math.floor(soft / 2))}`; // -1: unlimited stays
     };
-    for (const name of ['RLIMIT_SIGPENDING', 'RLIMIT_MSGQUEUE', 'RLIMIT_NPROC']) expect(inside[name], `${name} ${r.stderr}`).toBe(half(host[name]!));
+    for (const name of ['RLIMIT_SIGPENDING', 'RLIMIT_MSGQUEUE']) expect(inside[name], `${name} ${r.stderr}`).toBe(half(host[name]!));
+    // The host's values, read here: inside the sandbox's PID namespace pid_max may read the
+    // namespace's own (4194304), which would bound nothing.
+    const space = Math.max(1, Math.floor(Math.min(sysctl('kernel.pid_max'), sysctl('kernel.threads-max')) / 4));
+    const soft = Number(host.RLIMIT_NPROC!.split(':')[0]);
+    const nproc = soft < 0 ? space : Math.min(space, Math.max(1, Math.floor(soft / 2)));
+    expect(inside.RLIMIT_NPROC, r.stderr).toBe(`${nproc}:${nproc}`);
   });
 
-  // The kernel does not apply RLIMIT_NPROC to uid 0: a root caller's sandbox has no such bound.
+  it('processes: at the caller\'s hard limit (unlimited where it is) the bound is still at most a quarter of the host\'s PID space', async () => {
+    const space = Math.max(1, Math.floor(Math.min(sysctl('kernel.pid_max'), sysctl('kernel.threads-max')) / 4));
+    // The caller's soft limit raised to its hard one: unlimited where that is (root often), which
+    // half of would bound nothing.
+    const hard = spawnSync('bash', ['-c', 'ulimit -H -u'], { encoding: 'utf8' }).stdout.trim();
+    const r = spawnSync('bash', ['-c', `ulimit -u ${hard} && exec "$@"`, 'bash', process.execPath, SRT_BIN, '--', 'sh', '-c', 'grep "^Max processes" /proc/self/limits; echo pid_max=$(cat /proc/sys/kernel/pid_max)'],
+      { cwd, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, timeout: 60_000 });
+    const half = hard === 'unlimited' ? Infinity : Math.max(1, Math.floor(Number(hard) / 2));
+    const want = Math.min(space, half);
+    expect(r.stdout, r.stderr).toMatch(new RegExp(`^Max processes +${want} +${want} +processes`, 'm'));
+  });
+
+  // The kernel does not apply RLIMIT_NPROC to uid 0 (docs/linux-sandbox.md says what bounds a
+  // root caller): the count is checked for everyone else.
   it.skipIf(process.getuid?.() === 0)('processes: RLIMIT_NPROC inside is half of the caller\'s, counted for the sandbox alone, and cannot be raised', async () => {
     // Room above what this user runs already, so the sandbox's own count is what stops it.
     const uid = process.getuid!();

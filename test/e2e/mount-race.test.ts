@@ -184,7 +184,7 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
     const r = spawnSync(BWRAP, ['--unshare-user', '--unshare-net', '--unshare-pid', '--die-with-parent', '--as-pid-1',
       '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
       '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', base, base, ...binds, '--chdir', chdir,
-      '--', ...initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes: [], landlock: 'off', verify: planFile, filter }),
+      '--', ...initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes: [], landlock: 'off', verify: planFile, maxProcs: 1000, filter }),
       ...(script ? ['sh', '-c', `touch ${marker}; ${script}`] : ['touch', marker])], { encoding: 'utf8', timeout: 20_000 });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr, ran: existsSync(marker) };
   }

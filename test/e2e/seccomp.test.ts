@@ -70,8 +70,8 @@ function bwrapArgs(opts: RunOptions): string[] {
 
 /** srt-init's argv as srt writes it (or the raw `helperArgs` a test gives), then the command. */
 function sandboxArgv(cmd: string[], opts: RunOptions): string[] {
-  const init = opts.helperArgs ? [INIT_HELPER_PATH, ...opts.helperArgs, '--'] : initArgv({
-    helperPath: INIT_HELPER_PATH, exposes: [], filter: filters[opts.filter ?? 'strict'],
+  const init = opts.helperArgs ? [INIT_HELPER_PATH, '--max-procs', '1000', ...opts.helperArgs, '--'] : initArgv({
+    helperPath: INIT_HELPER_PATH, exposes: [], maxProcs: 1000, filter: filters[opts.filter ?? 'strict'],
     relays: opts.relay ? [{ address: '127.0.0.1', port: RELAY_PORT, socketPath }] : [],
     // As srt does: a nested sandbox needs mount(2), which Landlock refuses.
     landlock: opts.filter === 'ns' ? 'off' : { writable: [], socketFiles: false },
@@ -220,7 +220,7 @@ except OSError as e: print("fifo", e.errno)'`;
       // A plain file descriptor: execa's own stdio would be a socket, which cannot be reopened.
       const fd = openSync(stdoutFile, 'w');
       try {
-        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', INIT_HELPER_PATH, ...args, '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
+        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', INIT_HELPER_PATH, ...args, '--max-procs', '1000', '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
           reject: false, stdin: 'ignore', stdout: fd, timeout: 20_000, extendEnv: false, env: ENV,
         } as Options); // execa takes a descriptor number at run time; its types do not say so
         return { ...r, out: readFileSync(stdoutFile, 'utf8') };
@@ -588,7 +588,7 @@ srv = S(('::1', 3000), H); srv.timeout = 10
 print('ready', flush=True)
 srv.handle_request()`;
     const exposes = [{ fd: 4, hostAddress: '127.0.0.1', hostPort: port, sandboxPort: 3000 }];
-    const init = initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes, landlock: { writable: [], socketFiles: false }, filter: filters.strict });
+    const init = initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes, landlock: { writable: [], socketFiles: false }, maxProcs: 1000, filter: filters.strict });
     const argv = [...hostListenArgv(INIT_HELPER_PATH, exposes).slice(1), BWRAP!, ...bwrapArgs({}), '--', ...init, PYTHON, '-c', py];
     const child = execa(INIT_HELPER_PATH, argv, { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
     await new Promise<void>((resolve) => {

@@ -21,7 +21,8 @@ function mainOptions(): Map<string, 'flag' | 'value'> {
 /** The shape of each option's value, from the usage message (`--relay ADDR:PORT:SOCKETPATH`). */
 function usageShapes(): Map<string, string> {
   const usage = /usage: srt-init ([^;]*?)--filter FILE -- CMD ARGS/s.exec(source('main.c').replace(/"\s*\n\s*"/g, ''))![1]!;
-  return new Map([...[...usage.matchAll(/\[(--[a-z-]+) ([A-Z:]+)/g)].map((m) => [m[1]!, m[2]!] as const), ['--filter', 'FILE']]);
+  expect(usage).toMatch(/ --max-procs N $/); // required, like --filter
+  return new Map([...[...usage.matchAll(/\[(--[a-z-]+) ([A-Z:]+)/g)].map((m) => [m[1]!, m[2]!] as const), ['--max-procs', 'N'], ['--filter', 'FILE']]);
 }
 
 const SHAPES: Record<string, RegExp> = {
@@ -43,6 +44,7 @@ const FULL: InitArgs = {
   pty: { channelFd: 4, parentStatFd: 5, stdio: '012' },
   protect: { rulesPath: '/r/protect.rules', reportFd: 8 },
   verify: '/r/mounts',
+  maxProcs: 8192,
   filter: '/r/filter.bpf',
 };
 
@@ -82,7 +84,7 @@ describe('srt-init\'s options as srt writes them', () => {
     expect(full.get('--relay')).toEqual(['127.0.0.1:3128:/r/http.sock', '[::1]:1080:/r/socks.sock']);
     expect(full.get('--expose')).toEqual(['6:3000', '7:80']);
     // Options main() takes once are written once.
-    for (const once of ['--pty', '--protect', '--report-fd', '--verify', '--filter']) expect(full.get(once), once).toHaveLength(1);
+    for (const once of ['--pty', '--protect', '--report-fd', '--verify', '--max-procs', '--filter']) expect(full.get(once), once).toHaveLength(1);
   });
 
   it('--no-landlock never comes with --writable or --socket-files (main() refuses the pair)', () => {
@@ -91,8 +93,8 @@ describe('srt-init\'s options as srt writes them', () => {
     expect(walk(initArgv(FULL), known).has('--no-landlock')).toBe(false);
   });
 
-  it('the minimal plan: the filter alone', () => {
-    expect(initArgv({ helperPath: '/h', relays: [], exposes: [], landlock: { writable: [], socketFiles: false }, filter: '/f' })).toEqual(['/h', '--filter', '/f', '--']);
+  it('the minimal plan: the process bound and the filter', () => {
+    expect(initArgv({ helperPath: '/h', relays: [], exposes: [], landlock: { writable: [], socketFiles: false }, maxProcs: 8192, filter: '/f' })).toEqual(['/h', '--max-procs', '8192', '--filter', '/f', '--']);
   });
 
   it('the launcher: `--host-listen FD:ADDR:PORT` as relays.c parses it, then `--` and bwrap; nothing when no port is exposed', () => {
