@@ -31,6 +31,11 @@ function selfAndAncestors(p: string): string[] {
   return out;
 }
 
+/** Does this landing stop at a write root that is a file (a name below it)? */
+function belowFileRoot(l: Landing, roots: string[]): boolean {
+  return l.kind === 'impossible' && l.why === 'not-dir' && l.blockedBy !== undefined && roots.includes(l.blockedBy);
+}
+
 /** A read deny the supervisor checks at every open: a path (and all below it) or a glob (every
  *  path it matches, and all below), with the paths inside it that stay readable. */
 export interface GatedDeny { path: string; glob?: true; reopened: string[] }
@@ -129,7 +134,11 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
     // With the supervisor a deny glob is judged at each open (the read gate), so nothing is
     // expanded and a match made during the run is covered too.
     expand, openTimeDenyGlobs: supervised, credentialDenies: facts.credentials?.deny ?? [], copies,
-    protect: () => facts.protectedTargets.map((t) => ({ path: t.path, kind: t.kind, why: t.path })),
+    // A write root that is a file is a mount point of its own, which cannot be removed or replaced
+    // by a directory: nothing can appear below it, so no protected name there needs a deny (one
+    // would cover the file itself, where the name cannot land, and make it read-only).
+    protect: (roots) => facts.protectedTargets.filter((t) => !belowFileRoot(landing(t.path), roots))
+      .map((t) => ({ path: t.path, kind: t.kind, why: t.path })),
   });
   warnings.push(...access.warnings);
   notes.push(...access.notes);

@@ -188,7 +188,7 @@ function build(zod: ZodModule) {
   }).describe('Network policy: every connection leaves through srt\'s filtering proxy.');
 
   const filesystem = z.strictObject({
-    allowWrite: pathList.optional().describe('Writable in addition to the current directory and the per-run TMPDIR (in a file written for the reference tool, srt-settings.json: the whole writable list).').meta({ default: [] }),
+    allowWrite: pathList.optional().describe('Writable in addition to the current directory and the per-run TMPDIR (in a file written for the reference tool, srt-settings.json: the whole writable list). An entry naming a file makes that file writable, not its directory.').meta({ default: [] }),
     denyWrite: pathList.optional().describe('Never writable; wins over allowWrite.').meta({ default: [] }),
     denyRead: pathList.optional().describe('Hidden from the command (reads fail); everything else is readable.').meta({ default: [] }),
     allowRead: pathList.optional().describe('Re-opens paths inside denyRead regions.').meta({ default: [] }),

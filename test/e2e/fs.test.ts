@@ -55,6 +55,30 @@ describe('writes', () => {
     expect(existsSync(join(base, 'extra/locked/keep'))).toBe(true);
     expect(existsSync(join(cwd, 'new.txt'))).toBe(true);
   });
+
+  for (const [what, mode] of [['with the supervisor', {}], ['without it', NO_SUPERVISOR]] as const) {
+    it(`an allowWrite entry naming an existing file makes that file writable, not its siblings or its directory (${what})`, async () => {
+      const base = scratch();
+      const home = join(base, 'home');
+      const cwd = join(base, 'proj');
+      writeTree(base, { 'home/keep': 'x', 'proj/keep': 'x', 'out/log.txt': 'old\n', 'out/sib.txt': 'x' });
+      const log = join(base, 'out', 'log.txt');
+      const script = [
+        attempt('append', `echo new >> ${log}`),
+        attempt('truncate', `echo only > ${log} && echo again >> ${log}`),
+        attempt('sibling', `echo a >> ${base}/out/sib.txt`),
+        attempt('create', `echo a > ${base}/out/new.txt`),
+        attempt('remove', `rm -f ${log}`),
+        attempt('replace', `echo a > ${base}/out/tmp && mv ${base}/out/tmp ${log}`),
+      ].join('\n');
+      const r = await srt(['--allow-write', log, '--', 'sh', '-c', script], { home, cwd, ...mode });
+      expect(r.stderr).not.toMatch(/srt: (?!warning|refused)/);
+      expect(results(String(r.stdout))).toEqual({ append: 'yes', truncate: 'yes', sibling: 'no', create: 'no', remove: 'no', replace: 'no' });
+      expect(readFileSync(log, 'utf8')).toBe('only\nagain\n');
+      expect(readFileSync(join(base, 'out', 'sib.txt'), 'utf8')).toBe('x');
+      expect(readdirSync(join(base, 'out')).sort()).toEqual(['log.txt', 'sib.txt']);
+    });
+  }
 });
 
 describe('protected paths', () => {

@@ -64,6 +64,9 @@ function landingIn(t: Tree, p: string): Landing {
       via.push({ link: next, target, system: false });
       next = target;
     }
+    if (t.kinds.get(cur) === 'file') {
+      return { real: join(cur, ...parts.slice(i)), kind: 'impossible', why: 'not-dir', blockedBy: cur, ...(via.length ? { via } : {}) };
+    }
     if (!t.kinds.has(next)) {
       const real = join(next, ...parts.slice(i + 1));
       return { real, kind: 'missing', firstMissing: next, ...(via.length ? { via } : {}) };
@@ -98,6 +101,41 @@ function factsFor(t: Tree, p: Policy, more: { protectedTargets?: ProtectedTarget
       ...(more.supervisor ? { supervisor: { rulesPath: `${RUN}/protect.rules`, reportFd: 6 } } : {}),
     },
   };
+}
+
+/** Protected names at the top of each write root (the current directory and each existing
+ *  allowWrite entry), as srt plans them (protected.ts projectTop), whatever the root is. */
+function topsOf(t: Tree, p: Policy): ProtectedTarget[] {
+  const roots = [p.cwd, ...p.filesystem.allowWrite.map(literalOf).filter((x): x is string => x !== null)]
+    .map((q) => landingIn(t, q)).filter((l) => l.kind === 'file' || l.kind === 'dir').map((l) => l.real);
+  return roots.flatMap((r) => [{ path: `${r}/.git/hooks`, kind: 'dir' as const }, { path: `${r}/.bashrc`, kind: 'file' as const }]);
+}
+
+/**
+ * The allowWrite entries the command must be able to write, whatever they are (a file or a
+ * directory): each existing one reached directly, that no deny, credential or protected path
+ * covers and a project or local file may name. The mounts and the model must both let it write.
+ */
+function unwritableEntries(t: Tree, p: Policy, plan: BwrapPlan, more: Parameters<typeof factsFor>[2]): string[] {
+  const fs = p.filesystem;
+  const covers = (r: PathRule, q: string) => {
+    const lit = literalOf(r);
+    if (lit !== null) return isWithin(q, landingIn(t, lit).real) || isWithin(q, lit);
+    const test = globMatcher(r.path);
+    for (let a = q; ; a = dirname(a)) { if (test(a)) return true; if (a === '/') return false; }
+  };
+  const out: string[] = [];
+  for (const r of fs.allowWrite) {
+    const lit = literalOf(r);
+    if (lit === null) continue;
+    const l = landingIn(t, lit);
+    if ((l.kind !== 'file' && l.kind !== 'dir') || l.via?.length) continue;
+    if ((r.source.scope === 'project' || r.source.scope === 'local') && !isWithin(l.real, p.root)) continue;
+    if ([...fs.denyWrite, ...fs.denyRead, ...(more.credentials?.deny ?? [])].some((d) => covers(d, l.real))) continue;
+    if ((more.protectedTargets ?? []).some((x) => isWithin(l.real, x.path))) continue;
+    if (!mayWrite(plan.access, l.real).allowed || !reach(plan, l.real).write) out.push(`${r.original} (${l.kind}) is not writable`);
+  }
+  return out;
 }
 
 /** The plan, with the snapshots it asks for listed from the tree (srt plans twice the same way). */
@@ -207,30 +245,49 @@ describe('the Linux mounts agree with the access model', () => {
     'a read allowlist: deny / with carve-outs': {
       p: policy({ denyRead: [managed('/')], allowRead: [managed('/usr'), managed(W), managed('/opt/srt')] }),
     },
+    'allowWrite naming files (and protected names planned at the top of every root)': {
+      p: policy({ allowWrite: [user(`${H}/a/f.txt`), cli('/opt/data/k.pem'), project(`${W}/src/f.txt`), user(`${H}/data`)] }),
+    },
     'the supervisor': { p: policy({ denyRead: [user(`${W}/.env`), user(`${H}/.ssh`)] }), more: { supervisor: true, protectedTargets: PROTECTED } },
     'the supervisor: deny globs judged at each open, re-opened by allows of enough trust': {
       p: policy({ denyRead: [user(`${H}/**/*.pem`), project(`${W}/**/.env`), cli(`${H}/a/*`)], allowRead: [user(`${H}/a/b`), project(`${H}/.ssh/k.pem`)] }),
       more: { supervisor: true, protectedTargets: PROTECTED },
     },
   };
-  for (const [name, { p, more }] of Object.entries(scenarios)) {
-    it(name, () => expect(disagreements(t, planFor(t, p, more)).join('\n')).toBe(''));
+  for (const [name, { p, more: given }] of Object.entries(scenarios)) {
+    it(name, () => {
+      const more = { ...given, protectedTargets: [...(given?.protectedTargets ?? []), ...topsOf(t, p)] };
+      const plan = planFor(t, p, more);
+      expect(disagreements(t, plan).join('\n')).toBe('');
+      expect(unwritableEntries(t, p, plan, more)).toEqual([]);
+    });
   }
+
+  it('an allowWrite file is writable, and only it: its siblings and its directory stay read-only', () => {
+    const p = policy({ allowWrite: [user(`${H}/a/f.txt`), cli('/opt/data/k.pem')] });
+    const plan = planFor(t, p, { protectedTargets: topsOf(t, p) });
+    for (const f of [`${H}/a/f.txt`, '/opt/data/k.pem']) {
+      expect(reach(plan, f).write, f).toBe(true);
+      for (const other of [dirname(f), join(dirname(f), '.env'), join(dirname(f), 'sub')]) expect(reach(plan, other).write, other).toBe(false);
+    }
+  });
 
   it('200 random policies, with and without the supervisor', () => {
     let seed = 0x51ed;
     const rnd = (n: number) => { seed = (seed * 1103515245 + 12345) & 0x7fffffff; return seed % n; };
     const pick = <T,>(xs: readonly T[]): T => xs[rnd(xs.length)]!;
-    const paths = [...DIRS, `${H}/lnk`, `${W}/out`, `${W}/key-link`, `${H}/a/f.txt`, `${W}/src/k.pem`, `${H}/.ssh/k.pem`, `${H}/nothing/here`];
+    const files = DIRS.flatMap((d) => FILES.map((f) => join(d, f)));
+    const paths = [...DIRS, `${H}/lnk`, `${W}/out`, `${W}/key-link`, `${H}/nothing/here`, ...files];
     const globs = [`${H}/**/*.pem`, `${H}/a/*`, `${W}/**/.env`, `${H}/a/b/[!c]*`, '/opt/**'];
     const scopes = [managed, cli, user, project, local];
     for (let n = 0; n < 200; n++) {
       const rule = (): PathRule => pick(scopes)(rnd(5) === 0 ? pick(globs) : pick(paths));
       const many = (k: number) => Array.from({ length: rnd(k) }, rule);
       const p = policy({ denyRead: many(4), allowRead: many(4), denyWrite: many(3), allowWrite: many(3).filter((r) => !r.glob) });
-      const more = { supervisor: rnd(2) === 0, protectedTargets: PROTECTED.filter(() => rnd(2) === 0) };
-      const diffs = disagreements(t, planFor(t, p, more));
-      expect(diffs, JSON.stringify(p.filesystem, null, 1)).toEqual([]);
+      const more = { supervisor: rnd(2) === 0, protectedTargets: [...PROTECTED.filter(() => rnd(2) === 0), ...topsOf(t, p)] };
+      const plan = planFor(t, p, more);
+      expect(disagreements(t, plan), JSON.stringify(p.filesystem, null, 1)).toEqual([]);
+      expect(unwritableEntries(t, p, plan, more), JSON.stringify(p.filesystem, null, 1)).toEqual([]);
     }
   }, 120_000);
 });
