@@ -15,7 +15,7 @@ import { parseReport, refusalLines, type SupervisorReport } from '../profiles/pr
 import type { ConnectGroup } from '../loopback-refusals.js';
 import type { RefusalGroup } from '../refusals.js';
 import { describeSource } from '../settings/report.js';
-import { Messages, type CommandSpec, type PlatformBackend, type SandboxOptions } from './backend.js';
+import type { CommandSpec, SandboxOptions } from './backend.js';
 import { checkCommand, commandArgv } from './command.js';
 import { diagnoseBubblewrap } from './deps.js';
 import { placeholderExcludesEnv } from './git-excludes.js';
@@ -27,25 +27,20 @@ import { disableNewRepositories, disableRebaseExec, newGitDirs } from './newrepo
 import { removeTree } from './remove.js';
 import { launch, signalExit } from './run.js';
 import { scanProtected } from './search.js';
-import { RunSession, type RunSignals } from './session.js';
-import type { SpawnPlan } from './spawn-plan.js';
+import { SandboxBase } from './sandbox-base.js';
+import type { RunSignals } from './session.js';
 import { PlaceholderSet, reapStale, setAside } from './state.js';
 import { Terminal } from './terminal.js';
 
-export class LinuxSandbox implements PlatformBackend {
+export class LinuxSandbox extends SandboxBase<LinuxFacts> {
   readonly platform = 'linux' as const;
-  private readonly session: RunSession;
   private refusals: RefusalGroup[] = [];
   private connects: ConnectGroup[] = [];
   private readonly placeholders: PlaceholderSet;
-  /** The facts the next run uses; `stale` once a run has used them. */
-  private gathered: LinuxFacts;
-  private stale = false;
   private cleanupReported = false;
 
-  private constructor(readonly policy: Policy, private readonly opts: SandboxOptions, gathered: LinuxFacts) {
-    this.gathered = gathered;
-    this.session = new RunSession(policy, new Messages(opts.onMessage), opts.debug ?? false, opts.audit);
+  private constructor(policy: Policy, opts: SandboxOptions, gathered: LinuxFacts) {
+    super(policy, opts, gathered, (o, previous) => gatherLinux(o, previous.search), (p, g, argv) => linuxPlan(p, g, argv).spawn);
     this.placeholders = new PlaceholderSet(policy.home);
   }
 
@@ -54,18 +49,8 @@ export class LinuxSandbox implements PlatformBackend {
     return new LinuxSandbox(opts.policy, opts, await gatherLinux(opts));
   }
 
-  prepare(cmd: CommandSpec): SpawnPlan {
-    return linuxPlan(this.policy, this.gathered, commandArgv(cmd)).spawn;
-  }
-
-  messages(): string[] {
-    return this.session.out.list();
-  }
-
   async run(cmd: CommandSpec): Promise<number> {
-    if (this.stale) this.gathered = await gatherLinux({ ...this.opts, policy: this.policy }, this.gathered.search);
-    this.stale = true;
-    const g = this.gathered;
+    const g = await this.factsForRun();
     return this.session.run((signals) => this.runPlanned(g, commandArgv(cmd), signals), () => this.cleanupSync(g));
   }
 
@@ -278,23 +263,6 @@ export class LinuxSandbox implements PlatformBackend {
     return this.connects;
   }
 
-  updateNetwork(network: Policy['network']): void {
-    this.session.updateNetwork(network);
-  }
-
-  /**
-   * One printable line per distinct refusal by the proxy (`srt: blocked evil.example:443 — …`)
-   * and per refused protected write, then what srt did about the run's protected paths and new
-   * repositories.
-   */
-  commandEnd(): { midLine: boolean } | undefined {
-    return this.session.commandEnd;
-  }
-
-  violations(): string[] {
-    return this.session.violations();
-  }
-
   private cleanupSync(g: LinuxFacts): void {
     this.placeholders.cleanup();
     const left = removeTree(g.facts.runDir);
@@ -304,8 +272,8 @@ export class LinuxSandbox implements PlatformBackend {
     }
   }
 
-  async dispose(): Promise<void> {
+  override async dispose(): Promise<void> {
     this.gathered.search.watch?.close();
-    this.session.dispose();
+    await super.dispose();
   }
 }

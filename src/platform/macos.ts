@@ -30,7 +30,7 @@ import { forwardedPorts } from '../proxy/local-services.js';
 import { defaultManagedPaths } from '../settings/files.js';
 import { describeSource } from '../settings/report.js';
 import { shellQuote } from '../shell.js';
-import { Messages, SandboxError, type CommandSpec, type PlatformBackend, type SandboxOptions } from './backend.js';
+import { SandboxError, type CommandSpec, type SandboxOptions } from './backend.js';
 import { createCacheDirs } from './cache-dirs.js';
 import { checkCommand, commandArgv } from './command.js';
 import { resolveLanding } from './landing.js';
@@ -39,7 +39,7 @@ import { materialise } from './materialise.js';
 import { removeTree } from './remove.js';
 import { runCredentialPlan, runtimeFiles, selfWritableWarnings } from './runtime.js';
 import { expandGlob, readGitFile, SearchError } from './search.js';
-import { RunSession } from './session.js';
+import { SandboxBase } from './sandbox-base.js';
 import type { SpawnPlan } from './spawn-plan.js';
 import { reapStale } from './state.js';
 
@@ -237,37 +237,22 @@ function macosPlan(policy: Policy, f: MacosFacts, argv: string[]): SpawnPlan {
   };
 }
 
-export class MacosSandbox implements PlatformBackend {
+export class MacosSandbox extends SandboxBase<MacosFacts> {
   readonly platform = 'macos' as const;
-  private readonly session: RunSession;
-  /** The facts the next run uses; `stale` once a run has used them. */
-  private gathered: MacosFacts;
-  private stale = false;
   /** The last run's denials, with the access model that explains them. */
   private denials: { list: Denial[]; plan: SeatbeltPlan };
 
-  private constructor(readonly policy: Policy, private readonly opts: SandboxOptions, gathered: MacosFacts) {
-    this.gathered = gathered;
+  private constructor(policy: Policy, opts: SandboxOptions, gathered: MacosFacts) {
+    super(policy, opts, gathered, gatherMacos, macosPlan);
     this.denials = { list: [], plan: gathered.plan };
-    this.session = new RunSession(policy, new Messages(opts.onMessage), opts.debug ?? false, opts.audit);
   }
 
   static async create(opts: SandboxOptions): Promise<MacosSandbox> {
     return new MacosSandbox(opts.policy, opts, await gatherMacos(opts));
   }
 
-  prepare(cmd: CommandSpec): SpawnPlan {
-    return macosPlan(this.policy, this.gathered, commandArgv(cmd));
-  }
-
-  messages(): string[] {
-    return this.session.out.list();
-  }
-
   async run(cmd: CommandSpec): Promise<number> {
-    if (this.stale) this.gathered = await gatherMacos({ ...this.opts, policy: this.policy });
-    this.stale = true;
-    const f = this.gathered;
+    const f = await this.factsForRun();
     const argv = commandArgv(cmd);
     const spawnPlan = macosPlan(this.policy, f, argv);
     const exec = new SeatbeltRun(f.tag, this.session.log);
@@ -323,16 +308,7 @@ export class MacosSandbox implements PlatformBackend {
     });
   }
 
-  /** Replace the network policy for new connections (loopback ports in the profile stay as they were). */
-  updateNetwork(network: Policy['network']): void {
-    this.session.updateNetwork(network);
-  }
-
-  commandEnd(): { midLine: boolean } | undefined {
-    return this.session.commandEnd;
-  }
-
-  violations(): string[] {
+  override violations(): string[] {
     const { list } = this.denials;
     const lines = list.slice(0, MAX_REPORTED).map((d) => `srt: sandbox refused ${d.op} ${d.target} (${d.process})${this.reason(d)}`);
     if (list.length > MAX_REPORTED) lines.push(`srt: … and ${list.length - MAX_REPORTED} more sandbox refusals (--debug lists them)`);
@@ -345,9 +321,5 @@ export class MacosSandbox implements PlatformBackend {
     const rules = this.denials.plan.rules;
     const v = d.op.startsWith('file-write') ? mayWrite(rules, d.target) : d.op.startsWith('file-read') || d.op === 'process-exec' ? mayRead(rules, d.target) : null;
     return !v || v.allowed ? '' : ` — ${v.why}`;
-  }
-
-  async dispose(): Promise<void> {
-    this.session.dispose();
   }
 }
