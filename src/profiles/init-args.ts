@@ -2,6 +2,8 @@
 // in this one place: inside the sandbox as its first process, and outside as the launcher that
 // binds the exposed host ports before it runs bwrap (`--host-listen`).
 
+import { hostPort } from '../host-port.js';
+
 /** A listener inside the sandbox (a loopback address) whose connections go to a Unix socket of the proxy. */
 export interface RelayListen {
   address: string;
@@ -38,13 +40,11 @@ export interface InitArgs {
   filter: string;
 }
 
-export const bracketed = (address: string): string => (address.includes(':') ? `[${address}]` : address);
-
 /** `srt-init OPTIONS --`: what bwrap runs, followed by the command. */
 export function initArgv(a: InitArgs): string[] {
   return [
     a.helperPath,
-    ...a.relays.flatMap((r) => ['--relay', `${bracketed(r.address)}:${r.port}:${r.socketPath}`]),
+    ...a.relays.flatMap((r) => ['--relay', `${hostPort(r.address, r.port)}:${r.socketPath}`]),
     ...a.exposes.flatMap((e) => ['--expose', `${e.fd}:${e.sandboxPort}`]),
     ...(a.landlock === 'off'
       ? ['--no-landlock']
@@ -61,5 +61,5 @@ export function initArgv(a: InitArgs): string[] {
  *  (followed by bwrap's argv). Empty when nothing is exposed: bwrap is run directly. */
 export function hostListenArgv(helperPath: string, exposes: HostListen[]): string[] {
   if (exposes.length === 0) return [];
-  return [helperPath, ...exposes.flatMap((e) => ['--host-listen', `${e.fd}:${bracketed(e.hostAddress)}:${e.hostPort}`]), '--'];
+  return [helperPath, ...exposes.flatMap((e) => ['--host-listen', `${e.fd}:${hostPort(e.hostAddress, e.hostPort)}`]), '--'];
 }

@@ -9,6 +9,7 @@ import type { Policy, Source } from '../policy.js';
 import type { DomainRule, NormalizedHost } from './domains.js';
 import { namedLoopback, normalizeHost, ruleMatches } from './domains.js';
 import { embeddedIpv4 } from './address-guard.js';
+import { hostPort } from '../host-port.js';
 
 export type Decision =
   | {
@@ -28,7 +29,7 @@ export type Decision =
 /** `host:port` for messages, IPv6 bracketed; hostile input is escaped and shortened. */
 export function displayHostPort(host: string, port: number): string {
   const safe = JSON.stringify(host.length > 100 ? `${host.slice(0, 100)}…` : host).slice(1, -1);
-  return `${safe.includes(':') ? `[${safe}]` : safe}:${port}`;
+  return hostPort(safe, port);
 }
 
 export function decide(network: Policy['network'], rawHost: string, port: number): Decision {

@@ -12,6 +12,7 @@ import type { ExposedPort, Policy, Source } from '../policy.js';
 import { isLoopbackAddress } from './address-guard.js';
 import { effectiveAllowList } from './decide.js';
 import { namedLoopback, type DomainRule } from './domains.js';
+import { hostPort } from '../host-port.js';
 
 /** Inside the sandbox, the relay listens here for srt's HTTP and SOCKS5 proxies. */
 export const HTTP_RELAY_PORT = 3128;
@@ -102,12 +103,10 @@ export function parseExposeEntry(entry: number | string): Array<Omit<ExposedPort
 
 /** `127.0.0.1:3000 → sandbox :3000`, for `srt config` and `--dry-run`. */
 export function describeExpose(e: Pick<ExposedPort, 'hostAddress' | 'hostPort' | 'sandboxPort'>): string {
-  const host = e.hostAddress.includes(':') ? `[${e.hostAddress}]` : e.hostAddress;
-  return `host ${host}:${e.hostPort} → sandbox 127.0.0.1:${e.sandboxPort}`;
+  return `host ${hostPort(e.hostAddress, e.hostPort)} → sandbox 127.0.0.1:${e.sandboxPort}`;
 }
 
 /** `127.0.0.1:5432, [::1]:5432 → host localhost:5432`. */
 export function describeForward(f: Pick<Forward, 'listen' | 'port' | 'host'>): string {
-  const at = (a: string) => (a.includes(':') ? `[${a}]` : a);
-  return `sandbox ${f.listen.map((a) => `${at(a)}:${f.port}`).join(', ')} → host ${at(f.host)}:${f.port}`;
+  return `sandbox ${f.listen.map((a) => hostPort(a, f.port)).join(', ')} → host ${hostPort(f.host, f.port)}`;
 }

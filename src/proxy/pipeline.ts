@@ -14,6 +14,7 @@
 import type { Readable, Transform } from 'node:stream';
 import type { NormalizedHost } from './domains.js';
 import type { Target } from './gate.js';
+import { bracketHost } from '../host-port.js';
 
 /** One header line; order and repeated names are kept. */
 export type Header = [name: string, value: string];
@@ -234,6 +235,6 @@ export function headerValue(headers: readonly Header[], name: string): string | 
 
 /** `host[:port]` for a Host header or :authority: IPv6 bracketed, the default port left out. */
 export function formatAuthority(host: NormalizedHost, port: number, defaultPort: number): string {
-  const h = host.ip === 6 ? `[${host.host}]` : host.host;
+  const h = bracketHost(host.host);
   return port === defaultPort ? h : `${h}:${port}`;
 }

@@ -26,6 +26,7 @@ import { createSocksProxy } from './socks.js';
 import type { Termination } from './trust.js';
 import { splice, Tunnels } from './tunnel.js';
 import { upstreamFromEnv } from './upstream.js';
+import { hostPort } from '../host-port.js';
 
 export { formatViolation, type Violation };
 
@@ -113,7 +114,7 @@ function listen(server: Server, spec: ListenSpec, bound?: (path: string) => void
         resolve({ address: spec.socketPath });
       } else {
         const a = server.address() as AddressInfo;
-        resolve({ address: a.family === 'IPv6' ? `[${a.address}]:${a.port}` : `${a.address}:${a.port}`, port: a.port });
+        resolve({ address: hostPort(a.address, a.port), port: a.port });
       }
     };
     // The relay's connect to a full backlog fails at once (it cannot wait): a deep one.

@@ -4,6 +4,7 @@
 // passed in explicitly so tests (and the library API) decide it.
 
 import { connect as netConnect, type Socket } from 'node:net';
+import { hostPort } from '../host-port.js';
 
 export interface UpstreamProxies {
   /** For CONNECT tunnels and SOCKS connections. */
@@ -58,7 +59,7 @@ export function bypassesUpstream(noProxy: string[], host: string, port: number):
 export function connectThrough(proxy: URL, host: string, port: number, timeoutMs: number): Promise<Socket> {
   return new Promise((resolve, reject) => {
     const socket = netConnect({ host: proxy.hostname.replace(/^\[|\]$/g, ''), port: Number(proxy.port || 80), allowHalfOpen: true });
-    const authority = host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+    const authority = hostPort(host, port);
     const auth =
       proxy.username !== ''
         ? `Proxy-Authorization: Basic ${Buffer.from(

@@ -7,6 +7,7 @@ import { isIP } from 'node:net';
 import type { Policy } from '../policy.js';
 import { isLoopbackAddress } from '../proxy/address-guard.js';
 import { namedLoopback, normalizeHost, parseDomainEntry, ruleMatches } from '../proxy/domains.js';
+import { bracketHost } from '../host-port.js';
 import { shellQuote } from '../shell.js';
 
 /** `host:port` as srt prints it (IPv6 bracketed) → its parts; null when it is not one. */
@@ -21,7 +22,7 @@ export function splitHostPort(text: string): { host: string; port: number } | nu
  *  destination keeps its port always: only an entry with a port is forwarded into the sandbox
  *  (SPEC §6), so the same entry serves a client that uses the proxy and one that connects directly. */
 export function allowEntryFor(host: string, port: number): string {
-  const h = host.includes(':') ? `[${host}]` : host;
+  const h = bracketHost(host);
   const loopback = namedLoopback(host) !== undefined || (isIP(host) !== 0 && isLoopbackAddress(host));
   return (port === 443 || port === 80) && !loopback ? h : `${h}:${port}`;
 }

@@ -34,6 +34,7 @@ import { printable } from '../shell.js';
 import type { SettingsReport } from './index.js';
 import type { CredentialPlan } from '../credentials/plan.js';
 import { describeCredentialPlan } from '../credentials/describe.js';
+import { hostPort } from '../host-port.js';
 
 type Sourced<T> = { value: T; source: Source };
 
@@ -43,7 +44,7 @@ function scalar<T>(report: SettingsReport, key: string, value: T): Sourced<T> {
 
 /** `127.0.0.1:3000:3000`, `[::1]:8080:80`: the full spelling of an exposePorts entry. */
 function exposeValue(e: ExposedPort): string {
-  return `${e.hostAddress.includes(':') ? `[${e.hostAddress}]` : e.hostAddress}:${e.hostPort}:${e.sandboxPort}`;
+  return `${hostPort(e.hostAddress, e.hostPort)}:${e.sandboxPort}`;
 }
 
 function withoutSource<T extends { source: Source }>(entry: T): Omit<T, 'source'> {
@@ -118,7 +119,7 @@ export function configJson(report: SettingsReport, credentials?: CredentialPlan)
     },
     forwardedPorts: forwardedPorts(p.network).map((f) => ({
       value: f.rule,
-      listen: f.listen.map((a) => `${a.includes(':') ? `[${a}]` : a}:${f.port}`),
+      listen: f.listen.map((a) => hostPort(a, f.port)),
       source: f.source,
     })),
     ignored: p.ignored,
