@@ -6,6 +6,7 @@
 // away; a host an unapproved file lists gets `srt trust`), and kept apart from the file refusals:
 // it loads only what the proxy has loaded already, not the access model.
 
+import { hostPort } from './host-port.js';
 import type { Policy } from './policy.js';
 import { decide } from './proxy/decide.js';
 import { networkAdvice } from './settings/advice.js';
@@ -52,11 +53,11 @@ export function classifyConnects(policy: Policy, refused: readonly LoopbackRefus
   const records: ConnectRecord[] = [];
   for (const r of refused) {
     const host = r.address === '127.0.0.1' || r.address === '::1' ? 'localhost' : r.address;
-    const target = `${host.includes(':') ? `[${host}]` : host}:${r.port}`;
+    const target = hostPort(host, r.port);
     let g = groups.get(target);
     if (!g) groups.set(target, (g = { target, count: 0, ...connectAdvice(policy, host, r.port, target, root) }));
     g.count += r.count;
-    records.push({ kind: 'connect', target: `${r.address.includes(':') ? `[${r.address}]` : r.address}:${r.port}`, count: r.count,
+    records.push({ kind: 'connect', target: hostPort(r.address, r.port), count: r.count,
       rule: 'not-forwarded', ...(g.allow ? { allow: g.allow } : {}) });
   }
   return { groups: [...groups.values()].sort((a, b) => b.count - a.count), records };
