@@ -16,7 +16,7 @@ import { readFileSync } from 'node:fs';
 import { createSecureContext, type SecureContext } from 'node:tls';
 import asn1 from 'node-forge/lib/asn1.js';
 import type { asn1 as Asn1Types } from 'node-forge';
-import { ipBytes } from './address-guard.js';
+import { ipBytes } from './ip.js';
 import { namedLoopback, type NormalizedHost } from './domains.js';
 
 type Asn1 = Asn1Types.Asn1;

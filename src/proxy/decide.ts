@@ -8,7 +8,7 @@
 import type { Policy, Source } from '../policy.js';
 import type { DomainRule, NormalizedHost } from './domains.js';
 import { namedLoopback, normalizeHost, ruleMatches } from './domains.js';
-import { embeddedIpv4 } from './address-guard.js';
+import { embeddedIpv4 } from './ip.js';
 import { hostPort } from '../host-port.js';
 
 export type Decision =

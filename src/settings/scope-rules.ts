@@ -5,7 +5,8 @@
 
 import { globBase, isWithin } from '../glob.js';
 import { shellQuote } from '../shell.js';
-import { builtinBlockReason, embeddedIpv4, isOwnAddress, localAddresses } from '../proxy/address-guard.js';
+import { builtinBlockReason, isOwnAddress, localAddresses } from '../proxy/address-guard.js';
+import { embeddedIpv4 } from '../proxy/ip.js';
 import type { DomainRule } from '../proxy/domains.js';
 import { drop, get, label, type Layer, type LayerMerge } from './layers.js';
 import { PRESETS } from './presets.js';

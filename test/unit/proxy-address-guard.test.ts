@@ -2,16 +2,13 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it, vi } from 'vitest';
 import {
   addressBlockReason,
-  embeddedIpv4,
   guardDestination,
-  inCidr,
-  ipBytes,
   isOwnAddress,
   localAddresses,
-  parseCidr,
   parseFibTrieLocal,
   parseIfInet6,
 } from '../../src/proxy/address-guard.js';
+import { embeddedIpv4, inCidr, ipBytes, parseCidr } from '../../src/proxy/ip.js';
 import { network } from '../e2e/proxy-fixtures.js';
 
 const OWN = ['203.0.113.7', 'fe80::1234', '2001:db8::77'];
