@@ -6,24 +6,32 @@ import type { BwrapFacts } from './bwrap-facts.js';
 import { hostListenArgv, initArgv, type InitArgs } from './init-args.js';
 import { bwrapMountArgs, type MountOp } from './mounts.js';
 
-/** `argGroups`: one option with its values per group, the last `--` and what bwrap runs;
- *  `launcher`: srt-init binding the exposed host ports, or nothing (bwrap is run directly). */
-export function bwrapLaunch(policy: Policy, facts: BwrapFacts, ops: MountOp[], writable: string[], command: string[]): { argGroups: string[][]; init?: InitArgs; launcher: string[] } {
-  const fsPolicy = policy.filesystem;
-  const nsArgs = [
+/**
+ * bwrap's options before the mounts, one option with its values per group: new namespaces, and
+ * the capabilities the sandbox's first process keeps — srt-init (`init`), or none.
+ */
+export function bwrapIsolationArgs(init: { lowPort: boolean } | undefined): string[][] {
+  const namespaces = [
     '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
     '--new-session', '--die-with-parent',
   ].map((o) => [o]);
+  if (!init) return [...namespaces, ['--cap-drop', 'ALL']];
   // The helper keeps CAP_SYS_ADMIN (nested pid/mount namespace, fresh /proc), CAP_SETPCAP
   // (clearing the bounding set) and CAP_SYS_RESOURCE (the sandbox's share of the per-user limits,
   // init/limits.c) in bwrap's user namespace only, and drops them before exec.
   // ... and CAP_NET_BIND_SERVICE to bind a forwarded port below 1024 inside (the relay drops it),
   // and CAP_DAC_READ_SEARCH so its check of the mounts walks the paths bwrap mounted on, which
   // may pass a directory with no search permission (a root caller's mode-000 directory).
+  const caps = ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH', 'CAP_SYS_RESOURCE', ...(init.lowPort ? ['CAP_NET_BIND_SERVICE'] : [])];
+  return [...namespaces, ['--as-pid-1'], ['--cap-drop', 'ALL'], ...caps.map((c) => ['--cap-add', c])];
+}
+
+/** `argGroups`: one option with its values per group, the last `--` and what bwrap runs;
+ *  `launcher`: srt-init binding the exposed host ports, or nothing (bwrap is run directly). */
+export function bwrapLaunch(policy: Policy, facts: BwrapFacts, ops: MountOp[], writable: string[], command: string[]): { argGroups: string[][]; init?: InitArgs; launcher: string[] } {
+  const fsPolicy = policy.filesystem;
   const lowPort = facts.seccomp?.relays.some((r) => r.port < 1024) ?? false;
-  const capArgs = facts.seccomp
-    ? [['--as-pid-1'], ['--cap-drop', 'ALL'], ...['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_DAC_READ_SEARCH', 'CAP_SYS_RESOURCE', ...(lowPort ? ['CAP_NET_BIND_SERVICE'] : [])].map((c) => ['--cap-add', c])]
-    : [['--cap-drop', 'ALL']];
+  const isolation = bwrapIsolationArgs(facts.seccomp ? { lowPort } : undefined);
   const statusArgs = facts.jsonStatusFd !== undefined ? [['--json-status-fd', String(facts.jsonStatusFd)]] : [];
   const launch = facts.seccomp;
   // Landlock in the helper denies writes outside the read-write binds (a read-only bind still lets
@@ -38,6 +46,6 @@ export function bwrapLaunch(policy: Policy, facts: BwrapFacts, ops: MountOp[], w
     maxProcs: launch.maxProcs,
     filter: launch.filterPath,
   };
-  const argGroups = [...nsArgs, ...capArgs, ...bwrapMountArgs(ops), ['--chdir', policy.cwd], ...statusArgs, ['--', ...(init ? initArgv(init) : []), ...command]];
+  const argGroups = [...isolation, ...bwrapMountArgs(ops), ['--chdir', policy.cwd], ...statusArgs, ['--', ...(init ? initArgv(init) : []), ...command]];
   return { argGroups, ...(init ? { init } : {}), launcher: launch ? hostListenArgv(launch.helperPath, launch.exposes) : [] };
 }

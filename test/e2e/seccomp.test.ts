@@ -8,7 +8,9 @@ import { createConnection, createServer as createTcpServer, type Server as TcpSe
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { bwrapIsolationArgs } from '../../src/profiles/bwrap-launch.js';
 import { hostListenArgv, initArgv } from '../../src/profiles/init-args.js';
+import { bwrapMountArgs, type MountOp } from '../../src/profiles/mounts.js';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
 import { processesWith, REPO, tempDir } from './helpers.js';
@@ -52,20 +54,24 @@ interface RunOptions {
   filter?: keyof typeof filters;
   relay?: boolean;
   env?: Record<string, string>;
-  caps?: string[];
+  /** srt-init keeps CAP_NET_BIND_SERVICE too (a relay below port 1024). */
+  lowPort?: boolean;
+  /** Capabilities srt gives srt-init that this run leaves out. */
+  withoutCaps?: string[];
   helperArgs?: string[];
   extraBwrap?: string[];
 }
 
+/** bwrap's options as srt writes them (profiles/bwrap-launch.ts, mounts.ts), on a read-only host
+ *  with the run directory writable. */
 function bwrapArgs(opts: RunOptions): string[] {
-  return [
-    '--unshare-user', '--unshare-net', '--unshare-pid', '--unshare-ipc', '--unshare-uts',
-    '--new-session', '--die-with-parent', '--as-pid-1',
-    '--cap-drop', 'ALL', ...(opts.caps ?? ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE']).flatMap((c) => ['--cap-add', c]),
-    '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc',
-    '--bind', runDir, runDir,
-    ...(opts.extraBwrap ?? []),
+  const isolation = bwrapIsolationArgs({ lowPort: opts.lowPort ?? false })
+    .filter(([option, cap]) => !(option === '--cap-add' && opts.withoutCaps?.includes(cap!)));
+  const ops: MountOp[] = [
+    { kind: 'bind', dest: '/', source: '/', ro: true }, { kind: 'dev', dest: '/dev' }, { kind: 'proc', dest: '/proc' },
+    { kind: 'bind', dest: runDir, source: runDir, ro: false },
   ];
+  return [...isolation.flat(), ...bwrapMountArgs(ops).flat(), ...(opts.extraBwrap ?? [])];
 }
 
 /** srt-init's argv as srt writes it (or the raw `helperArgs` a test gives), then the command. */
@@ -362,7 +368,7 @@ except OSError as e: print("fifo", e.errno)'`;
         'srt: cannot listen on 127.0.0.1:80 inside the sandbox: ports below 1024 need bwrap --cap-add CAP_NET_BIND_SERVICE']);
       const twice = await sandbox(cmd, { helperArgs: ['--relay', `127.0.0.1:4000:${socketPath}`, '--relay', `127.0.0.1:4000:${socketPath}`, '--filter', filters.strict] });
       expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: srt-init: --relay: 127.0.0.1:4000 given twice']);
-      const noSetpcap = await sandbox(cmd, { caps: ['CAP_SYS_ADMIN'] });
+      const noSetpcap = await sandbox(cmd, { withoutCaps: ['CAP_SETPCAP'] });
       expect(noSetpcap.exitCode).toBe(125);
       expect(noSetpcap.stderr).toMatch(/^srt: srt-init: cannot clear the capability bounding set: start it with bwrap --cap-add CAP_SETPCAP/);
       expect(existsSync(marker)).toBe(false);
@@ -549,7 +555,7 @@ for sig in (signal.SIGSTOP, signal.SIGKILL):
 print(socket.create_connection(('127.0.0.1', ${port})).recv(10).decode()); sys.stdout.flush()
 time.sleep(2)`;
       const child = execa(BWRAP!, sandboxArgv([PYTHON, '-c', py], {
-        caps: ['CAP_SYS_ADMIN', 'CAP_SETPCAP', 'CAP_SYS_RESOURCE', ...(root ? ['CAP_NET_BIND_SERVICE'] : [])],
+        lowPort: root,
         helperArgs: ['--relay', `127.0.0.1:${port}:${marker}`, '--filter', filters.strict],
       }), { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
       let out = '';
