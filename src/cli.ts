@@ -20,7 +20,7 @@ import type { LoadOptions, SettingsReport } from './settings/index.js';
 import type { Policy } from './policy.js';
 
 const EXIT_SRT_FAILURE = 125;
-/** No command and nothing else to do (`srt` alone, `srt help NOSUCH`): a usage error, not a failed run. */
+/** No command and nothing else to do (`srt` alone, `srt --`, `srt help NOSUCH`): a usage error, not a failed run. */
 const EXIT_USAGE = 2;
 
 /** One line of output on stdout, made printable (it may quote settings and file names). */
@@ -144,7 +144,7 @@ function commandSpec(operands: string[], explicit: string[] | undefined, opts: R
     return { shell: opts.command };
   }
   if (explicit !== undefined) {
-    if (explicit.length === 0) throw new Fatal(['no command after --; usage: srt [options] -- COMMAND [ARGS...]']);
+    if (explicit.length === 0) throw new Fatal(['no command after --; usage: srt [options] -- COMMAND [ARGS...]'], EXIT_USAGE);
     return { argv: explicit };
   }
   if (operands.length === 0) return undefined;
@@ -312,7 +312,7 @@ write only the current directory and its own TMPDIR, and reach no network host.`
 
 const HELP_EXIT = `Exit status: the command's own (128+N if killed by signal N); 125 when srt itself fails
 (bad settings, the sandbox cannot be built); 126/127 when the command cannot be run; 2 when
-no command was given (srt alone, srt help with an unknown topic). srt never runs a command outside the sandbox.`;
+no command was given (srt alone, srt --, srt help with an unknown topic). srt never runs a command outside the sandbox.`;
 
 const HELP_AFTER = `\nExamples:\n${HELP_EXAMPLES}\n\n${HELP_SETTINGS}\n\n${HELP_EXIT}`;
 

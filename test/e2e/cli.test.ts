@@ -31,8 +31,6 @@ describe('srt command line', () => {
       [['--bogus', 'ls'], "srt: unknown option '--bogus'"],
       [['--control-fd', '2', 'ls'], "srt: option '--control-fd <n>' argument '2' is invalid. must be a file descriptor number of 3 or more (0-2 are stdio)"],
       [['--control-fd', 'x', 'ls'], "srt: option '--control-fd <n>' argument 'x' is invalid. must be a file descriptor number of 3 or more (0-2 are stdio)"],
-      [[], 'srt: no command given; usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands'],
-      [['--'], 'srt: no command after --; usage: srt [options] -- COMMAND [ARGS...]'],
       [['-c', 'echo hi', 'extra'], 'srt: -c takes the whole command as one string; give either -c "COMMAND" or COMMAND ARGS, not both'],
       [['--settings'], "srt: option '-s, --settings <file>' argument missing"],
       [['config', 'extra'], "srt: too many arguments for 'config'. Expected 0 arguments but got 1."],
@@ -40,6 +38,17 @@ describe('srt command line', () => {
     for (const [args, message] of cases) {
       const r = await run(args);
       expect({ args, exitCode: r.exitCode, stderr: r.stderr }).toEqual({ args, exitCode: 125, stderr: message });
+    }
+  });
+
+  it('no command at all is a usage error of its own: exit 2 (nothing was asked to run, so nothing failed to start)', async () => {
+    const cases: Array<[string[], string]> = [
+      [[], 'srt: no command given; usage: srt [options] [--] COMMAND [ARGS...]; srt --help for options and subcommands'],
+      [['--'], 'srt: no command after --; usage: srt [options] -- COMMAND [ARGS...]'],
+    ];
+    for (const [args, message] of cases) {
+      const r = await run(args);
+      expect({ args, exitCode: r.exitCode, stderr: r.stderr }).toEqual({ args, exitCode: 2, stderr: message });
     }
   });
 
