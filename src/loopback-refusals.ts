@@ -51,7 +51,11 @@ export function classifyConnects(policy: Policy, refused: readonly LoopbackRefus
   { groups: ConnectGroup[]; records: ConnectRecord[] } {
   const groups = new Map<string, ConnectGroup>();
   const records: ConnectRecord[] = [];
+  // A port the run exposes is one the command serves itself: a refused connect there is its own
+  // server not listening yet (a wait-until-up loop), never a missing forward.
+  const served = new Set(policy.network.exposePorts.map((e) => e.sandboxPort));
   for (const r of refused) {
+    if (served.has(r.port) && (r.address === '127.0.0.1' || r.address === '::1')) continue;
     const host = r.address === '127.0.0.1' || r.address === '::1' ? 'localhost' : r.address;
     const target = hostPort(host, r.port);
     let g = groups.get(target);

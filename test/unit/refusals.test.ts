@@ -104,6 +104,15 @@ describe('refused loopback connections', () => {
     ]);
   });
 
+  it('a port the run exposes is served by the command itself (not up yet): never reported as a missing forward', () => {
+    const policy = buildPolicy(ctx, [user({ network: { exposePorts: ['18080'] } })]);
+    const { groups, records } = classifyConnects(policy, [
+      { address: '127.0.0.1', port: 18080, count: 2 }, { address: '::1', port: 18080, count: 1 }, { address: '127.0.0.1', port: 18081, count: 1 },
+    ], false);
+    expect(groups.map((g) => g.target)).toEqual(['localhost:18081']);
+    expect(records.map((r) => r.target)).toEqual(['127.0.0.1:18081']);
+  });
+
   it('a port below 1024 keeps its port in the entry, and is offered only where srt runs as root', () => {
     const policy = buildPolicy(ctx, [user({})]);
     const refused = [{ address: '127.0.0.1', port: 80, count: 1 }];
