@@ -30,6 +30,9 @@ static struct refused_port {
 } refused[MAX_LOOPBACK];
 static int nrefused;
 static unsigned long refused_unlisted;
+// Ports a connect found a listener on: the command serves them itself, so connects refused
+// there before its server was up (a wait-until-up loop) are no missing forward.
+static unsigned char served[65536 / 8];
 
 // The address a connect() names, when it is a loopback one: 127.0.0.0/8 (also IPv4-mapped in
 // IPv6) or ::1. 1 when it is, with *v4, addr (4 or 16 bytes) and port filled in.
@@ -131,6 +134,7 @@ int watch_connect(struct req *r, int fd, const unsigned char *sa, size_t len, st
 void judge_connect(const struct watched *w) {
   int l = listener_in(w->v4 ? AF_INET : AF_INET6, w->v4, w->addr, w->port);
   if (l == 0 && w->v4) l = listener_in(AF_INET6, w->v4, w->addr, w->port);
+  if (l > 0) served[w->port / 8] |= (unsigned char)(1u << (w->port % 8));
   if (l != 0) return;
   for (int i = 0; i < nrefused; i++) {
     if (refused[i].v4 == w->v4 && refused[i].port == w->port && memcmp(refused[i].addr, w->addr, w->v4 ? 4 : 16) == 0) {
@@ -153,6 +157,7 @@ void judge_connect(const struct watched *w) {
 void report_loopback(int (*put)(const char *fields[], int n)) {
   for (int i = 0; i < nrefused; i++) {
     char addr[INET6_ADDRSTRLEN], port[8], count[24];
+    if (served[refused[i].port / 8] & (1u << (refused[i].port % 8))) continue;
     if (!inet_ntop(refused[i].v4 ? AF_INET : AF_INET6, refused[i].addr, addr, sizeof addr)) continue;
     snprintf(port, sizeof port, "%u", refused[i].port);
     snprintf(count, sizeof count, "%lu", refused[i].count);

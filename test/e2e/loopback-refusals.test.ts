@@ -120,4 +120,22 @@ print("own=yes")'`,
     expect(keyValues(r.stdout)).toEqual({ own: 'yes', relays: 'yes', udp: 'yes', pair: 'yes' });
     expect(srtLines(r.stderr)).toEqual([]);
   });
+
+  it('a port the command serves itself later (a wait-until-up loop) is not reported; one it never serves is', async () => {
+    const { home, cwd } = fresh();
+    const own = 19000 + (process.pid % 1000);
+    const never = own + 1;
+    const cmd = `python3 -c 'import socket
+def refused(p):
+    try:
+        socket.create_connection(("127.0.0.1", p)).close(); return False
+    except ConnectionRefusedError:
+        return True
+early = sum(refused(${own}) for i in range(3)); none = sum(refused(${never}) for i in range(2))
+l = socket.socket(); l.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); l.bind(("127.0.0.1", ${own})); l.listen(8)
+print("early=%d" % early); print("never=%d" % none); print("up=" + ("no" if refused(${own}) else "yes"))'`;
+    const r = await srt(['-c', cmd], { home, cwd });
+    expect(keyValues(r.stdout)).toEqual({ early: '3', never: '2', up: 'yes' });
+    expect(srtLines(r.stderr)).toEqual([`srt: no forwarded port ${never} (2 connections refused): ${hint(never)}`]);
+  });
 });
