@@ -239,8 +239,9 @@ export function ereMatch(re: string, subjects: readonly (string | Buffer)[], loc
   return ereMatchAll([re], subjects, locale)[0]!;
 }
 
-/** Regex results every evaluator consults first: a test over many profiles matches all their
- *  regexes in one engine run (a run per profile is slow on a loaded machine). */
+/** Regex results (a pure function of regex and subject), shared by every evaluator: a test over
+ *  many profiles matches all their regexes in one engine run (a run per profile is slow on a
+ *  loaded machine). */
 const shared = new Map<string, Map<string, boolean>>();
 
 export function primeRegexes(res: readonly string[], paths: readonly string[]): void {
@@ -272,28 +273,18 @@ export interface Query {
 const opMatches = (ruleOp: string, op: string) => ruleOp === 'default' || ruleOp === op || (ruleOp.endsWith('*') && op.startsWith(ruleOp.slice(0, -1)));
 
 export class Evaluator {
-  private readonly cache = new Map<string, Map<string, boolean>>();
   constructor(readonly profile: Profile, private readonly params: ReadonlyMap<string, string>) {}
 
-  /** Match every regex of the profile against these paths at once (one engine run), unless
-   *  primeRegexes already did for every one of them. */
+  /** Match every regex of the profile not yet matched against these paths at once (one engine run). */
   prime(paths: readonly string[]): void {
-    const res = [...new Set(this.profile.regexes)].filter((re) => paths.some((p) => !shared.get(re)?.has(p)));
-    if (res.length === 0) return;
-    const matrix = ereMatchAll(res, paths);
-    res.forEach((re, k) => {
-      const m = this.cache.get(re) ?? new Map<string, boolean>();
-      paths.forEach((p, j) => m.set(p, matrix[k]![j]!));
-      this.cache.set(re, m);
-    });
+    const res = this.profile.regexes.filter((re) => paths.some((p) => !shared.get(re)?.has(p)));
+    if (res.length > 0) primeRegexes(res, paths);
   }
 
   private regex(re: string, s: string): boolean {
-    const known = shared.get(re)?.get(s);
-    if (known !== undefined) return known;
-    if (!this.cache.get(re)?.has(s)) this.prime([s]); // every regex for this subject at once
-    if (!this.cache.get(re)?.has(s)) this.cache.set(re, new Map([...(this.cache.get(re) ?? []), [s, ereMatch(re, [s])[0]!]]));
-    return this.cache.get(re)!.get(s)!;
+    if (!shared.get(re)?.has(s)) this.prime([s]); // every regex for this subject at once
+    if (!shared.get(re)?.has(s)) primeRegexes([re], [s]); // a regex the profile's list does not hold
+    return shared.get(re)!.get(s)!;
   }
 
   private filter(n: Node, q: Query): boolean {
