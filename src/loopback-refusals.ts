@@ -55,8 +55,8 @@ export function classifyConnects(policy: Policy, refused: readonly LoopbackRefus
   // server not listening yet (a wait-until-up loop), never a missing forward.
   const served = new Set(policy.network.exposePorts.map((e) => e.sandboxPort));
   for (const r of refused) {
-    if (served.has(r.port) && (r.address === '127.0.0.1' || r.address === '::1')) continue;
     const host = r.address === '127.0.0.1' || r.address === '::1' ? 'localhost' : r.address;
+    if (host === 'localhost' && served.has(r.port)) continue;
     const target = hostPort(host, r.port);
     let g = groups.get(target);
     if (!g) groups.set(target, (g = { target, count: 0, ...connectAdvice(policy, host, r.port, target, root) }));
