@@ -14,21 +14,28 @@ export const BWRAP = ['bwrap', '--unshare-user', '--unshare-net', '--unshare-pid
   '--new-session', '--die-with-parent', '--cap-drop', 'ALL', '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc'];
 
 /**
- * The same sandbox running srt-init with srt's filter (written into `dir`) before
- * `cmd`: `withHelper(helperArgs, cmd)`; `relays` are the helper arguments of srt's two relays.
+ * The same sandbox running srt-init with srt's filter (written into `dir`) before `cmd`:
+ * `withHelper(relayed, cmd)`, with srt's two relays (HTTP and SOCKS, to sockets in `dir`) when
+ * `relayed`. srt-init's argv comes from srt's own renderer, so the baseline runs what srt runs.
  * Needs a build (dist/ and init/build/srt-init).
  */
 export async function helperSandbox(dir) {
   const { buildSeccompFilter } = await import(join(REPO, 'dist', 'profiles', 'seccomp.js'));
   const { findInitHelper, hostSeccompArch } = await import(join(REPO, 'dist', 'platform', 'init-helper.js'));
+  const { initArgv } = await import(join(REPO, 'dist', 'profiles', 'init-args.js'));
+  const { hostProcessBound } = await import(join(REPO, 'dist', 'platform', 'linux-facts.js'));
   const helper = findInitHelper();
   if ('error' in helper) throw new Error(helper.error);
   const filter = join(dir, 'filter.bpf');
   writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch(), allowUnixSockets: false, allowNamespaces: false }));
-  const withHelper = (args, cmd) => [...BWRAP, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_SYS_RESOURCE',
-    '--', helper.path, ...args, '--filter', filter, '--', ...cmd];
-  const relays = ['--relay', `127.0.0.1:3128:${join(dir, 'http.sock')}`, '--relay', `127.0.0.1:1080:${join(dir, 'socks.sock')}`];
-  return { withHelper, relays };
+  const relays = [
+    { address: '127.0.0.1', port: 3128, socketPath: join(dir, 'http.sock') },
+    { address: '127.0.0.1', port: 1080, socketPath: join(dir, 'socks.sock') },
+  ];
+  const maxProcs = hostProcessBound();
+  const withHelper = (relayed, cmd) => [...BWRAP, '--as-pid-1', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_SYS_RESOURCE',
+    '--', ...initArgv({ helperPath: helper.path, relays: relayed ? relays : [], exposes: [], landlock: { writable: [], socketFiles: false }, maxProcs, filter }), ...cmd];
+  return { withHelper };
 }
 
 const BULK_CHUNK = Buffer.alloc(64 * 1024, 'x');
