@@ -13,7 +13,7 @@
 //   anything else is itself; there is no escape character (name a path literally with
 //   `{ "path": …, "literal": true }`).
 
-import { sep } from 'node:path';
+import { dirname, sep } from 'node:path';
 
 export type GlobToken =
   | { kind: 'text'; text: string }
@@ -123,6 +123,13 @@ export function globBase(glob: string): string {
 /** Is `p` equal to or below `base`? (Both absolute and normalised.) */
 export function isWithin(p: string, base: string): boolean {
   return p === base || base === '/' || p.startsWith(base + sep);
+}
+
+/** An absolute path, then each directory above it up to "/": every path `isWithin` it is within. */
+export function selfAndAncestors(p: string): string[] {
+  const out = [p];
+  for (let a = p; a !== '/' && a !== '.'; ) out.push((a = dirname(a)));
+  return out;
 }
 
 // --- JavaScript (flags `su`: code points, `.` matches newlines, as file names may hold them)

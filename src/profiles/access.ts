@@ -14,7 +14,7 @@
 //          or protected path: denyWrite wins whatever its depth and scope).
 
 import { dirname, join } from 'node:path';
-import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, type GlobToken } from '../glob.js';
+import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, selfAndAncestors, type GlobToken } from '../glob.js';
 import type { PathRule, Policy, Scope, Source } from '../policy.js';
 import { trustRecordPath } from '../settings/approvals.js';
 import type { Landing } from './landing.js';
@@ -453,13 +453,6 @@ export function mayWrite(rules: AccessRules, p: string): Verdict {
   const deny = rules.writeDenies.find((r) => coverDepth(r.region, p) !== null);
   if (deny) return { allowed: false, rule: deny, why: `write-denied by ${deny.origin}` };
   return { allowed: true, rule: root, why: `inside ${root.origin}` };
-}
-
-/** An absolute path, then each directory above it up to "/". */
-function selfAndAncestors(p: string): string[] {
-  const out = [p];
-  for (let a = p; a !== '/' && a !== '.'; ) out.push((a = dirname(a)));
-  return out;
 }
 
 /** Rules by kind of region: literal ones keyed by path (the highest trust there), glob ones listed. */
