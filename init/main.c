@@ -7,6 +7,8 @@
 //   srt-init --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //   srt-init --landlock-abi                                   (for srt doctor, landlock.c)
+//   srt-init --list-protected DEPTH [-f NAME]... [-s SUFFIX]... [-d DIRNAME]...
+//                                                   (outside: the protected-path search, listing.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1
 // --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH (for
@@ -61,6 +63,7 @@ int main(int argc, char **argv) {
     return 0;
   }
   if (argc > 1 && strcmp(argv[1], "--connect") == 0) return proxy_connect(argc - 2, argv + 2);
+  if (argc > 1 && strcmp(argv[1], "--list-protected") == 0) return list_protected(argc - 2, argv + 2);
   if (argc > 1 && strcmp(argv[1], "--host-listen") == 0) host_listen_exec(argc - 1, argv + 1);
   sigset_t set;
   block_signals(&set); // first: a signal arriving during setup is queued, then forwarded

@@ -1,5 +1,5 @@
-// ripgrep-backed discovery: protected paths below every writable root and wrap-time expansion
-// of read globs.
+// Discovery: protected paths below every writable root (one walk of srt-init, or ripgrep and
+// find without it) and wrap-time expansion of read globs.
 // Both are bounded in time; a search that runs out of time is an error (fail closed).
 
 import { execFile } from 'node:child_process';
@@ -8,8 +8,9 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { globMatcher, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/landing.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
-import { isProtectedLink, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
+import { isProtectedLink, protectedListArgs, protectedSearchArgs, type GitFile, type RepoHooks, type RootScan } from '../profiles/protected.js';
 import { findSystemTool } from './deps.js';
+import { findInitHelper } from './init-helper.js';
 import { resolveLanding } from './landing.js';
 import { sandboxMay } from './reach.js';
 import type { TreeWatch } from './tree-watch.js';
@@ -74,6 +75,27 @@ function findLinks(root: string, depth: number): Promise<RgResult> {
       // find exits 1 on unreadable directories: keep what it found.
       if (e.code === 1) return resolvePromise({ files, timedOut: false });
       reject(new SearchError(`find failed: ${e.message}`));
+    });
+  });
+}
+
+/**
+ * rg's and find's listings in one walk of srt-init (init/listing.c): regular files with a
+ * protected name, and every symlink (the protected ones picked here), relative. srt-init exits
+ * 125 with a message on anything that would leave the listing incomplete.
+ */
+function listWithHelper(helper: string, root: string, depth: number): Promise<{ files: RgResult; links: RgResult }> {
+  return new Promise((resolvePromise, reject) => {
+    execFile(helper, protectedListArgs(depth), { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+      const timedOut = (err as { killed?: boolean } | null)?.killed === true;
+      if (err && !timedOut) return reject(new SearchError(`the protected-path search failed: ${stderr.trim() || err.message}`));
+      const files: string[] = [];
+      const links: string[] = [];
+      for (const record of stdout.split('\0')) {
+        if (record.startsWith('f')) files.push(record.slice(1));
+        else if (record.startsWith('l') && isProtectedLink(record.slice(1))) links.push(record.slice(1));
+      }
+      resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut } });
     });
   });
 }
@@ -161,8 +183,8 @@ export interface RootListing {
 }
 
 /**
- * List protected names below every writable root (files with rg, symlinks with find) to
- * depth+2. With `watch`, each root is searched through a descriptor of it, and every directory
+ * List protected names below every writable root (files and symlinks: srt-init's walk, or rg and
+ * find without it) to depth+2. With `watch`, each root is searched through a descriptor of it, and every directory
  * the search reads is watched first (so the listing can be reused while nothing changed). Fails
  * closed: an incomplete search would leave protected paths writable.
  */
@@ -175,8 +197,12 @@ export async function listProtected(roots: { root: string; isGitDir?: boolean }[
       const at = pinned?.at ?? root;
       // rg --max-depth N reads the directories N-1 levels down at most; so does find -maxdepth N.
       if (pinned) watch!.tree(at, depth + 1);
-      const none = Promise.resolve({ files: [], timedOut: false });
-      const [files, links] = await Promise.all([dir ? rg(protectedSearchArgs(depth), at) : none, dir ? findLinks(at, depth) : none]);
+      const none = { files: [], timedOut: false };
+      // srt's own walker where it is built (a fifth of rg's and find's CPU time), else rg and find.
+      const helper = findInitHelper();
+      const [files, links] = !dir ? [none, none]
+        : 'path' in helper ? await listWithHelper(helper.path, at, depth).then((l) => [l.files, l.links])
+        : await Promise.all([rg(protectedSearchArgs(depth), at), findLinks(at, depth)]);
       if (files.timedOut || links.timedOut) {
         throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
       }

@@ -179,6 +179,18 @@ export function protectedSearchArgs(depth: number): string[] {
     '--max-depth', String(depth + 2), ...globs.flatMap((g) => ['-g', g])];
 }
 
+/**
+ * The same search as one walk of srt-init (`--list-protected`, init/listing.c) in the current
+ * directory: regular files with these names or endings, or below a directory of these names, to
+ * depth+2, and every symlink (isProtectedLink picks them).
+ */
+export function protectedListArgs(depth: number): string[] {
+  return ['--list-protected', String(depth + 2),
+    ...[...PROTECTED_FILE_NAMES, 'HEAD', '.git'].flatMap((n) => ['-f', n]),
+    ...PROTECTED_SUFFIXES.flatMap((s) => ['-s', s]),
+    ...PROTECTED_DIR_NAMES.flatMap((d) => ['-d', d])];
+}
+
 /** Names (and `*.suffix` patterns) of symlinks that stand for a protected path. */
 export function protectedLinkNames(): string[] {
   return [...PROTECTED_FILE_NAMES, ...PROTECTED_SUFFIXES.map((s) => `*${s}`), ...PROTECTED_DIR_NAMES, '.git', 'hooks', 'config', 'commondir'];

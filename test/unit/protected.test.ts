@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import {
-  encodeRules, GIT_INTERNALS, hooksPathDir, isProtectedLink, landedLines, parseReport, protectedLinkNames, protectedPlan, protectedSearchArgs, refusalLines,
+  encodeRules, GIT_INTERNALS, hooksPathDir, isProtectedLink, landedLines, parseReport, protectedLinkNames, protectedListArgs, protectedPlan, protectedSearchArgs, refusalLines,
   type ProtectedInput, type RootScan,
 } from '../../src/profiles/protected.js';
 
@@ -161,6 +161,18 @@ describe('protected-path plan', () => {
     expect(args).toEqual(expect.arrayContaining(['--files', '--hidden', '--no-ignore', '--max-depth', '5', '*.code-workspace']));
     expect(args).toContain('HEAD');
     expect(protectedLinkNames()).toEqual(expect.arrayContaining(['.bashrc', '.git', 'hooks', '*.code-workspace']));
+  });
+
+  it("srt-init's walk is asked for the same names, endings and directories, to the same depth", () => {
+    const args = protectedListArgs(3);
+    expect(args.slice(0, 2)).toEqual(['--list-protected', '5']);
+    const of = (opt: string) => args.flatMap((a, i) => (a === opt ? [args[i + 1]!] : []));
+    expect(of('-f')).toEqual(expect.arrayContaining(['.bashrc', '.gitmodules', '.mcp.json', 'HEAD', '.git']));
+    expect(of('-s')).toEqual(['.code-workspace']);
+    expect(of('-d')).toEqual(expect.arrayContaining(['.vscode', '.claude', '.srt', '.opencode']));
+    // rg's globs, one for one.
+    const globs = protectedSearchArgs(3).filter((_, i, all) => all[i - 1] === '-g');
+    expect([...globs].sort()).toEqual([...of('-f'), ...of('-s').map((x) => `*${x}`), ...of('-d').map((d) => `**/${d}/**`)].sort());
   });
 
   it('tells which listed symlinks stand for a protected path (find lists them all)', () => {

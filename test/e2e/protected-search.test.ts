@@ -1,0 +1,108 @@
+// The protected-path search walks each writable root once with srt-init (init/listing.c); it
+// must list exactly what ripgrep and find list (srt's search without the helper) on a real tree
+// with every kind of entry, and fail, never shorten the listing, when it cannot finish.
+import { execFileSync } from 'node:child_process';
+import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { findInitHelper } from '../../src/platform/init-helper.js';
+import { listProtected } from '../../src/platform/search.js';
+import { isProtectedLink, protectedListArgs, protectedSearchArgs } from '../../src/profiles/protected.js';
+import { tempDir } from './helpers.js';
+
+const tmp = tempDir('srt-protected-search-');
+afterAll(() => {
+  chmodSync(join(tmp.path, 'closed'), 0o700);
+  tmp.cleanup();
+});
+
+const sorted = (xs: string[]) => [...xs].sort();
+
+describe('the protected-path search (srt-init --list-protected)', () => {
+  it('lists what rg and find list: names, endings, files in protected directories, git dirs, symlinks, to depth+2 and no deeper', () => {
+    const t = tmp.path;
+    const file = (rel: string, body = '') => {
+      mkdirSync(join(t, rel, '..'), { recursive: true });
+      writeFileSync(join(t, rel), body);
+    };
+    for (const rel of ['.bashrc', 'a/.zshrc', 'a/b/c/.profile', 'a/b/c/d/.gitconfig', 'a/b/c/d/e/.bashrc', 'a/b/c/d/e/f/.bashrc',
+      'w.code-workspace', 'p/.code-workspace', 'x.code-workspace.txt', 'README.md', 'src/index.ts', 'src/.bashrc.bak',
+      '.vscode/settings.json', 'p/.vscode/tasks.json', 'p/.vscode/sub/deep.json', 'q/.claude/agents/a.md', 'r/.vscode',
+      '.git/HEAD', '.git/config', '.git/hooks/pre-commit', 'sub/.git', 'srv/app.git/HEAD', 'srv/app.git/config',
+      'opencode.json', 'deep/x/y/z/.mcp.json', 'closed/.bashrc', 'node_modules/pkg/.npmrc', 'node_modules/pkg/package.json']) file(rel);
+    mkdirSync(join(t, 'srv/app.git/objects'));
+    mkdirSync(join(t, 'srv/app.git/refs'));
+    mkdirSync(join(t, 'empty/.idea'), { recursive: true });
+    // Symlinks: protected names (a file, a directory, a git dir's entry), others, and below the depth.
+    symlinkSync('README.md', join(t, '.mcp.json'));
+    symlinkSync('../src', join(t, 'p/.idea'));
+    symlinkSync('../../scripts/hook', join(t, '.git/hooks/pre-push'));
+    symlinkSync('/elsewhere/config', join(t, 'sub/config'));
+    mkdirSync(join(t, 'sub2/.git'), { recursive: true });
+    symlinkSync('/elsewhere/hooks', join(t, 'sub2/.git/hooks'));
+    mkdirSync(join(t, 'node_modules/.bin'), { recursive: true });
+    symlinkSync('../pkg/cli.js', join(t, 'node_modules/.bin/pkg'));
+    symlinkSync('../../x', join(t, 'a/b/c/d/.bash_profile'));
+    symlinkSync('../../x', join(t, 'a/b/c/d/e/.bash_login'));
+    symlinkSync('a', join(t, 'loop'));
+    // Not regular files: neither lists them.
+    execFileSync('mkfifo', [join(t, 'p/.zshenv')]);
+    // A name that is not UTF-8 in a protected directory.
+    writeFileSync(Buffer.concat([Buffer.from(`${t}/.vscode/`), Buffer.from([0xff, 0x2e, 0x6a])]), '');
+    chmodSync(join(t, 'closed'), 0);
+
+    const helper = findInitHelper();
+    if (!('path' in helper)) throw new Error(helper.error);
+    const out = execFileSync(helper.path, protectedListArgs(3), { cwd: t, encoding: 'utf8' });
+    const records = out.split('\0');
+    expect(records.pop()).toBe('');
+    const files = records.filter((r) => r.startsWith('f')).map((r) => r.slice(1));
+    const links = records.filter((r) => r.startsWith('l')).map((r) => r.slice(1));
+    expect(files.length + links.length).toBe(records.length);
+
+    let rgOut = '';
+    try {
+      rgOut = execFileSync('rg', protectedSearchArgs(3), { cwd: t, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    } catch (e) {
+      rgOut = (e as { stdout: string }).stdout; // exit 2: an unreadable directory
+    }
+    const findOut = execFileSync('find', ['-P', '.', '-maxdepth', '5', '-type', 'l', '-print'], { cwd: t, encoding: 'utf8' });
+    const rgFiles = rgOut.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, ''));
+    const findLinks = findOut.split('\n').filter(Boolean).map((f) => f.replace(/^\.\//, ''));
+    expect(sorted(files)).toEqual(sorted(rgFiles));
+    expect(sorted(links)).toEqual(sorted(findLinks));
+    // What the cases stand for, spelled out (a root caller opens `closed` too; others cannot).
+    const root = process.getuid?.() === 0;
+    expect(sorted(files)).toEqual(sorted([
+      '.bashrc', 'a/.zshrc', 'a/b/c/.profile', 'a/b/c/d/.gitconfig', 'w.code-workspace', 'p/.code-workspace',
+      '.vscode/settings.json', 'p/.vscode/tasks.json', 'p/.vscode/sub/deep.json', 'q/.claude/agents/a.md', '.vscode/\ufffd.j',
+      '.git/HEAD', 'sub/.git', 'srv/app.git/HEAD', 'opencode.json', 'deep/x/y/z/.mcp.json', ...(root ? ['closed/.bashrc'] : []),
+    ]));
+    expect(sorted(links.filter(isProtectedLink))).toEqual(sorted(['.mcp.json', 'p/.idea', 'sub2/.git/hooks', 'a/b/c/d/.bash_profile']));
+  });
+
+  it('a name with a newline is one entry (NUL-separated), where a line-based listing would split it', async () => {
+    const t = join(tmp.path, 'nl');
+    mkdirSync(join(t, '.vscode'), { recursive: true });
+    writeFileSync(join(t, '.vscode', 'a\nb.json'), '');
+    const [listing] = await listProtected([{ root: t }], 3);
+    expect(listing!.files).toEqual(['.vscode/a\nb.json']);
+  });
+
+  it('an option it does not know, or a depth out of range, stops it with a message (no partial listing)', () => {
+    const helper = findInitHelper();
+    if (!('path' in helper)) throw new Error(helper.error);
+    for (const args of [['--list-protected', '0'], ['--list-protected', '13'], ['--list-protected', '3', '-x', 'a'], ['--list-protected', '3', '-f', 'a/b']]) {
+      let status = 0;
+      let stderr = '';
+      try {
+        execFileSync(helper.path, args, { cwd: tmp.path, stdio: ['ignore', 'pipe', 'pipe'] });
+      } catch (e) {
+        status = (e as { status: number }).status;
+        stderr = String((e as { stderr: Buffer }).stderr);
+      }
+      expect(status, args.join(' ')).toBe(125);
+      expect(stderr).toMatch(/^srt: srt-init: --list-protected/);
+    }
+  });
+});
