@@ -5,36 +5,22 @@
 import { execa } from 'execa';
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, NO_SUPERVISOR, processesWith, results, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { INIT_HELPER_PATH } from '../../src/platform/init-helper.js';
+import { attempt, NO_SUPERVISOR, processesWith, results, scratchDirs, srt, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
-const HELPER = join(dirname(SRT_BIN), '..', 'init', 'build', 'srt-init');
 const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bwrap';
 
-const dirs: { cleanup: () => void }[] = [];
+const tmp = tempDir('srt-esc-');
 afterAll(async () => {
   await stopStragglers();
-  for (const d of dirs) d.cleanup();
+  tmp.cleanup(); // also what a failed test left unwritable
 });
-function scratch(): { base: string; home: string; cwd: string } {
-  const d = tempDir('srt-esc-');
-  dirs.push({
-    cleanup: () => {
-      // A test that fails may leave unwritable dirs behind: make them removable first.
-      try { execFileSync('chmod', ['-R', 'u+rwx', d.path], { stdio: 'ignore' }); } catch { /* best effort */ }
-      d.cleanup();
-    },
-  });
-  const home = join(d.path, 'home');
-  const cwd = join(d.path, 'proj');
-  mkdirSync(home);
-  mkdirSync(cwd);
-  return { base: d.path, home, cwd };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 const py = (code: string) => `${PYTHON} -c '${code.replace(/'/g, `'\\''`)}'`;
 
@@ -241,7 +227,6 @@ describe('holes found in review (fail until fixed)', () => {
     // Without the supervisor, so that there are placeholders to clean up.
     const { child, out, exit } = await startBackground(['--', 'sh', '-c', `echo $TMPDIR; echo ready; exec sleep ${marker}`], home, cwd, NO_SUPERVISOR);
     const runDir = dirname(out().split('\n')[0]!);
-    dirs.push({ cleanup: () => rmSync(runDir, { recursive: true, force: true }) });
     expect(readdirSync(cwd).length).toBeGreaterThan(0); // the placeholders of this run
     child.kill('SIGQUIT');
     await waitExit(child, exit);
@@ -399,7 +384,7 @@ describe('escapes that are refused (regressions)', () => {
     writeFileSync(fake, '#!/bin/sh\nwhile [ "$1" != -- ]; do shift; done; shift; exec "$@"\n');
     chmodSync(fake, 0o755);
     // srt finds its helper at a fixed path: hide it from inside an outer bubblewrap.
-    const hidden = (cover: string) => execa(BWRAP!, ['--dev-bind', '/', '/', '--ro-bind', cover, HELPER, '--', process.execPath, SRT_BIN, '--', 'touch', marker],
+    const hidden = (cover: string) => execa(BWRAP!, ['--dev-bind', '/', '/', '--ro-bind', cover, INIT_HELPER_PATH, '--', process.execPath, SRT_BIN, '--', 'touch', marker],
       { cwd, env: { PATH: process.env.PATH, HOME: home }, extendEnv: false, reject: false, stdin: 'ignore', timeout: 30_000 });
     for (const cover of ['/dev/null', fake]) {
       const r = await hidden(cover);

@@ -5,15 +5,11 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFil
 import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, NO_SUPERVISOR, results, srt, tempDir, writeTree } from './helpers.js';
+import { attempt, NO_SUPERVISOR, results, scratchBases, srt, tempDir, writeTree } from './helpers.js';
 
-const dirs: { cleanup: () => void }[] = [];
-afterAll(() => { for (const d of dirs) d.cleanup(); });
-function scratch(): string {
-  const d = tempDir('srt-fs-');
-  dirs.push(d);
-  return d.path;
-}
+const tmp = tempDir('srt-fs-');
+afterAll(() => tmp.cleanup());
+const scratch = scratchBases(() => tmp.path);
 
 
 

@@ -1,7 +1,7 @@
 // Shared e2e plumbing: run the real built `srt` binary in an isolated HOME and cwd.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { execa, type Options } from 'execa';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -9,20 +9,56 @@ import { fileURLToPath } from 'node:url';
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 export const SRT_BIN = join(REPO, 'bin', 'srt');
 
-/** A throwaway directory (symlinks resolved), removed by `cleanup`. */
+/** A throwaway directory (symlinks resolved), removed by `cleanup` (`removeTree`). */
 export function tempDir(prefix = 'srt-test-'): { path: string; cleanup: () => void } {
   const path = realpathSync(mkdtempSync(join(tmpdir(), prefix)));
-  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+  return { path, cleanup: () => removeTree(path) };
 }
 
-/** Fresh `home` and `cwd` directories in a `base` under `root` for each call (`root/0`, `root/1`, …). */
-export function scratchDirs(root: () => string): () => { base: string; home: string; cwd: string } {
+/**
+ * Remove `path` and everything below it, also what a test (or a failed one) left unwritable or
+ * unsearchable: CI's unprivileged user cannot delete the entries of a 0555 directory, root can.
+ */
+export function removeTree(path: string): void {
+  try {
+    rmSync(path, { recursive: true, force: true });
+  } catch {
+    openUp(path);
+    rmSync(path, { recursive: true, force: true });
+  }
+}
+
+/** u+rwx on `path` and every directory below it; symlinks are not followed. */
+function openUp(path: string): void {
+  let st;
+  try {
+    st = lstatSync(path);
+    if (!st.isDirectory()) return;
+    chmodSync(path, (st.mode & 0o7777) | 0o700);
+  } catch {
+    return; // gone, or another user's: nothing this user could open up
+  }
+  for (const name of readdirSync(path)) openUp(join(path, name));
+}
+
+/** A fresh empty directory under `root` for each call: `root/0`, `root/1`, … */
+export function scratchBases(root: () => string): () => string {
   let n = 0;
   return () => {
     const base = join(root(), String(n++));
+    mkdirSync(base, { recursive: true });
+    return base;
+  };
+}
+
+/** Fresh `home` and `cwd` directories in a `base` under `root` for each call (`root/0/home`, `root/0/cwd`, …). */
+export function scratchDirs(root: () => string): () => { base: string; home: string; cwd: string } {
+  const bases = scratchBases(root);
+  return () => {
+    const base = bases();
     const home = join(base, 'home');
     const cwd = join(base, 'cwd');
-    mkdirSync(home, { recursive: true });
+    mkdirSync(home);
     mkdirSync(cwd);
     return { base, home, cwd };
   };

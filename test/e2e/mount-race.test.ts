@@ -13,7 +13,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { initArgv } from '../../src/profiles/init-args.js';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
-import { SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
+import { scratchDirs, SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const tmp = tempDir('srt-mount-race-');
@@ -24,14 +24,12 @@ afterAll(async () => {
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 let n = 0;
+const fresh = scratchDirs(() => tmp.path);
+/** A fresh home holding a ~/.npmrc, and project. */
 function scratch(): { home: string; project: string } {
-  const base = join(tmp.path, String(n++));
-  const home = join(base, 'home');
-  const project = join(base, 'project');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(project);
+  const { home, cwd } = fresh();
   writeFileSync(join(home, '.npmrc'), 'registry=https://registry.npmjs.org/\n');
-  return { home, project };
+  return { home, project: cwd };
 }
 
 const listing = (dir: string) => readdirSync(dir).sort();

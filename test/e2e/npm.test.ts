@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REPO, srt, tempDir } from './helpers.js';
+import { REPO, scratchDirs, srt, tempDir } from './helpers.js';
 
 const REGISTRY = 'https://registry.npmjs.org/left-pad';
 const tmp = tempDir('srt-e2e-npm-');
@@ -47,17 +47,11 @@ function argvOf(line: string): string[] {
   return words.slice(1);
 }
 
-function fresh(name: string): { home: string; cwd: string } {
-  const home = join(tmp.path, name, 'home');
-  const cwd = join(tmp.path, name, 'project');
-  mkdirSync(home, { recursive: true });
-  mkdirSync(cwd, { recursive: true });
-  return { home, cwd };
-}
+const fresh = scratchDirs(() => tmp.path);
 
 describe('srt --with npm', () => {
   it('npm install left-pad works in a fresh project and a fresh home (the cache is made for it)', async () => {
-    const { home, cwd } = fresh('install');
+    const { home, cwd } = fresh();
     const r = await srt(['--with', 'npm', '--', 'npm', 'install', 'left-pad'], { home, cwd, env: npmEnv, timeout: 180_000 });
     expect(r.stderr).not.toMatch(/srt: (warning|refused|blocked)/);
     expect(r.exitCode).toBe(0);
@@ -71,7 +65,7 @@ describe('srt --with npm', () => {
 
 describe('without the preset', () => {
   it('npm install fails on the read-only home, and srt says to run it with --with npm, which works', async () => {
-    const { home, cwd } = fresh('refused');
+    const { home, cwd } = fresh();
     const r = await srt(['--allow-domain', 'registry.npmjs.org', '--', 'npm', 'install', 'left-pad'], { home, cwd, env: npmEnv, timeout: 180_000 });
     expect(r.exitCode).not.toBe(0);
     const lines = r.stderr.split('\n').filter((l) => l.startsWith('srt: '));
@@ -84,7 +78,7 @@ describe('without the preset', () => {
 
 describe('the walkthrough of docs/trust.md: srt trust, then srt -- npm ci', () => {
   it('works verbatim once the user settings name the npm preset', async () => {
-    const { home, cwd } = fresh('walkthrough');
+    const { home, cwd } = fresh();
     const page = readFileSync(join(REPO, 'docs', 'trust.md'), 'utf8');
     const section = page.slice(page.indexOf('Worked example.'));
     const settings = /```json\n([\s\S]*?)\n```/.exec(section)![1]!;
@@ -121,7 +115,7 @@ describe("the README's npm recipe, as written", () => {
     const [, command, comment] = /```sh\n(.*?)\s+#\s*or, without settings:\s*(srt [^;]*);/.exec(recipe)!;
     expect([settings.trim(), command, comment]).toEqual(['{ "presets": ["npm"] }', 'srt -- npm ci', 'srt --with npm -- npm ci']);
 
-    const withSettings = fresh('readme-settings');
+    const withSettings = fresh();
     leftPadProject(withSettings.cwd);
     mkdirSync(join(withSettings.home, '.srt'));
     writeFileSync(join(withSettings.home, '.srt', 'settings.json'), settings);
@@ -130,7 +124,7 @@ describe("the README's npm recipe, as written", () => {
     expect(first.exitCode).toBe(0);
     expect(existsSync(join(withSettings.cwd, 'node_modules', 'left-pad', 'index.js'))).toBe(true);
 
-    const withFlag = fresh('readme-flag');
+    const withFlag = fresh();
     leftPadProject(withFlag.cwd);
     const second = await srt(argvOf(comment!), { ...withFlag, env: npmEnv, timeout: 180_000 });
     expect(second.stderr).not.toMatch(/srt: (warning|refused|blocked)/);

@@ -8,27 +8,14 @@ import { execFileSync, spawnSync, type SpawnSyncOptionsWithStringEncoding } from
 import { chmodSync, existsSync, linkSync, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, keyValues, NO_SUPERVISOR, REPO, results, srt, srtArgv, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { attempt, keyValues, NO_SUPERVISOR, REPO, results, scratchDirs, srt, srtArgv, SRT_BIN, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
-const dirs: { cleanup: () => void }[] = [];
+const tmp = tempDir('srt-prot-');
 afterAll(async () => {
   await stopStragglers();
-  for (const d of dirs) d.cleanup();
+  tmp.cleanup(); // also what a failed test left unwritable
 }, 120_000); // copies of srt's package and node to remove: slow on a loaded machine
-function scratch(): { base: string; home: string; cwd: string } {
-  const d = tempDir('srt-prot-');
-  dirs.push({
-    cleanup: () => {
-      try { execFileSync('chmod', ['-R', 'u+rwx', d.path], { stdio: 'ignore' }); } catch { /* best effort */ }
-      d.cleanup();
-    },
-  });
-  const home = join(d.path, 'home');
-  const cwd = join(d.path, 'proj');
-  mkdirSync(home);
-  mkdirSync(cwd);
-  return { base: d.path, home, cwd };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 /** Host git, isolated from the developer's own configuration. */
 function git(dir: string, home: string, ...args: string[]): string {

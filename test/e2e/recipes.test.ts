@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { REPO, srt, tempDir } from './helpers.js';
+import { REPO, scratchDirs, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-recipes-');
 afterAll(() => tmp.cleanup());
@@ -22,19 +22,19 @@ function recipe(title: string): { settings: string; command: string } {
   };
 }
 
-function fresh(name: string): { home: string; cwd: string } {
-  const home = join(tmp.path, name, 'home');
-  const cwd = join(tmp.path, name, 'project');
-  mkdirSync(join(home, '.srt'), { recursive: true });
-  mkdirSync(cwd, { recursive: true });
-  return { home, cwd };
+const scratch = scratchDirs(() => tmp.path);
+/** A fresh home, with ~/.srt for the recipe's settings, and project. */
+function fresh(): { home: string; cwd: string } {
+  const dirs = scratch();
+  mkdirSync(join(dirs.home, '.srt'));
+  return dirs;
 }
 
 describe('README recipes', () => {
   it("an AI agent's shell: the keys, cloud files and tokens it lists are out of reach", async () => {
     const { settings, command } = recipe("An AI agent's shell");
     expect(command).toBe('srt -s ~/.srt/agent.json -- bash -i');
-    const { home, cwd } = fresh('agent');
+    const { home, cwd } = fresh();
     writeFileSync(join(home, '.srt', 'agent.json'), settings);
     mkdirSync(join(home, '.ssh'));
     writeFileSync(join(home, '.ssh', 'id_ed25519'), 'PRIVATE KEY\n');
@@ -51,7 +51,7 @@ describe('README recipes', () => {
   it('a masked GitHub token: the command holds a sentinel of the same shape', async () => {
     const { settings, command } = recipe('A masked GitHub token');
     expect(command).toBe('srt -- gh api user');
-    const { home, cwd } = fresh('token');
+    const { home, cwd } = fresh();
     writeFileSync(join(home, '.srt', 'settings.json'), settings);
     const real = `ghp_${'a1B2c3D4e5'.repeat(3)}${'Zz9Yy8'}`;
     const r = await srt(['-c', 'echo "$GH_TOKEN"'], { home, cwd, env: { GH_TOKEN: real } });
@@ -63,7 +63,7 @@ describe('README recipes', () => {
   it('AWS: the command holds sentinels for the key id, the secret and the session token', async () => {
     const { settings, command } = recipe('AWS');
     expect(command).toBe('srt -- aws s3 ls');
-    const { home, cwd } = fresh('aws');
+    const { home, cwd } = fresh();
     writeFileSync(join(home, '.srt', 'settings.json'), settings);
     const real = { AWS_ACCESS_KEY_ID: 'AKIAIOSFODNN7EXAMPLE', AWS_SECRET_ACCESS_KEY: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', AWS_SESSION_TOKEN: 'IQoJb3JpZ2luX2VjEXAMPLETOKENvalue0123456789abcdef' };
     const r = await srt(['-c', 'echo "$AWS_ACCESS_KEY_ID $AWS_SECRET_ACCESS_KEY $AWS_SESSION_TOKEN"'], { home, cwd, env: real });

@@ -5,17 +5,16 @@
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { attempt, results, srt, tempDir } from './helpers.js';
+import { attempt, results, scratchDirs, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-reference-');
 afterAll(() => tmp.cleanup());
-let n = 0;
+const scratch = scratchDirs(() => tmp.path);
+/** A fresh home and project with the directories the examples name. */
 function fresh(): { home: string; cwd: string } {
-  const base = join(tmp.path, String(n++));
-  const home = join(base, 'home');
-  const cwd = join(base, 'project');
-  for (const d of [home, join(cwd, 'src'), join(cwd, 'test'), join(home, 'sensitive-folder')]) mkdirSync(d, { recursive: true });
-  return { home, cwd };
+  const dirs = scratch();
+  for (const d of [join(dirs.cwd, 'src'), join(dirs.cwd, 'test'), join(dirs.home, 'sensitive-folder')]) mkdirSync(d);
+  return dirs;
 }
 
 // From the reference README: the MCP example's ~/.srt-settings.json, the complete configuration

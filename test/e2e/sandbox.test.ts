@@ -1,26 +1,18 @@
 // Run lifecycle end to end: exit status, stdio, TTY, signals, cleanup, placeholders' state file,
 // and srt's own failures (exit 125, nothing ran).
 import { createHash } from 'node:crypto';
-import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { NO_SUPERVISOR, processesWith, REPO, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
+import { NO_SUPERVISOR, processesWith, REPO, scratchDirs, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
 
-const dirs: { cleanup: () => void }[] = [];
+const tmp = tempDir('srt-sbx-');
 afterAll(async () => {
   await stopStragglers();
-  for (const d of dirs) d.cleanup();
+  tmp.cleanup();
 });
-function scratch(): { home: string; cwd: string; base: string } {
-  const d = tempDir('srt-sbx-');
-  dirs.push(d);
-  const home = join(d.path, 'home');
-  const cwd = join(d.path, 'cwd');
-  mkdirSync(home);
-  mkdirSync(cwd);
-  return { home, cwd, base: d.path };
-}
+const scratch = scratchDirs(() => tmp.path);
 
 
 
@@ -137,8 +129,7 @@ describe('signals and cleanup', () => {
     const { home, cwd } = scratch();
     // Run A (live) holds placeholders for the missing protected names in cwd.
     const a = await startBackground(['--', 'sh', '-c', 'echo $TMPDIR; echo ready; exec sleep 1000'], home, cwd, NO_SUPERVISOR);
-    // SIGKILL leaves A's run dir behind by nature; the test removes it.
-    dirs.push({ cleanup: () => rmSync(dirname(a.firstLine), { recursive: true, force: true }) });
+    // SIGKILL leaves A's run dir behind by nature (in this test's home, removed with it).
     const stateA = join(home, '.srt/state', `${a.child.pid}.json`);
     expect(existsSync(stateA)).toBe(true);
     expect(existsSync(join(cwd, '.bashrc'))).toBe(true);
