@@ -237,9 +237,10 @@ async function treeSearch(key: string, previous: TreeSearch | undefined, keep: b
 
 /**
  * Everything a Linux run needs to know, gathered without making anything (see the header).
- * `previous`: the search of this sandbox's last command, reused if still current.
+ * `previous`: the search of this sandbox's last command, reused if still current, and the run
+ * directory it keeps for its commands (a library sandbox's).
  */
-export async function gatherLinux(opts: SandboxOptions, previous?: TreeSearch): Promise<LinuxFacts> {
+export async function gatherLinux(opts: SandboxOptions, previous?: { search: TreeSearch; runDir?: string }): Promise<LinuxFacts> {
   const { policy } = opts;
   const warnings: string[] = opts.dryRun ? [] : createCacheDirs(policy);
   // The directory srt's secrets live in is hidden in every run: it must exist to be covered.
@@ -296,7 +297,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: TreeSearch): 
   let termination: Termination | undefined;
   try {
     bwrap = findBubblewrap();
-    const searching = treeSearch(JSON.stringify([searchRoots, policy.mandatoryDenySearchDepth, globPaths]), previous, opts.oneCommand !== true && !opts.dryRun, runRoot,
+    const searching = treeSearch(JSON.stringify([searchRoots, policy.mandatoryDenySearchDepth, globPaths]), previous?.search, opts.oneCommand !== true && !opts.dryRun, runRoot,
       (watch) => Promise.all([listProtected(searchRoots, policy.mandatoryDenySearchDepth, watch), Promise.resolve(expandGlobPaths(globPaths, watch))]));
     // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
     // load failure surfaces in run().
@@ -364,7 +365,9 @@ export async function gatherLinux(opts: SandboxOptions, previous?: TreeSearch): 
   // parent. Planned here, made by the run (materialise): real paths, as every path srt plans
   // must reach its file without a symlink (the helper checks), the hidden run root too (a HOME
   // that is a symlink, or below one).
-  const runDir = join(runRoot, runDirName());
+  // A library sandbox keeps its directory (and the proxy's sockets in it) for all its commands,
+  // while it is where the run root still lands.
+  const runDir = previous?.runDir && dirname(previous.runDir) === runRoot ? previous.runDir : join(runRoot, runDirName());
   let facts: BwrapFacts;
   let forwards: ForwardListen[] = [];
   let proxySockets: ProxySockets | undefined;

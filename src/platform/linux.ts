@@ -5,7 +5,7 @@
 // stale (the command may have created anything): the next run gathers them again, reusing the
 // tree search only while its watch shows that nothing changed (tree-watch.ts).
 
-import { closeSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentialEnv } from '../credentials/env.js';
 import type { Policy } from '../policy.js';
@@ -38,9 +38,17 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
   private connects: ConnectGroup[] = [];
   private readonly placeholders: PlaceholderSet;
   private cleanupReported = false;
+  /** A sandbox for many commands (the library's) keeps its run directory and its proxy for all
+   *  of them; the CLI's one command makes and removes its own. */
+  private readonly keep: boolean;
+  /** The run directory this sandbox made and keeps, once it has made it. */
+  private keptRunDir: string | undefined;
 
   private constructor(policy: Policy, opts: SandboxOptions, gathered: LinuxFacts) {
-    super(policy, opts, gathered, (o, previous) => gatherLinux(o, previous.search), (p, g, argv) => linuxPlan(p, g, argv).spawn);
+    const keep = opts.oneCommand !== true && opts.dryRun !== true;
+    super(policy, opts, gathered, (o, previous) => gatherLinux(o, { search: previous.search, ...(keep ? { runDir: previous.facts.runDir } : {}) }),
+      (p, g, argv) => linuxPlan(p, g, argv).spawn);
+    this.keep = keep;
     this.placeholders = new PlaceholderSet(policy.home);
   }
 
@@ -67,12 +75,16 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       return missing.status;
     }
 
+    const kept = this.keptRunDir === g.facts.runDir;
+    if (this.keptRunDir && !kept) this.removeKept(); // the run root lands elsewhere now
     try {
-      materialise(spawn);
+      materialise(spawn, kept);
     } catch (e) {
       out.say(`srt: ${(e as Error).message}`);
       return 125;
     }
+    // Named by this process's pid: if it ends without dispose(), the next srt run reaps it.
+    if (this.keep && !kept) this.keptRunDir = g.facts.runDir;
     // Leftovers of runs killed with SIGKILL (placeholders, run dirs); never a live run's (this
     // run's directory exists by now, so a test can hold srt here, between plan and mounts). Only
     // a real run clears them: a dry run (or srt doctor) changes nothing.
@@ -108,7 +120,8 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       }
       try {
         if ('error' in encoded) throw new Error(encoded.error);
-        writeFileSync(mountsPath, encoded.data, { mode: 0o400 });
+        rmSync(mountsPath, { force: true }); // the last command's, in a kept run directory
+        writeFileSync(mountsPath, encoded.data, { mode: 0o400, flag: 'wx' });
       } catch (e) {
         out.say(`srt: cannot plan the sandbox's mounts: ${(e as Error).message}`);
         return 125;
@@ -121,7 +134,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       if (sup) reportFd = openSync(join(g.facts.runDir, 'report'), 'a', 0o600);
       if (g.proxySockets) {
         await this.session.startProxy(g.credentials, { http: { socketPath: g.proxySockets.http }, socks: { socketPath: g.proxySockets.socks }, forwards: g.forwards },
-          g.tls ? { termination: g.tls.termination } : {});
+          g.tls ? { termination: g.tls.termination } : {}, this.keep);
       }
     } catch (e) {
       if (reportFd !== undefined) closeSync(reportFd);
@@ -263,17 +276,34 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
     return this.connects;
   }
 
+  /** After each run: its placeholders go, and its run directory, or (kept for the next command)
+   *  what the command left in its TMPDIR and the run's own report and excludes file. */
   private cleanupSync(g: LinuxFacts): void {
     this.placeholders.cleanup();
-    const left = removeTree(g.facts.runDir);
-    if (left && !this.cleanupReported) {
-      this.cleanupReported = true;
-      this.session.out.say(`srt: warning: could not remove the run directory ${g.facts.runDir}: ${left}; srt doctor --fix (or the next run) tries again`);
-    }
+    if (this.keptRunDir !== g.facts.runDir) return this.reportLeft(g.facts.runDir, removeTree(g.facts.runDir));
+    for (const name of ['report', 'git-excludes']) rmSync(join(g.facts.runDir, name), { force: true });
+    let names: string[] = [];
+    try { names = readdirSync(g.facts.tmpDir); } catch { /* gone: the next run stops on it */ }
+    for (const name of names) this.reportLeft(join(g.facts.tmpDir, name), removeTree(join(g.facts.tmpDir, name)));
   }
 
+  private reportLeft(path: string, left: string | null): void {
+    if (!left || this.cleanupReported) return;
+    this.cleanupReported = true;
+    this.session.out.say(`srt: warning: could not remove ${path} (srt's run directory): ${left}; srt doctor --fix (or the next run) tries again`);
+  }
+
+  private removeKept(): void {
+    const dir = this.keptRunDir;
+    if (!dir) return;
+    this.keptRunDir = undefined;
+    this.reportLeft(dir, removeTree(dir));
+  }
+
+  /** The proxy closes first (it removes its sockets), then the kept run directory goes. */
   override async dispose(): Promise<void> {
     this.gathered.search.watch?.close();
     await super.dispose();
+    this.removeKept();
   }
 }

@@ -62,6 +62,6 @@ export abstract class SandboxBase<Facts> implements PlatformBackend {
   }
 
   async dispose(): Promise<void> {
-    this.session.dispose();
+    await this.session.dispose();
   }
 }

@@ -51,8 +51,20 @@ export class RunSignals {
 /** The proxy's listeners: Unix sockets the relays lead to (Linux), or loopback ports (macOS). */
 export type ProxyListen = ProxyOptions['listen'];
 
+/** A proxy kept for the next command: what it was started with (another start replaces it). */
+interface KeptProxy {
+  handle: ProxyHandle;
+  listen: string;
+  termination: ProxyOptions['termination'];
+}
+
 export class RunSession {
   private proxy: ProxyHandle | undefined;
+  /** A library sandbox's proxy, serving its commands one after another while their listeners
+   *  and TLS termination stay the same (never with credential stages: each run mints its own). */
+  private kept: KeptProxy | undefined;
+  /** The refusals of the last run's proxy, taken when its command ended. */
+  private refused: import('../proxy/server.js').Violation[] = [];
   private proxyModule: typeof import('../proxy/server.js') | undefined;
   /** Injects, re-masks and guards credentials in the proxy (only when something is masked). */
   private stage: CredentialStage | undefined;
@@ -87,6 +99,7 @@ export class RunSession {
     this.ended = undefined;
     this.endNotes = [];
     this.proxy = undefined;
+    this.refused = [];
     this.stage = undefined;
     const signals = new RunSignals(cleanupSync);
     try {
@@ -99,13 +112,31 @@ export class RunSession {
     }
   }
 
+  /** The run's command has ended: its proxy's refusals are taken, then a kept proxy is made
+   *  ready for the next command (its connections closed) and any other is closed. */
   private async closeProxy(): Promise<void> {
-    await this.proxy?.close();
+    const proxy = this.proxy;
+    if (!proxy) return;
+    this.refused = proxy.violations();
+    if (this.kept?.handle === proxy) proxy.endCommand();
+    else await proxy.close();
   }
 
-  /** Start the filtering proxy, with credential stages when something is masked. */
-  async startProxy(credentials: CredentialPlan, listen: ProxyListen, extra: Partial<ProxyOptions> = {}): Promise<ProxyHandle> {
+  /**
+   * Start the filtering proxy, with credential stages when something is masked. `keep`: it may
+   * serve the next commands too (until dispose), when they listen where this one does.
+   */
+  async startProxy(credentials: CredentialPlan, listen: ProxyListen, extra: Partial<ProxyOptions> = {}, keep = false): Promise<ProxyHandle> {
     this.proxyModule = await loadProxyModule();
+    const key = JSON.stringify(listen);
+    const kept = this.kept;
+    if (kept && keep && credentials.secrets.length === 0 && kept.listen === key && kept.termination === extra.termination) {
+      kept.handle.setNetwork(this.policy.network);
+      this.proxy = kept.handle;
+      return kept.handle;
+    }
+    this.kept = undefined;
+    await kept?.handle.close();
     const log = this.log;
     // Loaded only when something is masked (`srt -- true` pays for no credential code).
     const { stages, credential } = credentials.secrets.length > 0
@@ -120,6 +151,7 @@ export class RunSession {
       ...(this.audit ? { audit: this.audit } : {}),
       ...extra,
     });
+    if (keep && stages.length === 0) this.kept = { handle: this.proxy, listen: key, termination: extra.termination };
     return this.proxy;
   }
 
@@ -153,11 +185,16 @@ export class RunSession {
   /** One printable line per distinct refusal by the proxy, then the backend's end-of-run lines
    *  (`extra`), then the run's own notes and the credential stage's. */
   violations(extra: string[] = []): string[] {
-    const proxied = this.proxy && this.proxyModule ? this.proxy.violations().map(this.proxyModule.formatViolation) : [];
+    const live = this.busy ? this.proxy?.violations() : undefined;
+    const proxied = this.proxyModule ? (live ?? this.refused).map(this.proxyModule.formatViolation) : [];
     return [...proxied, ...extra, ...this.endNotes, ...(this.stage?.notes() ?? []).map((n) => `srt: warning: ${n}`)];
   }
 
-  dispose(): void {
+  /** Closes a kept proxy (its sockets are removed with it). */
+  async dispose(): Promise<void> {
     this.disposed = true;
+    const kept = this.kept;
+    this.kept = undefined;
+    await kept?.handle.close();
   }
 }

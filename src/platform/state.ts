@@ -221,6 +221,10 @@ export class PlaceholderSet {
    * left to `reapStale` of a later run. Any bound path missing by now is (re)created so bwrap finds it.
    */
   create(wanted: ProtectedTarget[], bound: ReadonlyMap<string, 'file' | 'dir'>, watched: string[] = []): void {
+    // A library sandbox's next run: the last run's cleanup is done, this one's starts afresh.
+    this.owned = [];
+    this.recorded = false;
+    this.done = false;
     const boundSet = new Set(bound.keys());
     if (wanted.length === 0 && boundSet.size === 0 && watched.length === 0) return;
     mkdirSync(stateDir(this.home), { recursive: true, mode: 0o700 });

@@ -78,6 +78,11 @@ export class Gate {
     return [...this.refusals.values()];
   }
 
+  /** The next command's refusals start from none (ProxyHandle.endCommand). */
+  forgetRefusals(): void {
+    this.refusals.clear();
+  }
+
   log(line: string): void {
     this.opts.log?.(line);
   }

@@ -87,6 +87,9 @@ export interface ProxyHandle {
   violations(): Violation[];
   /** Replace the network policy; applies to connections authorized from now on. */
   setNetwork(network: Policy['network']): void;
+  /** The command these clients belonged to has ended and the proxy serves the next one (a
+   *  library sandbox's): every connection of it is closed and its refusals are forgotten. */
+  endCommand(): void;
   /** Stop listening and free every socket (clients, tunnels, upstream connections). */
   close(): Promise<void>;
 }
@@ -196,6 +199,10 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       violations: () => gate.violations(),
       setNetwork: (network) => {
         gate.network = network;
+      },
+      endCommand: () => {
+        gate.destroyAll();
+        gate.forgetRefusals();
       },
       close,
     };

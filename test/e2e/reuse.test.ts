@@ -5,11 +5,11 @@
 // it is still protected in the next command, with a control that is not; and that the search
 // really is reused when nothing changed (SpawnPlan.treeSearch, docs/library.md "Many commands").
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
-import { keyValues, NO_SUPERVISOR, REPO, srtArgv, tempDir, type SrtMode } from './helpers.js';
+import { keyValues, NO_SUPERVISOR, REPO, srt, srtArgv, tempDir, type SrtMode } from './helpers.js';
 
 const dirs: { cleanup: () => void }[] = [];
 afterAll(() => { for (const d of dirs) d.cleanup(); });
@@ -31,18 +31,27 @@ function world(settings: object = {}): World {
 type Step = { run: string } | { host: string };
 interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string }
 
-/** Run `steps` in one sandbox of the library (the fixture), each run's status and tree search. */
-async function inOneSandbox(w: World, steps: Step[], mode: SrtMode = {}) {
+/** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
+function driver(w: World, steps: Step[], mode: SrtMode = {}) {
   const spec = JSON.stringify({ cwd: w.cwd, home: w.home, settings: w.settings, steps });
-  const r = await execa(process.execPath, srtArgv([join(REPO, 'dist', 'index.js'), spec], mode, DRIVER), {
+  return execa(process.execPath, srtArgv([join(REPO, 'dist', 'index.js'), spec], mode, DRIVER), {
     cwd: w.cwd, reject: false, stdin: 'ignore', timeout: 120_000, extendEnv: false,
     env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8' },
   });
+}
+
+interface StepResult { status: number; search: TreeSearch; runDir: string; violations: string[] }
+
+/** Run `steps` in one sandbox of the library: each run's status, tree search, run directory, violations. */
+async function inOneSandbox(w: World, steps: Step[], mode: SrtMode = {}) {
+  const r = await driver(w, steps, mode);
   expect(r.exitCode, r.stderr).toBe(0);
   const at = r.stdout.lastIndexOf('\n@@');
-  const out = JSON.parse(r.stdout.slice(at + 3)) as { steps: { status: number; search: TreeSearch }[]; messages: string[] };
+  const out = JSON.parse(r.stdout.slice(at + 3)) as { steps: StepResult[]; messages: string[] };
   return { ...out, values: keyValues(r.stdout.slice(0, at)), stderr: r.stderr };
 }
+
+const runDirs = (w: World) => (existsSync(join(w.home, '.srt', 'run')) ? readdirSync(join(w.home, '.srt', 'run')) : []);
 
 const read = (p: string) => readFileSync(p, 'utf8').trim();
 
@@ -108,6 +117,10 @@ describe('a sandbox running many commands', () => {
       ], mode);
       // The denied content is not readable inside; its sibling (the control) is.
       expect(r.values).toMatchObject({ made: 'denied/visible', host: 'denied/visible', moved: 'denied/visible' });
+      // Every run removed its own placeholders and state, the later ones too.
+      expect(readdirSync(w.cwd).sort()).toEqual(['host', 'made', 'moved']);
+      expect(existsSync(join(w.home, '.srt', 'state')) ? readdirSync(join(w.home, '.srt', 'state')) : []).toEqual([]);
+      expect(runDirs(w)).toEqual([]);
     });
   }
 
@@ -138,5 +151,31 @@ describe('a sandbox running many commands', () => {
     execFileSync('sh', ['-c', `${repo(control)} && ${plant(control, 'control')}`], { env: { PATH: process.env.PATH, HOME: w.home } });
     git(control, 'commit', '-q', '--allow-empty', '-m', 'x');
     expect(existsSync(marker('control'))).toBe(true);
+  });
+  it('keeps one run directory and one proxy for all its commands: each command has its own TMPDIR and refusals; nothing is left after dispose', async () => {
+    const w = world();
+    const fetch = (name: string) => `curl -s -o /dev/null -w '${name}=%{http_code}\\n' http://blocked.example/`;
+    const r = await inOneSandbox(w, [
+      { run: `echo left > "$TMPDIR/file" && mkdir "$TMPDIR/dir" && ${fetch('first')}` },
+      { run: `echo tmp=$(ls -A "$TMPDIR" | wc -l) && ${fetch('second')}` },
+      { run: 'true' },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0]);
+    // The proxy of the first command refused the second's request too, and each command's
+    // report holds only its own refusals; its TMPDIR starts empty.
+    expect(r.values).toMatchObject({ first: '403', second: '403', tmp: '0' });
+    expect(r.steps.map((s) => s.violations.filter((v) => v.includes('blocked.example')).length)).toEqual([1, 1, 0]);
+    expect(new Set(r.steps.map((s) => s.runDir)).size).toBe(1);
+    expect(runDirs(w)).toEqual([]);
+  });
+
+  it('a sandbox killed between commands leaves its run directory to the next run, which removes it', async () => {
+    const w = world();
+    const r = await driver(w, [{ run: 'true' }, { host: 'kill -KILL $PPID' }, { run: 'true' }]);
+    expect(r.signal).toBe('SIGKILL');
+    expect(runDirs(w).length).toBeGreaterThan(0);
+    const after = await srt(['--', 'true'], { cwd: w.cwd, home: w.home });
+    expect(after.exitCode, after.stderr).toBe(0);
+    expect(runDirs(w)).toEqual([]);
   });
 });

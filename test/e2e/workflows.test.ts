@@ -287,7 +287,7 @@ describe('the library', () => {
     // No handler of srt's outlives a run: before, between and after the runs, only its own.
     expect(out.between).toBe(out.before);
     expect(out.after).toBe(out.before);
-    // Each run had its own directory, and none is left.
+    // The sandbox's run directory (its commands share it) is gone after dispose, and none is left.
     expect(existsSync(out.runDir)).toBe(false);
     expect(readdirSync(join(home, '.srt', 'run'))).toEqual([]);
   });
