@@ -1,5 +1,5 @@
-// Rules come from srt's pure plan (src/profiles/protected.ts) in a file of NUL-terminated
-// records, one letter and a value each:
+// Rules come from srt's pure plan (src/profiles/supervisor.ts encodeRules) in a file of
+// NUL-terminated records, one letter and a value each:
 //   W<root>   a writable root: names below it are checked
 //   P<path>   a protected path (and everything below it), wherever it is
 //   N<name>   a protected name: any component with this name below a root (and all below it)

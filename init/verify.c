@@ -12,7 +12,7 @@
 // directory. Any difference stops the run (exit 125) before the command exists. Once checked, a
 // mount cannot be moved by the command (a mount point cannot be renamed inside the sandbox).
 //
-// Snapshots (a read-only tmpfs with each entry of a host directory bound back, see bwrap.ts) are
+// Snapshots (a read-only tmpfs with each entry of a host directory bound back, see bwrap-ops.ts) are
 // completed here rather than by bwrap: bwrap re-reads the whole mount table after every bind it
 // makes (to re-mount it and its submounts read-only, nosuid, nodev), so a directory of N entries
 // costs it O(N²) (0.6 s for 300). bwrap mounts the snapshot's tmpfs and binds the host's

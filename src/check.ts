@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { IgnoredEntry, PathRule, Policy, Source } from './policy.js';
 import { accessPaths, buildAccessRules, coverDepth, literalOf, mayRead, mayWrite, trustOf, type AccessRule, type AccessRules } from './profiles/access.js';
 import { globBase } from './glob.js';
-import { protectedPatterns } from './profiles/protected.js';
+import { protectedPatterns } from './profiles/protected-patterns.js';
 import { resolveLanding } from './platform/landing.js';
 import { decide, displayHostPort } from './proxy/decide.js';
 import { networkAdvice } from './settings/advice.js';

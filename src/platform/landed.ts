@@ -15,8 +15,9 @@ import type { Landing } from '../profiles/landing.js';
 import { parseGitConfig } from '../profiles/gitconfig.js';
 import type { Policy } from '../policy.js';
 import {
-  HOME_PROTECTED, HOME_PROTECTED_FILES, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, protectedPlan, TOOL_RUN_DIRS, type ProtectedPlan, type ProtectedTarget,
+  HOME_PROTECTED, HOME_PROTECTED_FILES, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, TOOL_RUN_DIRS, type ProtectedTarget,
 } from '../profiles/protected.js';
+import { protectedPlan, type ProtectedPlan } from '../profiles/protected-plan.js';
 import { landingResolver } from './landing.js';
 import type { ProtectedScan } from './search.js';
 import { ownFiles } from './self.js';

@@ -11,7 +11,7 @@ import { credentialEnv } from '../credentials/env.js';
 import type { Policy } from '../policy.js';
 import type { BwrapPlan } from '../profiles/bwrap.js';
 import { encodeMounts, plannedMounts } from '../profiles/mounts.js';
-import { parseReport, refusalLines, type SupervisorReport } from '../profiles/protected.js';
+import { parseReport, refusalLines, type SupervisorReport } from '../profiles/supervisor.js';
 import type { ConnectGroup } from '../loopback-refusals.js';
 import type { RefusalGroup } from '../refusals.js';
 import { describeSource } from '../settings/report.js';

@@ -31,7 +31,7 @@ export interface SpawnPlan {
   filesystem: {
     /** Where the command may write (outermost paths). */
     writable: string[];
-    /** Linux: every mount, in order (src/profiles/bwrap.ts MountOp). */
+    /** Linux: every mount, in order (src/profiles/mounts.ts MountOp). */
     mounts?: MountOp[];
     /** macOS: the Seatbelt profile and its -D parameters (the proxy's are filled in when it listens). */
     profile?: string;

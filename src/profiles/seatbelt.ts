@@ -30,7 +30,7 @@ import {
   type AccessRule, type AccessRules, type Region,
 } from './access.js';
 import type { Landing } from './landing.js';
-import { protectedPatterns } from './protected.js';
+import { protectedPatterns } from './protected-patterns.js';
 
 /** -D parameters whose values exist only once the proxy listens (`localhost:PORT`). */
 export const HTTP_PROXY_PARAM = 'SRT_HTTP_PROXY';

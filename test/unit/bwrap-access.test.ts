@@ -104,7 +104,7 @@ function factsFor(t: Tree, p: Policy, more: { protectedTargets?: ProtectedTarget
 }
 
 /** Protected names at the top of each write root (the current directory and each existing
- *  allowWrite entry), as srt plans them (protected.ts projectTop), whatever the root is. */
+ *  allowWrite entry), as srt plans them (protected-plan.ts projectTop), whatever the root is. */
 function topsOf(t: Tree, p: Policy): ProtectedTarget[] {
   const roots = [p.cwd, ...p.filesystem.allowWrite.map(literalOf).filter((x): x is string => x !== null)]
     .map((q) => landingIn(t, q)).filter((l) => l.kind === 'file' || l.kind === 'dir').map((l) => l.real);

@@ -6,7 +6,7 @@ import { buildBwrapPlan } from '../../src/profiles/bwrap.js';
 import { globRules, type BwrapFacts, type SnapshotEntry } from '../../src/profiles/bwrap-facts.js';
 import type { Landing } from '../../src/profiles/landing.js';
 import { encodeMounts, plannedMounts } from '../../src/profiles/mounts.js';
-import { encodeRules } from '../../src/profiles/protected.js';
+import { encodeRules } from '../../src/profiles/supervisor.js';
 
 const src = { scope: 'cli' as const };
 const rule = (path: string, glob = /[*?[]/.test(path)): PathRule => ({ path, glob, original: path, source: src });

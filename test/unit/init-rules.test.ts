@@ -7,7 +7,8 @@ import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from '
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { encodeRules, GIT_INTERNALS, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, PROTECTED_SUFFIXES, REPOSITORY_MARKERS, type SupervisorRules } from '../../src/profiles/protected.js';
+import { GIT_INTERNALS, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, PROTECTED_SUFFIXES, REPOSITORY_MARKERS } from '../../src/profiles/protected.js';
+import { encodeRules, type SupervisorRules } from '../../src/profiles/supervisor.js';
 import { tempDir } from '../e2e/helpers.js';
 
 const REPO = new URL('../..', import.meta.url).pathname;

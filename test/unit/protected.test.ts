@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import {
-  encodeRules, GIT_INTERNALS, hooksPathDir, isProtectedLink, landedLines, parseReport, protectedLinkNames, protectedListArgs, protectedPlan, protectedSearchArgs, refusalLines,
-  type ProtectedInput, type RootScan,
-} from '../../src/profiles/protected.js';
+import { GIT_INTERNALS, hooksPathDir, isProtectedLink, protectedLinkNames, protectedListArgs, protectedSearchArgs } from '../../src/profiles/protected.js';
+import { landedLines, protectedPlan, type ProtectedInput, type RootScan } from '../../src/profiles/protected-plan.js';
+import { encodeRules, parseReport, refusalLines } from '../../src/profiles/supervisor.js';
 
 const root = (r: Partial<RootScan> = {}): RootScan => ({ root: '/w', found: [], links: [], gitFiles: [], gitDirs: [], inRepo: false, ...r });
 const input = (i: Partial<ProtectedInput> = {}): ProtectedInput => ({
