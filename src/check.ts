@@ -6,7 +6,10 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { IgnoredEntry, PathRule, Policy, Source } from './policy.js';
-import { accessPaths, buildAccessRules, coverDepth, literalOf, mayRead, mayWrite, trustOf, type AccessRule, type AccessRules } from './profiles/access.js';
+import { accessPaths, buildAccessRules, type AccessRules } from './profiles/access.js';
+import { literalOf, trustOf, type AccessRule } from './profiles/access-rule.js';
+import { coverDepth } from './profiles/region.js';
+import { mayRead, mayWrite } from './profiles/verdicts.js';
 import { globBase } from './glob.js';
 import { protectedPatterns } from './profiles/protected-patterns.js';
 import { resolveLanding } from './platform/landing.js';

@@ -6,7 +6,7 @@ import { accessSync, constants, lstatSync, statSync, type Stats } from 'node:fs'
 import { basename, delimiter, dirname, isAbsolute, join, relative, sep } from 'node:path';
 import type { Policy } from '../policy.js';
 import { isWithin } from '../glob.js';
-import { writeRootsOf } from '../profiles/access.js';
+import { writeRootsOf } from '../profiles/write-roots.js';
 import { resolveLanding } from './landing.js';
 import { sandboxMay } from './reach.js';
 import { readGitFile } from './search.js';

@@ -7,79 +7,23 @@
 // (a write is judged where it lands).
 //   read:  hidden when a denyRead (or a credential file) covers it that no allowRead re-opens. An
 //          allowRead re-opens a deny when it is at least as specific and of at least the deny's
-//          trust (TRUST below). "As specific": the prefix of the path it matches is at least as
+//          trust (TRUST in access-rule.ts). "As specific": the prefix of the path it matches is at least as
 //          deep as the deny's; when both rules are globs, only the same glob re-opens. A path
 //          writable by policy counts as allowRead of its scope (writing blind makes no sense).
 //   write: readable AND (inside srt's own TMPDIR, OR inside a write root and inside no denyWrite
 //          or protected path: denyWrite wins whatever its depth and scope).
 
-import { dirname, join } from 'node:path';
-import { globBase, isGlob, isWithin, literalTokens, matchTokens, parseGlob, selfAndAncestors, type GlobToken } from '../glob.js';
-import type { PathRule, Policy, Scope, Source } from '../policy.js';
+import { join } from 'node:path';
+import { globBase } from '../glob.js';
+import type { PathRule, Policy } from '../policy.js';
 import { trustRecordPath } from '../settings/approvals.js';
+import {
+  CREDENTIAL, describeSource, literalOf, SRT_OWN, TRUST, trustOf, type AccessKind, type AccessRule, type ProtectedRegion,
+} from './access-rule.js';
 import type { Landing } from './landing.js';
-
-/**
- * How far a scope's allowRead/allowWrite reaches over another scope's denies: an allow re-opens a
- * deny only of equal or lower trust. The current directory is the caller's own choice at
- * invocation, like a CLI flag. srt's own files (TMPDIR, run dir, helper) rank above every scope;
- * credential denies above everything.
- */
-export const TRUST: Record<Scope, number> = { managed: 3, cli: 2, default: 2, user: 1, local: 0, project: 0 };
-export const SRT_OWN = 10;
-export const CREDENTIAL = Infinity;
-
-/** A parent directory's project file ranks between the project root's files and the user: a
- *  nested repository cannot re-open its parents' denies. */
-const OUTSIDE_ROOT = 0.5;
-
-/** The current directory is a write root by default (SPEC §3), except under a reference-tool file
- *  whose allowWrite lists every writable path (then only an entry covering it makes it one). */
-export function cwdIsWriteRoot(policy: Pick<Policy, 'filesystem'>): boolean {
-  return policy.filesystem.wholeWriteList === undefined;
-}
-
-export function trustOf(rule: Pick<PathRule, 'source'>): number {
-  return rule.source.outsideRoot ? OUTSIDE_ROOT : TRUST[rule.source.scope];
-}
-
-/** A rule's path with a trailing `/**` dropped; null when glob syntax remains. */
-export function literalOf(rule: Pick<PathRule, 'path' | 'glob'>): string | null {
-  if (!rule.glob) return rule.path;
-  const trimmed = rule.path.replace(/\/\*\*$/, '');
-  if (trimmed !== '' && !isGlob(trimmed)) return trimmed;
-  return null;
-}
-
-/** A real directory or file, and (for a glob) the glob below it. */
-export interface Region {
-  base: string;
-  /** Glob relative to `base` (no leading `/`); absent for a literal path. */
-  tail?: string;
-}
-
-export type AccessKind =
-  | 'denyRead' | 'allowRead' | 'credential' | 'allowWrite' | 'denyWrite' | 'protected' | 'cwd' | 'worktree' | 'srt' | 'copy';
-
-export interface AccessRule {
-  kind: AccessKind;
-  region: Region;
-  trust: number;
-  /** For messages and profile comments: `denyRead ~/.ssh (user /h/.srt/settings.json)`. */
-  origin: string;
-  /** Where the rule's literal path landed (a lowering mounts what exists and holds what does not). */
-  landing?: Landing;
-  /** That path as written, before symlinks. */
-  written?: string;
-  /** The settings entry, for a lowering's messages: `filesystem.denyRead: ~/.ssh`. */
-  setting?: string;
-  /** For a write deny: what must not appear where nothing is yet (a placeholder's kind). */
-  shape?: 'file' | 'dir';
-}
-
-/** A protected path (SPEC §3) as the backend found or describes it: a region (macOS: patterns),
- *  or a path the search found, resolved like any rule's (Linux). */
-export type ProtectedRegion = { region: Region; why: string } | { path: string; kind: 'file' | 'dir'; why: string };
+import type { Region } from './region.js';
+import { mayRead } from './verdicts.js';
+import { writeRootsOf } from './write-roots.js';
 
 export interface AccessRules {
   readDenies: AccessRule[];
@@ -171,108 +115,6 @@ export function accessPaths(policy: Policy, worktree?: AccessFacts['worktree']):
   return [...paths];
 }
 
-function describe(source: Source): string {
-  if (source.flag) return `${source.scope} ${source.flag}`;
-  return source.file ? `${source.scope} ${source.file}` : source.scope;
-}
-
-export interface WriteRoots {
-  /** Real paths, one rule each, with the highest trust of the entries that land there. */
-  roots: AccessRule[];
-  warnings: string[];
-  notes: string[];
-}
-
-/** Directories of the system: the current directory is never writable by default when it is one
- *  of them or holds one (an MCP client starts its servers in `/`). */
-const SYSTEM_DIRS = ['/bin', '/boot', '/dev', '/etc', '/lib', '/lib32', '/lib64', '/libx32', '/opt', '/proc', '/run',
-  '/sbin', '/srv', '/sys', '/usr', '/var', '/Applications', '/Library', '/System', '/private'];
-
-/** Why the current directory is too wide to be writable by default, or null. */
-export function tooWideForCwd(cwd: string, home: string): string | null {
-  if (cwd === '/') return 'is the root directory';
-  const system = SYSTEM_DIRS.find((d) => isWithin(d, cwd));
-  if (system) return system === cwd ? 'is a system directory' : `holds the system directory ${system}`;
-  if (home !== cwd && isWithin(home, cwd)) return `holds the home directory ${home}`;
-  return null;
-}
-
-/**
- * The writable roots of a policy (SPEC §3), the one derivation of every backend and of srt
- * doctor: the current directory, each `allowWrite` entry where it lands, and a linked worktree's
- * main `.git` and its own git dir. srt's TMPDIR is not among them (`ownWritable`). An entry is
- * left out, with a warning, when it is a glob, when it does not exist (nothing to make writable:
- * create it first), when it runs through a symlink (a link planted by an earlier run, `build ->
- * ~`, must not widen a later one; links root owns in directories root owns, `/var/run -> /run`,
- * are part of the system and stay usable unless they lie in the home directory, the current
- * directory or another writable root), when it leads to a directory that holds the entry itself
- * (`area/up -> ..`), and when a project or local file's entry leads outside the project (SPEC §2.4).
- */
-export function writeRootsOf(policy: Policy, landing: (p: string) => Landing, worktree?: AccessFacts['worktree']): WriteRoots {
-  const warnings: string[] = [];
-  const notes: string[] = [];
-  const roots = new Map<string, AccessRule>();
-  const add = (l: Landing, kind: AccessKind, trust: number, origin: string) => {
-    if (l.kind !== 'dir' && l.kind !== 'file') {
-      notes.push(`${origin}: does not exist, not writable`);
-      return;
-    }
-    const had = roots.get(l.real);
-    if (!had || had.trust < trust) roots.set(l.real, { kind, region: { base: l.real }, trust, origin });
-  };
-  const cwd = landing(policy.cwd);
-  if (cwdIsWriteRoot(policy)) {
-    const wide = tooWideForCwd(cwd.real, policy.home);
-    if (wide) {
-      warnings.push(`the current directory ${cwd.real} ${wide}, so it is read-only in this run; ` +
-        `run srt from a project directory, or name what the command may write with --allow-write`);
-    } else add(cwd, 'cwd', TRUST.default, `the current directory ${cwd.real}`);
-  }
-  const entries: { rule: PathRule; l: Landing }[] = [];
-  for (const r of policy.filesystem.allowWrite) {
-    const lit = literalOf(r);
-    if (lit === null) {
-      warnings.push(`filesystem.allowWrite: ${r.original}: globs are not supported for write paths; entry ignored (name the directory instead)`);
-      continue;
-    }
-    const l = landing(lit);
-    if (l.kind === 'missing') {
-      warnings.push(`filesystem.allowWrite: ${r.original} does not exist, so it is not writable in this run (srt makes only existing paths writable; create it first)`);
-    }
-    entries.push({ rule: r, l });
-  }
-  const direct = [policy.cwd, policy.home, ...entries.filter((e) => !e.l.via?.length).map((e) => e.l.real)];
-  for (const { rule: r, l } of entries) {
-    // A symlink to one of its own ancestors (`area/up -> ..`) would make writable a directory
-    // holding the entry itself, system link or not: it names more than the user wrote.
-    const around = l.via?.length ? [literalOf(r)!, ...l.via.map((v) => v.link)].find((p) => isWithin(p, l.real)) : undefined;
-    if (around !== undefined && l.kind !== 'missing') {
-      warnings.push(`filesystem.allowWrite: ${r.original}: leads to ${l.real}, which holds ${around} itself (a symlink to an ancestor of its own); ` +
-        'entry ignored (name the directory meant instead)');
-      continue;
-    }
-    const planted = (l.via ?? []).find((v) => !v.system || direct.some((d) => isWithin(v.link, d)));
-    if (planted) {
-      warnings.push(`filesystem.allowWrite: ${r.original}: runs through the symlink ${planted.link} -> ${planted.target}; entry ignored ` +
-        `(a sandboxed command could have planted that link; name the directory it points to instead)`);
-      continue;
-    }
-    if ((r.source.scope === 'project' || r.source.scope === 'local') && l.kind !== 'missing' && !isWithin(l.real, policy.root)) {
-      warnings.push(`${r.source.file ?? r.source.scope}: filesystem.allowWrite: ${r.original} leads to ${l.real}, outside the project root ${policy.root}; ignored`);
-      continue;
-    }
-    add(l, 'allowWrite', trustOf(r), `allowWrite ${r.original} (${describe(r.source)})`);
-  }
-  if (worktree) {
-    // The worktree's own git dir lies inside the protected `worktrees/` directory of the main one.
-    for (const dir of [worktree.commonDir, worktree.gitDir]) add(landing(dir), 'worktree', TRUST.default, `git worktree ${dir}`);
-  }
-  if (!cwdIsWriteRoot(policy) && ![...roots.keys()].some((r) => isWithin(cwd.real, r))) {
-    notes.push(`the current directory is read-only: ${policy.filesystem.wholeWriteList!.file ?? 'a reference-tool file'} lists every writable path in filesystem.allowWrite, and not it (add "." there to make it writable)`);
-  }
-  return { roots: [...roots.values()], warnings, notes };
-}
-
 export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRules {
   const fs = policy.filesystem;
   const warnings: string[] = [];
@@ -307,7 +149,7 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
   /** A settings rule's regions: where its path lands, or for a glob its region (with, for a deny,
    *  the targets its matching symlinks lead to), or on Linux its matches now. */
   const rulesOf = (kind: AccessKind, r: PathRule, key: string, deny: 'read' | 'write' | false, trust = trustOf(r), shape?: 'file' | 'dir'): AccessRule[] => {
-    const origin = `${kind} ${r.original} (${describe(r.source)})`;
+    const origin = `${kind} ${r.original} (${describeSource(r.source)})`;
     const one = (l: Landing, written?: string): AccessRule[] => {
       const setting = `${key}: ${r.original}`;
       const region = landed(l, deny, setting);
@@ -369,147 +211,4 @@ export function buildAccessRules(policy: Policy, facts: AccessFacts): AccessRule
     warnings.push(`the current directory ${cwd.real} is inside a denyRead region that only managed or cli settings may re-open (${cwdRead.rule!.origin}): the command sees it empty and cannot write it`);
   }
   return rules;
-}
-
-// --- matching
-
-export function regionTokens(region: Region): GlobToken[] {
-  if (region.tail === undefined) return literalTokens(region.base);
-  return [...literalTokens(region.base === '/' ? '/' : `${region.base}/`), ...parseGlob(region.tail)];
-}
-
-// Matched without a RegExp: a glob from a settings file must not be able to backtrack forever.
-const compiled = new WeakMap<Region, { test: (p: string) => boolean }>();
-function regionRegExp(region: Region): { test: (p: string) => boolean } {
-  let re = compiled.get(region);
-  if (!re) {
-    const tokens = regionTokens(region);
-    compiled.set(region, (re = { test: (p) => matchTokens(tokens, p) }));
-  }
-  return re;
-}
-
-function depthOf(p: string): number {
-  return p === '/' ? 0 : p.split('/').length - 1;
-}
-
-/** Prefixes of an absolute path, shallowest first, ending with the path itself. */
-function prefixes(p: string): string[] {
-  const out: string[] = [];
-  for (let q = p; ; q = dirname(q)) {
-    out.unshift(q);
-    if (q === '/') return out;
-  }
-}
-
-/** Depth of the shallowest prefix of `p` the region names (null: it does not cover `p`). */
-export function coverDepth(region: Region, p: string): number | null {
-  if (region.tail === undefined) return isWithin(p, region.base) ? depthOf(region.base) : null;
-  if (!isWithin(p, region.base)) return null;
-  const re = regionRegExp(region);
-  for (const q of prefixes(p)) if (re.test(q)) return depthOf(q);
-  return null;
-}
-
-export function sameRegion(a: Region, b: Region): boolean {
-  return a.base === b.base && a.tail === b.tail;
-}
-
-/** Does `allow` re-open `deny` at `p` (both covering it)? */
-export function reopens(allow: AccessRule, deny: AccessRule, p: string): boolean {
-  if (allow.trust < deny.trust) return false;
-  const a = coverDepth(allow.region, p);
-  const d = coverDepth(deny.region, p);
-  if (a === null || d === null) return false;
-  if (allow.region.tail !== undefined && deny.region.tail !== undefined) return sameRegion(allow.region, deny.region);
-  return a >= d;
-}
-
-export interface Verdict {
-  allowed: boolean;
-  /** The rule that decided: the deny that hides it, or the write root / re-opening allow. */
-  rule?: AccessRule;
-  why: string;
-}
-
-export function mayRead(rules: Pick<AccessRules, 'readDenies' | 'readAllows'>, p: string): Verdict {
-  let opener: AccessRule | undefined;
-  for (const d of rules.readDenies) {
-    if (coverDepth(d.region, p) === null) continue;
-    const a = rules.readAllows.find((r) => reopens(r, d, p));
-    if (!a) return { allowed: false, rule: d, why: `hidden by ${d.origin}` };
-    opener ??= a;
-  }
-  return opener ? { allowed: true, rule: opener, why: `re-opened by ${opener.origin}` } : { allowed: true, why: 'reads are allowed by default' };
-}
-
-export function mayWrite(rules: AccessRules, p: string): Verdict {
-  const read = mayRead(rules, p);
-  if (!read.allowed) return { allowed: false, ...(read.rule ? { rule: read.rule } : {}), why: `not readable: ${read.why}` };
-  const own = rules.ownWritable.find((r) => coverDepth(r.region, p) !== null);
-  if (own) return { allowed: true, rule: own, why: `inside ${own.origin}` };
-  const root = rules.writeRoots.find((r) => coverDepth(r.region, p) !== null);
-  if (!root) return { allowed: false, why: 'outside every writable path (the current directory, TMPDIR, filesystem.allowWrite)' };
-  const deny = rules.writeDenies.find((r) => coverDepth(r.region, p) !== null);
-  if (deny) return { allowed: false, rule: deny, why: `write-denied by ${deny.origin}` };
-  return { allowed: true, rule: root, why: `inside ${root.origin}` };
-}
-
-/** Rules by kind of region: literal ones keyed by path (the highest trust there), glob ones listed. */
-function byRegion(rules: AccessRule[]): { literal: Map<string, number>; globs: AccessRule[] } {
-  const literal = new Map<string, number>();
-  const globs: AccessRule[] = [];
-  for (const r of rules) {
-    if (r.region.tail !== undefined) globs.push(r);
-    else literal.set(r.region.base, Math.max(r.trust, literal.get(r.region.base) ?? -Infinity));
-  }
-  return { literal, globs };
-}
-
-/**
- * mayRead's and mayWrite's answers without their reasons, for a lowering that asks about every
- * path it mounts: literal regions are looked up along the path's own chain (the path, its parent,
- * …, "/") instead of scanned (with 1,000 denied files, scanning took 0.15 s). Same rules, same
- * answers (test/unit/access.test.ts holds them together).
- */
-export function accessIndex(rules: AccessRules): { read: (p: string) => boolean; write: (p: string) => boolean } {
-  const denies = byRegion(rules.readDenies);
-  const allows = byRegion(rules.readAllows);
-  const covers = (x: ReturnType<typeof byRegion>, chain: string[], p: string) =>
-    chain.some((q) => x.literal.has(q)) || x.globs.some((g) => coverDepth(g.region, p) !== null);
-  const [own, roots, writeDenies] = [rules.ownWritable, rules.writeRoots, rules.writeDenies].map(byRegion) as [
-    ReturnType<typeof byRegion>, ReturnType<typeof byRegion>, ReturnType<typeof byRegion>];
-  const answers = new Map<string, boolean>();
-  const readNow = (p: string, chain: string[]): boolean => {
-    // chain[i] lies i levels above p: an allow at chain[j], j <= i, is at least as deep as a deny at chain[i].
-    const depth = (i: number) => chain.length - 1 - i;
-    const allowAt = (j: number) => allows.literal.get(chain[j]!) ?? -Infinity;
-    for (let i = 0; i < chain.length; i++) {
-      const trust = denies.literal.get(chain[i]!);
-      if (trust === undefined) continue;
-      let reopened = false;
-      for (let j = 0; j <= i && !reopened; j++) reopened = allowAt(j) >= trust;
-      reopened ||= allows.globs.some((a) => a.trust >= trust && (coverDepth(a.region, p) ?? -1) >= depth(i));
-      if (!reopened) return false;
-    }
-    for (const d of denies.globs) {
-      const at = coverDepth(d.region, p);
-      if (at === null) continue;
-      let reopened = allows.globs.some((a) => a.trust >= d.trust && sameRegion(a.region, d.region));
-      for (let j = 0; j < chain.length && !reopened; j++) reopened = depth(j) >= at && allowAt(j) >= d.trust;
-      if (!reopened) return false;
-    }
-    return true;
-  };
-  const read = (p: string): boolean => {
-    let r = answers.get(p);
-    if (r === undefined) answers.set(p, (r = readNow(p, selfAndAncestors(p))));
-    return r;
-  };
-  const write = (p: string): boolean => {
-    if (!read(p)) return false;
-    const chain = selfAndAncestors(p);
-    return covers(own, chain, p) || (covers(roots, chain, p) && !covers(writeDenies, chain, p));
-  };
-  return { read, write };
 }

@@ -4,7 +4,7 @@
 
 import { dirname, join } from 'node:path';
 import { selfAndAncestors } from '../glob.js';
-import { literalOf } from './access.js';
+import { literalOf } from './access-rule.js';
 import type { Lowering } from './bwrap.js';
 import type { BwrapFacts } from './bwrap-facts.js';
 import type { Landing } from './landing.js';

@@ -2,7 +2,7 @@
 // platform/linux-facts.ts): the paths and globs to resolve, and the facts that answer them.
 
 import type { PathRule, Policy } from '../policy.js';
-import { literalOf } from './access.js';
+import { literalOf } from './access-rule.js';
 import type { HostListen, RelayListen } from './init-args.js';
 import type { Landing } from './landing.js';
 import type { ProtectedTarget } from './protected.js';

@@ -6,7 +6,7 @@
 // shallow-to-deep so a deeper mount overrides a shallower one. bwrap takes every bind source
 // from the host root, so each mount sets its path's state independently of its parents.
 //   read:  a path is hidden when a denyRead covers it that no allowRead at least as specific
-//          re-opens; an allowRead re-opens only denies of scopes it may overrule (TRUST in access.ts:
+//          re-opens; an allowRead re-opens only denies of scopes it may overrule (TRUST in access-rule.ts:
 //          a repository's settings never re-open what managed, cli or user settings deny, user
 //          settings never what managed or cli deny), and nothing re-opens a credential file. A
 //          path writable by policy counts as allowRead of its scope (writing blind makes no sense).
@@ -20,7 +20,9 @@
 import { join } from 'node:path';
 import { isWithin } from '../glob.js';
 import type { PathRule, Policy } from '../policy.js';
-import { accessIndex, buildAccessRules, SRT_OWN, type AccessRules } from './access.js';
+import { buildAccessRules, type AccessRules } from './access.js';
+import { SRT_OWN } from './access-rule.js';
+import { accessIndex } from './verdicts.js';
 import { knownKinds, readDenyTargets, writeDenyTargets } from './bwrap-denies.js';
 import type { BwrapFacts } from './bwrap-facts.js';
 import { holdDenies } from './bwrap-hold.js';

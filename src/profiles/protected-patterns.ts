@@ -5,7 +5,7 @@
 
 import { dirname, join, posix } from 'node:path';
 import { isWithin } from '../glob.js';
-import type { ProtectedRegion } from './access.js';
+import type { ProtectedRegion } from './access-rule.js';
 import {
   GIT_INTERNALS, HOME_PROTECTED, HOME_PROTECTED_FILES, PROTECTED_DIR_NAMES, PROTECTED_FILE_NAMES, PROTECTED_SUFFIXES,
   USER_SETTINGS_FILES, WORKTREE_ENTRIES,

@@ -25,10 +25,9 @@ import { dirname } from 'node:path';
 import { isWithin, literalTokens, parseGlob, tokensToEre } from '../glob.js';
 import type { Policy } from '../policy.js';
 import { forwardedPorts } from '../proxy/local-services.js';
-import {
-  accessPaths, buildAccessRules, coverDepth, regionTokens, sameRegion,
-  type AccessRule, type AccessRules, type Region,
-} from './access.js';
+import { accessPaths, buildAccessRules, type AccessRules } from './access.js';
+import type { AccessRule } from './access-rule.js';
+import { coverDepth, regionTokens, sameRegion, type Region } from './region.js';
 import type { Landing } from './landing.js';
 import { protectedPatterns } from './protected-patterns.js';
 

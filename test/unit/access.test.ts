@@ -1,7 +1,8 @@
 // The access model itself (profiles/access.ts): the oracle every backend's translation is held
 // to, so its rules are tested directly — the same cases the bwrap plan is tested with.
 import { describe, expect, it } from 'vitest';
-import { accessIndex, buildAccessRules, mayRead, mayWrite, type AccessFacts } from '../../src/profiles/access.js';
+import { buildAccessRules, type AccessFacts } from '../../src/profiles/access.js';
+import { accessIndex, mayRead, mayWrite } from '../../src/profiles/verdicts.js';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { cli, credentialFile, Landings, local, managed, policy, project, user } from './policy-fixtures.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
-import { literalOf } from '../../src/profiles/access.js';
+import { literalOf } from '../../src/profiles/access-rule.js';
 import { buildBwrapPlan } from '../../src/profiles/bwrap.js';
 import { globRules, type BwrapFacts, type SnapshotEntry } from '../../src/profiles/bwrap-facts.js';
 import type { Landing } from '../../src/profiles/landing.js';

@@ -4,7 +4,7 @@
 import { dirname } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Policy } from '../../src/policy.js';
-import { mayRead, mayWrite } from '../../src/profiles/access.js';
+import { mayRead, mayWrite } from '../../src/profiles/verdicts.js';
 import {
   buildSeatbeltProfile, HTTP_PROXY_PARAM, SOCKS_PROXY_PARAM, type SeatbeltFacts, type SeatbeltPlan,
 } from '../../src/profiles/seatbelt.js';
