@@ -10,10 +10,14 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { bwrapIsolationArgs } from '../../src/profiles/bwrap-launch.js';
 import { initArgv } from '../../src/profiles/init-args.js';
+import type { FileId } from '../../src/profiles/landing.js';
+import { bwrapMountArgs, encodeMounts, plannedMounts, type MountOp } from '../../src/profiles/mounts.js';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
-import { scratchDirs, SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
+import { identifyReal } from '../../src/platform/landing.js';
+import { scratchBases, scratchDirs, SRT_BIN, tempDir, track, stopStragglers } from './helpers.js';
 
 const PYTHON = ['/usr/bin/python3', '/bin/python3'].find((p) => existsSync(p)) ?? 'python3';
 const tmp = tempDir('srt-mount-race-');
@@ -23,7 +27,6 @@ afterAll(async () => {
 });
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-let n = 0;
 const fresh = scratchDirs(() => tmp.path);
 /** A fresh home holding a ~/.npmrc, and project. */
 function scratch(): { home: string; project: string } {
@@ -170,24 +173,33 @@ describe('a concurrent sandbox racing the plan', () => {
 // before the command runs, exit 125.
 describe('the helper\'s mount check (--verify) against what bwrap really mounted', () => {
   const BWRAP = ['/usr/bin/bwrap', '/bin/bwrap'].find((p) => existsSync(p)) ?? 'bwrap';
-  const id = (p: string) => { const s = statSync(p, { bigint: true }); return [String(s.dev), String(s.ino)]; };
-  function check(records: string[][], binds: string[], chdir: string, script?: string) {
-    const base = join(tmp.path, `verify-${n++}`);
-    mkdirSync(base);
+  const bases = scratchBases(() => join(tmp.path, 'verify'));
+  const fileId = (p: string): FileId => { const s = statSync(p, { bigint: true }); return { dev: String(s.dev), ino: String(s.ino) }; };
+  const bind = (source: string, dest: string, ro = true): MountOp => ({ kind: 'bind', dest, source, ro });
+  /** The plan file srt writes for `ops` (encodeMounts), with the identities srt would take now
+   *  (identifyReal) unless `identify` says otherwise. */
+  function planOf(ops: MountOp[], cwd: { path: string; id?: FileId }, identify: (p: string) => FileId | null = identifyReal): Buffer {
+    const encoded = encodeMounts(plannedMounts(ops), identify, cwd);
+    if ('error' in encoded) throw new Error(encoded.error);
+    return encoded.data;
+  }
+  /** bwrap started as srt starts it (its isolation options, the `mounted` operations rendered by
+   *  bwrapMountArgs over a read-only host), srt-init checking `plan` before the command. */
+  function check(plan: Buffer, mounted: MountOp[], chdir: string, script?: string) {
+    const base = bases();
     const planFile = join(base, 'plan');
-    writeFileSync(planFile, records.flat().map((f) => `${f}\0`).join(''));
+    writeFileSync(planFile, plan);
     const filter = join(base, 'filter.bpf');
     writeFileSync(filter, buildSeccompFilter({ arch: hostSeccompArch()!, allowUnixSockets: false, allowNamespaces: false }));
     const marker = join(base, 'RAN');
-    const r = spawnSync(BWRAP, ['--unshare-user', '--unshare-net', '--unshare-pid', '--die-with-parent', '--as-pid-1',
-      '--cap-drop', 'ALL', '--cap-add', 'CAP_SYS_ADMIN', '--cap-add', 'CAP_SETPCAP', '--cap-add', 'CAP_DAC_READ_SEARCH', '--cap-add', 'CAP_SYS_RESOURCE',
-      '--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--bind', base, base, ...binds, '--chdir', chdir,
+    const ops: MountOp[] = [bind('/', '/'), { kind: 'dev', dest: '/dev' }, { kind: 'proc', dest: '/proc' }, bind(base, base, false), ...mounted];
+    const r = spawnSync(BWRAP, [...bwrapIsolationArgs({ lowPort: false }).flat(), ...bwrapMountArgs(ops).flat(), '--chdir', chdir,
       '--', ...initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes: [], landlock: 'off', verify: planFile, maxProcs: 1000, filter }),
       ...(script ? ['sh', '-c', `touch ${marker}; ${script}`] : ['touch', marker])], { encoding: 'utf8', timeout: 20_000 });
     return { code: r.status, stdout: r.stdout, stderr: r.stderr, ran: existsSync(marker) };
   }
   function dirs() {
-    const base = join(tmp.path, `dirs-${n++}`);
+    const base = bases();
     for (const d of ['a', 'b', 'real/sub']) mkdirSync(join(base, d), { recursive: true });
     symlinkSync('real', join(base, 'lnk'));
     return base;
@@ -195,14 +207,15 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
 
   it('the plan as mounted passes, and the command runs', () => {
     const d = dirs();
-    const r = check([['B', join(d, 'a'), ...id(join(d, 'b')), 'r'], ['C', ...id(join(d, 'b'))]], ['--ro-bind', join(d, 'b'), join(d, 'a')], join(d, 'a')); // a shows b
+    const ops = [bind(join(d, 'b'), join(d, 'a'))];
+    const r = check(planOf(ops, { path: join(d, 'a'), id: fileId(join(d, 'b')) }), ops, join(d, 'a')); // a shows b
     expect(r.stderr).toBe('');
     expect(r.ran).toBe(true);
   });
 
   it('another directory bound where the plan has one (its device and inode differ): stopped', () => {
     const d = dirs();
-    const r = check([['B', join(d, 'a'), ...id(join(d, 'real')), 'r']], ['--ro-bind', join(d, 'b'), join(d, 'a')], '/');
+    const r = check(planOf([bind(join(d, 'real'), join(d, 'a'))], { path: '/' }), [bind(join(d, 'b'), join(d, 'a'))], '/');
     expect(r.code).toBe(125);
     expect(r.stderr).toContain('another file is mounted there');
     expect(r.ran).toBe(false);
@@ -210,7 +223,7 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
 
   it('the planned mount reached through a symlink on the way: stopped', () => {
     const d = dirs();
-    const r = check([['B', join(d, 'lnk', 'sub'), ...id(join(d, 'b')), 'r']], ['--ro-bind', join(d, 'b'), join(d, 'real', 'sub')], '/');
+    const r = check(planOf([bind(join(d, 'b'), join(d, 'lnk', 'sub'))], { path: '/' }), [bind(join(d, 'b'), join(d, 'real', 'sub'))], '/');
     expect(r.code).toBe(125);
     expect(r.stderr).toContain('a symlink is on the way');
     expect(r.ran).toBe(false);
@@ -218,10 +231,10 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
 
   it('a bind planned read-only but mounted writable, or a mask planned where nothing is mounted: stopped', () => {
     const d = dirs();
-    const rw = check([['B', join(d, 'a'), ...id(join(d, 'b')), 'r']], ['--bind', join(d, 'b'), join(d, 'a')], '/');
+    const rw = check(planOf([bind(join(d, 'b'), join(d, 'a'))], { path: '/' }), [bind(join(d, 'b'), join(d, 'a'), false)], '/');
     expect(rw.code).toBe(125);
     expect(rw.stderr).toContain('mounted writable');
-    const mask = check([['T', join(d, 'a')]], [], '/');
+    const mask = check(planOf([{ kind: 'tmpfs', dest: join(d, 'a') }], { path: '/' }), [], '/');
     expect(mask.code).toBe(125);
     expect(mask.stderr).toContain('nothing is mounted there');
     expect(rw.ran || mask.ran).toBe(false);
@@ -231,7 +244,7 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
   // directory read-only at a stage (in an area of the run directory); init binds each planned
   // entry from there, then covers the area.
   function snapshotDir() {
-    const home = join(tmp.path, `snap-${n++}`, 'home');
+    const home = join(bases(), 'home');
     mkdirSync(join(home, 'd'), { recursive: true });
     mkdirSync(join(home, '..', 'area'));
     writeFileSync(join(home, 'd', 'inner'), 'inner\n');
@@ -241,18 +254,23 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
     return home;
   }
   const areaOf = (home: string) => join(home, '..', 'area');
-  const snapshotBinds = (home: string, how = '--ro-bind') => ['--tmpfs', home, '--tmpfs', areaOf(home), how, home, join(areaOf(home), '0')];
-  const snapshotPlan = (home: string, stageId = id(home)) => [['T', home], ['S', home, join(areaOf(home), '0'), ...stageId], ['K', areaOf(home)],
-    ['B', join(home, 'f'), ...id(join(home, 'f')), 'ros'], ['B', join(home, 'd'), ...id(join(home, 'd')), 'ros']];
+  /** The operations of a snapshot of `home` holding `entries`, in the order srt plans them. */
+  const snapshotOps = (home: string, entries = ['f', 'd']): MountOp[] => [
+    { kind: 'tmpfs', dest: home },
+    ...entries.map((e): MountOp => ({ kind: 'bind', dest: join(home, e), source: join(home, e), ro: true, optional: true, byHelper: true })),
+    { kind: 'tmpfs', dest: areaOf(home), unchecked: true },
+    { kind: 'stage', dest: join(areaOf(home), '0'), dir: home },
+    { kind: 'cover', dest: areaOf(home) },
+  ];
 
   it('a snapshot the helper completes: exactly the planned entries, bound read-only from the stage, which is covered; the tmpfs read-only', () => {
     const home = snapshotDir();
-    const wasFile = id(join(home, 'was-file'));
-    // Replaced by a symlink to the secret after srt listed it: the helper leaves it out (never follows it).
+    // was-file is replaced by a symlink to the secret after srt listed it (the helper leaves it
+    // out: it never follows it); gone vanished before srt looked (nothing may be there).
+    const plan = planOf(snapshotOps(home, ['f', 'd', 'was-file', 'gone']), { path: '/' });
     unlinkSync(join(home, 'was-file'));
     symlinkSync('secret', join(home, 'was-file'));
-    const plan = [...snapshotPlan(home), ['B', join(home, 'was-file'), ...wasFile, 'ros'], ['B', join(home, 'gone'), '0', '0', 'ros']];
-    const r = check(plan, snapshotBinds(home), '/', `cd ${home}; ls -A; cat f d/inner; echo x > f || echo f-ro; echo x > d/new || echo d-ro; ` +
+    const r = check(plan, snapshotOps(home), '/', `cd ${home}; ls -A; cat f d/inner; echo x > f || echo f-ro; echo x > d/new || echo d-ro; ` +
       `mkdir n || echo home-ro; awk '$5 ~ /\\/(f|d)$/ {print $5, substr($6, 1, 2)}' /proc/self/mountinfo; echo "area: $(ls -A ../area)"; mkdir ../area/x || echo area-ro`);
     expect(r.stderr).not.toContain('srt:');
     expect(r.ran).toBe(true);
@@ -265,10 +283,12 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
 
   it('a stage that is another directory than the snapshot\'s, or bound writable: stopped before the command exists', () => {
     const home = snapshotDir();
-    const other = check(snapshotPlan(home, id(join(home, 'd'))), snapshotBinds(home), '/');
+    const otherId = (p: string) => identifyReal(p === home ? join(home, 'd') : p);
+    const other = check(planOf(snapshotOps(home), { path: '/' }, otherId), snapshotOps(home), '/');
     expect(other.code).toBe(125);
     expect(other.stderr).toContain(`the sandbox's snapshot of ${home} is not taken from that directory (another file is mounted there)`);
-    const writable = check(snapshotPlan(home), snapshotBinds(home, '--bind'), '/');
+    const writableStage = snapshotOps(home).map((m) => (m.kind === 'stage' ? bind(m.dir, m.dest, false) : m));
+    const writable = check(planOf(snapshotOps(home), { path: '/' }), writableStage, '/');
     expect(writable.code).toBe(125);
     expect(writable.stderr).toContain('(mounted writable)');
     expect(other.ran || writable.ran).toBe(false);
@@ -276,16 +296,16 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
 
   it('an entry replaced after srt recorded it (another inode), one no snapshot holds, a stage nothing covers: stopped', () => {
     const home = snapshotDir();
-    const plan = snapshotPlan(home);
+    const plan = planOf(snapshotOps(home), { path: '/' });
     writeFileSync(join(home, 'f.new'), 'new\n');
     renameSync(join(home, 'f.new'), join(home, 'f')); // a host program renames over it
-    const replaced = check(plan, snapshotBinds(home), '/');
+    const replaced = check(plan, snapshotOps(home), '/');
     expect(replaced.code).toBe(125);
     expect(replaced.stderr).toContain(`the sandbox's mount at ${join(home, 'f')} is not what srt planned (another file is mounted there)`);
-    const stray = check([['B', join(home, 'f'), ...id(join(home, 'f')), 'ros']], [], '/');
+    const stray = check(planOf(snapshotOps(home).filter((m) => m.kind === 'bind'), { path: '/' }), [], '/');
     expect(stray.code).toBe(125);
     expect(stray.stderr).toContain('no snapshot holds it');
-    const uncovered = check(snapshotPlan(home).filter((rec) => rec[0] !== 'K'), snapshotBinds(home), '/');
+    const uncovered = check(planOf(snapshotOps(home).filter((m) => m.kind !== 'cover'), { path: '/' }), snapshotOps(home), '/');
     expect(uncovered.code).toBe(125);
     expect(uncovered.stderr).toContain('a stage outside the area covered');
     expect(replaced.ran || stray.ran || uncovered.ran).toBe(false);
@@ -293,7 +313,7 @@ describe('the helper\'s mount check (--verify) against what bwrap really mounted
 
   it('a working directory other than the planned one: stopped', () => {
     const d = dirs();
-    const r = check([['C', ...id(join(d, 'a'))]], [], join(d, 'b'));
+    const r = check(planOf([], { path: join(d, 'a'), id: fileId(join(d, 'a')) }), [], join(d, 'b'));
     expect(r.code).toBe(125);
     expect(r.stderr).toContain('working directory is not the one srt planned');
     expect(r.ran).toBe(false);

@@ -9,7 +9,7 @@ import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapIsolationArgs } from '../../src/profiles/bwrap-launch.js';
-import { hostListenArgv, initArgv } from '../../src/profiles/init-args.js';
+import { hostListenArgv, initArgv, type InitArgs, type RelayListen } from '../../src/profiles/init-args.js';
 import { bwrapMountArgs, type MountOp } from '../../src/profiles/mounts.js';
 import { buildSeccompFilter } from '../../src/profiles/seccomp.js';
 import { INIT_HELPER_PATH, hostSeccompArch } from '../../src/platform/init-helper.js';
@@ -52,12 +52,16 @@ afterAll(async () => {
 
 interface RunOptions {
   filter?: keyof typeof filters;
+  /** The proxy's relay (RELAY_PORT to the Unix responder). */
   relay?: boolean;
+  /** Other relays (instead). */
+  relays?: RelayListen[];
   env?: Record<string, string>;
   /** srt-init keeps CAP_NET_BIND_SERVICE too (a relay below port 1024). */
   lowPort?: boolean;
   /** Capabilities srt gives srt-init that this run leaves out. */
   withoutCaps?: string[];
+  /** srt-init's options as given (what srt never writes: its parser must refuse them), with --max-procs. */
   helperArgs?: string[];
   extraBwrap?: string[];
 }
@@ -74,11 +78,11 @@ function bwrapArgs(opts: RunOptions): string[] {
   return [...isolation.flat(), ...bwrapMountArgs(ops).flat(), ...(opts.extraBwrap ?? [])];
 }
 
-/** srt-init's argv as srt writes it (or the raw `helperArgs` a test gives), then the command. */
+/** srt-init's argv as srt writes it (initArgv), or the raw `helperArgs`, then the command. */
 function sandboxArgv(cmd: string[], opts: RunOptions): string[] {
   const init = opts.helperArgs ? [INIT_HELPER_PATH, '--max-procs', '1000', ...opts.helperArgs, '--'] : initArgv({
     helperPath: INIT_HELPER_PATH, exposes: [], maxProcs: 1000, filter: filters[opts.filter ?? 'strict'],
-    relays: opts.relay ? [{ address: '127.0.0.1', port: RELAY_PORT, socketPath }] : [],
+    relays: opts.relays ?? (opts.relay ? [{ address: '127.0.0.1', port: RELAY_PORT, socketPath }] : []),
     // As srt does: a nested sandbox needs mount(2), which Landlock refuses.
     landlock: opts.filter === 'ns' ? 'off' : { writable: [], socketFiles: false },
   });
@@ -222,11 +226,12 @@ except OSError as e: print("fifo", e.errno)'`;
       'echo reopened >> /dev/stdout && echo ok-stdout', // reopens a host file outside the writable set
       `echo x > ${join(tmp.path, 'outside')}; echo "outside $?"`,
     ].join('\n');
-    const run = async (args: string[]) => {
+    const run = async (landlock: InitArgs['landlock']) => {
       // A plain file descriptor: execa's own stdio would be a socket, which cannot be reopened.
       const fd = openSync(stdoutFile, 'w');
       try {
-        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', INIT_HELPER_PATH, ...args, '--max-procs', '1000', '--filter', filters.strict, '--', '/bin/sh', '-c', script], {
+        const init = initArgv({ helperPath: INIT_HELPER_PATH, relays: [], exposes: [], landlock, maxProcs: 1000, filter: filters.strict });
+        const r = await execa(BWRAP!, [...bwrapArgs({}), '--', ...init, '/bin/sh', '-c', script], {
           reject: false, stdin: 'ignore', stdout: fd, timeout: 20_000, extendEnv: false, env: ENV,
         } as Options); // execa takes a descriptor number at run time; its types do not say so
         return { ...r, out: readFileSync(stdoutFile, 'utf8') };
@@ -234,13 +239,13 @@ except OSError as e: print("fifo", e.errno)'`;
         closeSync(fd);
       }
     };
-    const r = await run(['--writable', runDir]);
+    const r = await run({ writable: [runDir], socketFiles: false });
     expect(r.exitCode, r.stderr as string).toBe(0);
     expect(r.out).toContain('fifo 13');
     for (const ok of ['writable', 'null', 'proc', 'shm', 'pty', 'stdout']) expect(r.out).toContain(`ok-${ok}`);
     expect(r.out).toMatch(/^outside [1-9]/m);
     // The mounts alone let the FIFO be opened for writing: that is what Landlock is for.
-    const off = await run(['--no-landlock']);
+    const off = await run('off');
     expect(off.out).toContain('fifo 6');
   });
 
@@ -355,18 +360,18 @@ except OSError as e: print("fifo", e.errno)'`;
         expect(r.exitCode, args.join(' ')).toBe(125);
         expect(r.stderr).toMatch(message);
       }
-      const noCmd = await execa(BWRAP!, [...bwrapArgs({}), '--', INIT_HELPER_PATH, '--filter', filters.strict, '--'], { reject: false, env: ENV, extendEnv: false });
-      expect(noCmd.exitCode).toBe(125);
+      const noCmd = await execa(BWRAP!, sandboxArgv([], {}), { reject: false, env: ENV, extendEnv: false });
+      expect([noCmd.exitCode, noCmd.stderr]).toEqual([125, expect.stringMatching(/^srt: srt-init: usage: /)]);
       expect(existsSync(marker)).toBe(false);
     });
 
     it('a relay that cannot listen (below 1024 without the capability), a listener given twice, capabilities it cannot drop', async () => {
       const marker = join(tmp.path, 'ran2');
       const cmd = ['/bin/sh', '-c', `touch ${marker}`];
-      const privileged = await sandbox(cmd, { helperArgs: ['--relay', `127.0.0.1:80:${socketPath}`, '--filter', filters.strict] });
+      const privileged = await sandbox(cmd, { relays: [{ address: '127.0.0.1', port: 80, socketPath }] });
       expect([privileged.exitCode, privileged.stderr]).toEqual([125,
         'srt: cannot listen on 127.0.0.1:80 inside the sandbox: ports below 1024 need bwrap --cap-add CAP_NET_BIND_SERVICE']);
-      const twice = await sandbox(cmd, { helperArgs: ['--relay', `127.0.0.1:4000:${socketPath}`, '--relay', `127.0.0.1:4000:${socketPath}`, '--filter', filters.strict] });
+      const twice = await sandbox(cmd, { relays: [{ address: '127.0.0.1', port: 4000, socketPath }, { address: '127.0.0.1', port: 4000, socketPath }] });
       expect([twice.exitCode, twice.stderr]).toEqual([125, 'srt: srt-init: --relay: 127.0.0.1:4000 given twice']);
       const noSetpcap = await sandbox(cmd, { withoutCaps: ['CAP_SETPCAP'] });
       expect(noSetpcap.exitCode).toBe(125);
@@ -431,7 +436,7 @@ while True:
     if not b: break
     reply += b
 print(reply.decode()); print(hashlib.sha256(data).hexdigest(), len(data))`;
-      const r = await sandbox([PYTHON, '-c', py], { helperArgs: ['--relay', `127.0.0.1:4100:${srv.path}`, '--filter', filters.strict] });
+      const r = await sandbox([PYTHON, '-c', py], { relays: [{ address: '127.0.0.1', port: 4100, socketPath: srv.path }] });
       expect(r.exitCode, r.stderr).toBe(0);
       const [reply, local] = r.stdout.trim().split('\n');
       expect(reply).toBe(local);
@@ -458,7 +463,7 @@ for addr in (('127.0.0.1', 4101), ('::1', 4101)):
     s.sendall(data); s.shutdown(socket.SHUT_WR); t.join()
     print(addr[0], got.hexdigest() == hashlib.sha256(data).hexdigest(), n[0])`;
       const r = await sandbox([PYTHON, '-c', py], {
-        helperArgs: ['--relay', `127.0.0.1:4101:${srv.path}`, '--relay', `[::1]:4101:${srv.path}`, '--filter', filters.strict],
+        relays: [{ address: '127.0.0.1', port: 4101, socketPath: srv.path }, { address: '::1', port: 4101, socketPath: srv.path }],
       });
       expect(r.exitCode, r.stderr).toBe(0);
       expect(r.stdout.trim().split('\n')).toEqual([`127.0.0.1 True ${32 << 20}`, `::1 True ${32 << 20}`]);
@@ -510,7 +515,7 @@ print('left', len(left()))
 print('closed'); sys.stdout.flush()
 time.sleep(3)`;
       const marker = join(runDir, 'count.sock');
-      const child = execa('prlimit', ['--nofile=64:64', BWRAP!, ...sandboxArgv([PYTHON, '-c', py], { helperArgs: ['--relay', `127.0.0.1:4102:${marker}`, '--filter', filters.strict] })], {
+      const child = execa('prlimit', ['--nofile=64:64', BWRAP!, ...sandboxArgv([PYTHON, '-c', py], { relays: [{ address: '127.0.0.1', port: 4102, socketPath: marker }] })], {
         reject: false, stdin: 'ignore', timeout: 30_000, extendEnv: false, env: ENV,
       });
       let out = '';
@@ -556,7 +561,7 @@ print(socket.create_connection(('127.0.0.1', ${port})).recv(10).decode()); sys.s
 time.sleep(2)`;
       const child = execa(BWRAP!, sandboxArgv([PYTHON, '-c', py], {
         lowPort: root,
-        helperArgs: ['--relay', `127.0.0.1:${port}:${marker}`, '--filter', filters.strict],
+        relays: [{ address: '127.0.0.1', port, socketPath: marker }],
       }), { reject: false, stdin: 'ignore', timeout: 20_000, extendEnv: false, env: ENV });
       let out = '';
       await new Promise<void>((resolve) => {
