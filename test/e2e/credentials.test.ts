@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import * as jose from 'jose';
 import { base62, crc32 } from '../../src/credentials/sentinels.js';
-import { keyValues, loadedFiles, REPO, srt, tempDir, writeTree } from './helpers.js';
+import { keyValues, loadedFiles, REPO, srt, tempDir, writeTree, type DryRunPlan } from './helpers.js';
 import { rmrf, selfSigned } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-cred-');
@@ -397,6 +397,7 @@ describe('settings, trust and the start-up report', () => {
       srt(['config', '--settings', settingsFile], { home, cwd, env }),
       srt(['config', '--json', '--settings', settingsFile], { home, cwd, env }),
       srt(['--debug', '--settings', settingsFile, '--', 'true'], { home, cwd, env }),
+      srt(['--settings', settingsFile, '--dry-run', '--json', '--', 'true'], { home, cwd, env }),
     ]);
     for (const o of outputs) {
       expect(o.exitCode, o.stderr).toBe(0);
@@ -404,7 +405,13 @@ describe('settings, trust and the start-up report', () => {
     }
     expect(outputs[0]!.stdout).toContain('GH_TOKEN=<sentinel, 40 characters; swapped back for 127.0.0.2 (in headers)>');
     expect(outputs[0]!.stdout).toContain(`mask ${home}/.config/gh/hosts.yml: the command reads a sentinel copy (1 value masked); bwrap reads the copy from fd `);
-    expect(outputs[0]!.stdout).toMatch(/--perms 0[0-7]{3} \\\n\s+--ro-bind-data \d+ \S+\/\.config\/gh\/hosts\.yml/);
+    // bwrap writes the copy from a descriptor over the file, never binding the host's.
+    const plan = JSON.parse(outputs[4]!.stdout) as DryRunPlan;
+    const hosts = `${home}/.config/gh/hosts.yml`;
+    const copy = plan.filesystem.mounts!.find((m) => m.dest === hosts);
+    expect(copy).toEqual({ kind: 'data', dest: hosts, hides: hosts, fd: expect.any(Number), mode: expect.any(Number) });
+    const at = plan.argv.lastIndexOf(hosts);
+    expect(plan.argv.slice(at - 4, at + 1)).toEqual(['--perms', (copy!.mode as number).toString(8).padStart(4, '0'), '--ro-bind-data', String(copy!.fd), hosts]);
     expect(outputs[1]!.stdout).toContain('Credentials in a run (real values are never shown):');
     // The macOS backend's plan: the same sentinels, masked files denied (no sentinel copy there).
     const mac = await srt(['--settings', settingsFile, '--platform', 'macos', '--dry-run', '--', 'true'], { home, cwd, env });

@@ -103,6 +103,19 @@ export interface SrtResult {
   stderr: string;
 }
 
+/** What `srt --dry-run --json` prints (docs/cli.md, "Dry run"): the fields tests read. */
+export interface DryRunPlan {
+  version: number;
+  platform: string;
+  command: string[];
+  argv: string[];
+  env: { set: Record<string, string>; unset: string[] };
+  runDir: string;
+  filesystem: { writable: string[]; profile?: string; params?: [string, string][]; mounts?: ({ kind: string; dest: string } & Record<string, unknown>)[] };
+  sections: { title: string; lines: string[] }[];
+  warnings: string[];
+}
+
 /** Run `srt ARGS` and never throw on a non-zero exit. */
 export async function srt(args: string[], opts: SrtOptions): Promise<SrtResult> {
   const { home, env, supervisor, ...rest } = opts;

@@ -8,7 +8,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 
 import http from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { keyValues, processesWith, srt, SRT_BIN, srtManaged, startBackground, stopStragglers, tempDir, track } from './helpers.js';
+import { INIT_HELPER_PATH } from '../../src/platform/init-helper.js';
+import { keyValues, processesWith, srt, SRT_BIN, srtManaged, startBackground, stopStragglers, tempDir, track, type DryRunPlan } from './helpers.js';
 import { closeServer, listenOn } from './proxy-fixtures.js';
 
 const tmp = tempDir('srt-local-');
@@ -389,9 +390,9 @@ describe('exposed ports (network.exposePorts)', () => {
     const port = await freePort();
     writeFileSync(join(repo, '.git', 'HEAD'), 'ref: refs/heads/main\n');
     writeFileSync(join(repo, '.srt', 'settings.json'), JSON.stringify({ network: { exposePorts: [port] } }));
-    const r = await srt(['--dry-run', '--', 'true'], { home, cwd: repo });
+    const r = await srt(['--dry-run', '--json', '--', 'true'], { home, cwd: repo });
     expect(r.stderr).toMatch(/\.srt\/settings\.json: network\.exposePorts: ignored — project settings \(which come with the repository\) may not make ports inside the sandbox reachable from the host/);
-    expect(r.stdout).not.toContain('--host-listen');
+    expect((JSON.parse(r.stdout) as DryRunPlan).argv).not.toContain('--host-listen');
   });
 
   it('srt config and --dry-run list the forwarded and exposed ports', async () => {
@@ -410,20 +411,24 @@ describe('exposed ports (network.exposePorts)', () => {
     expect(json.settings.network.exposePorts.map((e: { value: string }) => e.value)).toEqual(['127.0.0.1:3000:3000', '[::1]:3000:3000', '127.0.0.1:8081:80']);
     const dry = await srt(['--dry-run', '--settings', settings, '--', 'true'], { home, cwd });
     expect(dry.exitCode, dry.stderr).toBe(0);
-    const listens = HAS_IPV6 ? "6:127\\.0\\.0\\.1:3000 --host-listen '7:\\[::1\\]:3000' --host-listen 8:127\\.0\\.0\\.1:8081" : '6:127\\.0\\.0\\.1:3000 --host-listen 7:127\\.0\\.0\\.1:8081';
-    expect(dry.stdout).toMatch(new RegExp(`srt-init --host-listen ${listens} -- \\\\\\n {2}/\\S*bwrap`));
+    // srt-init binds the host's listeners, then runs bwrap.
+    const { argv } = JSON.parse((await srt(['--dry-run', '--json', '--settings', settings, '--', 'true'], { home, cwd })).stdout) as DryRunPlan;
+    const listens = HAS_IPV6 ? ['6:127.0.0.1:3000', '7:[::1]:3000', '8:127.0.0.1:8081'] : ['6:127.0.0.1:3000', '7:127.0.0.1:8081'];
+    expect(argv.slice(0, argv.indexOf('--'))).toEqual([INIT_HELPER_PATH, ...listens.flatMap((l) => ['--host-listen', l])]);
+    expect(argv[argv.indexOf('--') + 1]).toMatch(/\/bwrap$/);
+    expect(argv).not.toContain('CAP_NET_BIND_SERVICE');
     expect(dry.stdout).toContain('sandbox 127.0.0.1:5432, [::1]:5432 → host localhost:5432, each connection decided by srt\'s proxy (network.allowedDomains "localhost:5432")');
     expect(dry.stdout).toContain('host 127.0.0.1:8081 → sandbox 127.0.0.1:80 (network.exposePorts');
-    // Connecting to sandbox port 80 needs no capability; listening on a forwarded port below 1024 does.
-    expect(dry.stdout).not.toContain('CAP_NET_BIND_SERVICE');
-    // Below 1024 only for root: bubblewrap gives other callers a user namespace that does not own
-    // the network namespace.
+    // Connecting to sandbox port 80 needs no capability (above); listening on a forwarded port
+    // below 1024 does. Below 1024 only for root: bubblewrap gives other callers a user namespace
+    // that does not own the network namespace.
     const low = await srt(['--dry-run', '--allow-domain', 'localhost:80', '--', 'true'], { home, cwd });
+    const lowArgv = (JSON.parse((await srt(['--dry-run', '--json', '--allow-domain', 'localhost:80', '--', 'true'], { home, cwd })).stdout) as DryRunPlan).argv;
     if (process.getuid!() === 0) {
-      expect(low.stdout).toContain('--cap-add CAP_NET_BIND_SERVICE');
+      expect(lowArgv.join(' ')).toContain('--cap-add CAP_NET_BIND_SERVICE');
       expect(low.stdout).toContain('sandbox 127.0.0.1:80, [::1]:80 → host localhost:80');
     } else {
-      expect(low.stdout).not.toContain('CAP_NET_BIND_SERVICE');
+      expect(lowArgv).not.toContain('CAP_NET_BIND_SERVICE');
       expect(low.stdout).not.toContain('→ host localhost:80');
       expect(low.stdout).toContain('srt: warning: network.allowedDomains "localhost:80" (cli --allow-domain) is not forwarded into the sandbox: ports below 1024 can be listened on inside only when srt runs as root');
     }

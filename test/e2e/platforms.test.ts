@@ -7,24 +7,11 @@ import { existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, sy
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadProfile } from '../unit/sbpl-checker.js';
-import { srt, tempDir } from './helpers.js';
-
-/** The plan `srt --dry-run --json` prints (docs/cli.md "Dry run"). */
-interface PlanJson {
-  version: number;
-  platform: string;
-  command: string[];
-  argv: string[];
-  env: { set: Record<string, string>; unset: string[] };
-  runDir: string;
-  filesystem: { writable: string[]; profile?: string; params?: [string, string][]; mounts?: { kind: string; dest: string }[] };
-  sections: { title: string; lines: string[] }[];
-  warnings: string[];
-}
+import { srt, tempDir, type DryRunPlan } from './helpers.js';
 
 /** The macOS plan's profile and every -D parameter of its argv (the proxy's ports given). */
-function macPlan(out: string): { plan: PlanJson; profile: string; params: [string, string][] } {
-  const plan = JSON.parse(out) as PlanJson;
+function macPlan(out: string): { plan: DryRunPlan; profile: string; params: [string, string][] } {
+  const plan = JSON.parse(out) as DryRunPlan;
   const params = plan.argv.flatMap((a, i) => (plan.argv[i - 1] === '-D' ? [[a.slice(0, a.indexOf('=')), a.slice(a.indexOf('=') + 1).replace(/(HTTP|SOCKS)_PORT$/, '40000')] as [string, string]] : []));
   return { plan, profile: plan.argv[plan.argv.indexOf('-p') + 1]!, params };
 }
@@ -105,7 +92,7 @@ describe('srt --platform', () => {
     expect(r.stdout).not.toContain('(version 1)');
     const j = await srt(['--dry-run', '--json', '--platform', 'linux', '--', 'true'], { home: home.path, cwd: work.path });
     expect(j.exitCode, j.stderr).toBe(0);
-    const plan = JSON.parse(j.stdout) as PlanJson;
+    const plan = JSON.parse(j.stdout) as DryRunPlan;
     expect([plan.version, plan.platform, plan.command]).toEqual([1, 'linux', ['true']]);
     expect(plan.argv[0]).toMatch(/\/bwrap$/);
     expect(plan.argv.slice(plan.argv.lastIndexOf('--'))).toEqual(['--', 'true']);

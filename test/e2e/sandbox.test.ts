@@ -5,7 +5,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } 
 import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { execa } from 'execa';
-import { NO_SUPERVISOR, processesWith, REPO, scratchDirs, srt, SRT_BIN, startBackground, stopStragglers, tempDir } from './helpers.js';
+import { NO_SUPERVISOR, processesWith, REPO, scratchDirs, srt, SRT_BIN, startBackground, stopStragglers, tempDir, type DryRunPlan } from './helpers.js';
 
 const tmp = tempDir('srt-sbx-');
 afterAll(async () => {
@@ -195,11 +195,18 @@ describe('srt failures stop the run (125, nothing ran)', () => {
 
   it('--dry-run prints the plan and runs nothing', async () => {
     const { home, cwd } = scratch();
-    const r = await srt(['--dry-run', '--', 'touch', join(cwd, 'marker')], { home, cwd });
-    expect(r.exitCode).toBe(0);
-    expect(r.stdout).toMatch(/--unshare-net/);
-    expect(r.stdout).toMatch(/--bind \S+ \S+/);
-    expect(r.stdout).toMatch(/SRT_SANDBOX=1/);
+    const command = ['touch', join(cwd, 'marker')];
+    const text = await srt(['--dry-run', '--', ...command], { home, cwd });
+    expect(text.exitCode, text.stderr).toBe(0);
+    expect(text.stdout).toMatch(/^# bubblewrap command\n/);
+    const json = await srt(['--dry-run', '--json', '--', ...command], { home, cwd });
+    expect(json.exitCode, json.stderr).toBe(0);
+    const plan = JSON.parse(json.stdout) as DryRunPlan;
+    expect(plan.command).toEqual(command);
+    expect(plan.argv.slice(-command.length)).toEqual(command);
+    expect(plan.argv).toContain('--unshare-net');
+    expect(plan.filesystem.mounts).toContainEqual({ kind: 'bind', dest: cwd, source: cwd, ro: false });
+    expect(plan.env.set.SRT_SANDBOX).toBe('1');
     expect(existsSync(join(cwd, 'marker'))).toBe(false);
     expect(readdirSync(cwd)).toEqual([]);
   });
