@@ -4,11 +4,11 @@
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import { execa } from 'execa';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { INIT_HELPER_PATH } from '../../src/paths.js';
-import { NO_SUPERVISOR, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
+import { NO_SUPERVISOR, REPO, SRT_BIN, srt, startBackground, stopStragglers, tempDir, writeTree } from './helpers.js';
 
 const tmp = tempDir('srt-e2e-doctor-');
 afterAll(async () => {
@@ -139,6 +139,23 @@ describe('settings checks on a crafted tree', () => {
     const items = bad.checks['settings.files']!.items!.join('\n');
     expect(items).toContain('network.allowedDomain: unknown key');
     expect(items).toContain('.srt-settings.json:1:3: invalid JSON');
+  });
+});
+
+// One derivation of the writable roots for a run and for doctor (writeRootsOf): an allowWrite
+// entry through a symlink a sandbox could have planted makes nothing writable in a run, so srt's
+// own files behind it are not in a path the command may write either.
+describe('srt.location judges the writable roots a run has', () => {
+  it("an allowWrite entry through a planted symlink to srt's own directory is left out, as a run leaves it out; the directory named itself is reported", async () => {
+    const w = world();
+    const link = join(w.cwd, 'tools');
+    symlinkSync(REPO, link);
+    const run = await srt(['--allow-write', link, '--', 'true'], { home: w.home, cwd: w.cwd });
+    expect(run.stderr).toContain(`filesystem.allowWrite: ${link}: runs through the symlink ${link} -> ${REPO}; entry ignored`);
+    const linked = await doctor(w, ['--allow-write', link]);
+    expect(linked.checks['srt.location']!.status, linked.checks['srt.location']!.detail).toBe('ok');
+    const named = await doctor(w, ['--allow-write', REPO]);
+    expect(named.checks['srt.location']).toMatchObject({ status: 'warn', detail: expect.stringMatching(/^srt\b.* inside a path this policy lets the command write/) });
   });
 });
 
