@@ -11,12 +11,14 @@
 // library's next command in one sandbox (its tree search reused, docs/library.md "Many
 // commands") in the repository with the globs and the literal denies, against the next command
 // of a sandbox in the empty directory, interleaved.
+// Each case also gets its CPU time (user + system of srt and every process it waited for, from
+// this process's children's times): on a loaded machine the wall clock inflates, CPU time less.
 // Usage: node scripts/bench/bigrepo.mjs [--files N] [--rounds N] [--runs N] [--keep DIR] [--vs LIST]
 // (--vs: lib.mjs peersFromArgs; a peer without settings files, Codex, gets the first two cases.)
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bigRepository, median, peersFromArgs, report, REPO, scratch, SRT, timeCommand } from './lib.mjs';
+import { bigRepository, median, peersFromArgs, report, REPO, scratch, SRT } from './lib.mjs';
 
 const arg = (name) => {
   const i = process.argv.indexOf(name);
@@ -27,6 +29,28 @@ const rounds = Number(arg('--rounds') ?? 3);
 const runs = Number(arg('--runs') ?? 5);
 const keep = arg('--keep');
 const peers = peersFromArgs();
+
+/** CPU time (ms) of the processes this one has waited for: utime + stime of its reaped children. */
+const TICK_MS = 1000 / Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim() || 100);
+const childCpu = () => {
+  const stat = readFileSync('/proc/self/stat', 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(f[13]) + Number(f[14])) * TICK_MS; // cutime, cstime (fields 16 and 17)
+};
+/** Median wall and CPU time (ms) of `runs` runs of argv after `warmup`. */
+function timeAndCpu(argv, { runs, warmup, cwd, env }) {
+  const wall = [];
+  const cpu = [];
+  for (let i = 0; i < warmup + runs; i++) {
+    const c0 = childCpu();
+    const t0 = process.hrtime.bigint();
+    const r = spawnSync(argv[0], argv.slice(1), { cwd, env, stdio: ['ignore', 'ignore', 'pipe'] });
+    const ms = Number(process.hrtime.bigint() - t0) / 1e6;
+    if (r.status !== 0) throw new Error(`${argv.join(' ')} exited ${r.status}: ${r.stderr}`);
+    if (i >= warmup) { wall.push(ms); cpu.push(childCpu() - c0); }
+  }
+  return { wall: median(wall), cpu: median(cpu) };
+}
 
 const DENY_GLOBS = ['**/.env', '**/.env.*', '**/*.pem', '**/*.key', '**/id_rsa', '**/id_ed25519', '**/secrets/**',
   '**/.aws/credentials', '**/.npmrc', '**/.netrc', '**/*.p12', '**/*.pfx', '**/credentials.json', '**/.pypirc', '**/service-account*.json'];
@@ -70,10 +94,16 @@ try {
     ] : []),
   ]);
   const times = Object.fromEntries(cases.map(([k]) => [k, []]));
+  const cpus = Object.fromEntries(cases.map(([k]) => [k, []]));
   for (let round = 0; round < rounds; round++) {
-    for (const [k, t, file, cwd] of cases) times[k].push(timeCommand(t.argv(['/bin/true'], file), { cwd, env: t.env(env), runs, warmup: 1 }));
+    for (const [k, t, file, cwd] of cases) {
+      const r = timeAndCpu(t.argv(['/bin/true'], file), { cwd, env: t.env(env), runs, warmup: 1 });
+      times[k].push(r.wall);
+      cpus[k].push(r.cpu);
+    }
   }
   const m = Object.fromEntries(Object.entries(times).map(([k, v]) => [k, median(v)]));
+  const c = Object.fromEntries(Object.entries(cpus).map(([k, v]) => [k, median(v)]));
   const range = (k) => `${Math.min(...times[k]).toFixed(0)}–${Math.max(...times[k]).toFixed(0)}`;
 
   /** srt's peak RSS once the command runs (its start is over): VmHWM of the node process. */
@@ -97,9 +127,10 @@ try {
 
   const rows = [];
   for (const { name: who, settings: takesSettings } of tools) {
-    const added = (k) => `+${(m[`${who}:${k}`] - m[`${who}:empty`]).toFixed(1)} (${(m[`${who}:${k}`] / m[`${who}:empty`]).toFixed(2)}x; ${range(`${who}:${k}`)} ms)`;
+    const cpuAdded = (k) => `CPU +${(c[`${who}:${k}`] - c[`${who}:empty`]).toFixed(0)} ms`;
+    const added = (k) => `+${(m[`${who}:${k}`] - m[`${who}:empty`]).toFixed(1)} (${(m[`${who}:${k}`] / m[`${who}:empty`]).toFixed(2)}x; ${range(`${who}:${k}`)} ms); ${cpuAdded(k)}`;
     rows.push(
-      [`${who}: empty directory (median ms, range)`, `${m[`${who}:empty`].toFixed(1)} (${range(`${who}:empty`)})`],
+      [`${who}: empty directory (median ms, range; CPU)`, `${m[`${who}:empty`].toFixed(1)} (${range(`${who}:empty`)}); CPU ${c[`${who}:empty`].toFixed(0)} ms`],
       [`  ${made.files} files, no settings: added ms`, added('repo')],
     );
     if (takesSettings) rows.push(
