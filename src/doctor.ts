@@ -19,7 +19,7 @@ import { scanProtected } from './platform/search.js';
 import { MANAGED_DIR } from './profiles/protected.js';
 import { landedLines } from './profiles/protected-plan.js';
 import { PACKAGE_ROOT } from './paths.js';
-import { defaultInjectHosts } from './credentials/plan.js';
+import { defaultInjectHosts } from './credentials/inject-hosts.js';
 import { isLoopbackAddress } from './proxy/address-guard.js';
 import { namedLoopback, parseDomainEntry, ruleMatches } from './proxy/domains.js';
 import { forwardedPorts } from './proxy/local-services.js';
