@@ -13,7 +13,7 @@ import type { asn1 as Asn1Types } from 'node-forge';
 import { prepareCacheDir, readCacheFile, writeCacheFile } from '../platform/private-cache.js';
 import { CaError, CertificateAuthority } from './ca.js';
 import type { TlsTerminate } from '../policy.js';
-import type { UpstreamTrust } from './terminate.js';
+import type { UpstreamTrust } from './tls-upstream.js';
 
 type Asn1 = Asn1Types.Asn1;
 
