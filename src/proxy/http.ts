@@ -12,7 +12,9 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { DialAgent, exchange, h1Frontend, rawReply, refusalReply, sendH1, upgradeFrontend, type ExchangeContext, type Upstream } from './exchange.js';
+import { exchange, refusalReply, type ExchangeContext, type Upstream } from './exchange.js';
+import { h1Frontend, rawReply, upgradeFrontend } from './frontends.js';
+import { DialAgent, sendH1 } from './upstream-send.js';
 import { upstreamErrorReason, type Gate } from './gate.js';
 import { endToEndHeaders, formatAuthority, upgradeToForward, type Refusal, type Stage } from './pipeline.js';
 import { splice, type Tunnels } from './tunnel.js';

@@ -5,7 +5,8 @@
 import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
-import { DialAgent, sendH1, sendH2, type Upstream, type UpstreamReply } from './exchange.js';
+import type { Upstream, UpstreamReply } from './exchange.js';
+import { DialAgent, sendH1, sendH2 } from './upstream-send.js';
 import type { Gate, Target } from './gate.js';
 import type { ProxyRequest } from './pipeline.js';
 

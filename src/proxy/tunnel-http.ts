@@ -7,7 +7,8 @@ import http2, { type Http2Server, type Http2Session, type ServerHttp2Stream } fr
 import type { Duplex } from 'node:stream';
 import type { TLSSocket } from 'node:tls';
 import { namedLoopback, normalizeHost } from './domains.js';
-import { exchange, h1Frontend, h2Frontend, rawReply, refusalReply, upgradeFrontend, type ExchangeContext, type Frontend } from './exchange.js';
+import { exchange, refusalReply, type ExchangeContext, type Frontend } from './exchange.js';
+import { h1Frontend, h2Frontend, rawReply, upgradeFrontend } from './frontends.js';
 import type { Gate, Target } from './gate.js';
 import { DROPPED_UPGRADE_WITH_BODY, hasBody, parseAbsoluteTarget, parseAuthority } from './http.js';
 import { endToEndHeaders, formatAuthority, upgradeToForward, type Header, type ProxyRequest, type Stage } from './pipeline.js';

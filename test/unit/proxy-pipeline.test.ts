@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import { PassThrough, Readable, Transform } from 'node:stream';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { DialAgent, exchange, sendH1, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
+import { exchange, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
+import { DialAgent, sendH1 } from '../../src/proxy/upstream-send.js';
 import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../../src/proxy/pipeline.js';
 import type { Target } from '../../src/proxy/gate.js';
 
