@@ -13,7 +13,7 @@
 // of the value and of each piece srt itself wrote into a request in place of what the command
 // sent (the `Basic` credential it re-encoded): recorded as it writes them, so a new way of
 // injecting is re-masked without a list to keep. A response from a host real values go to is
-// decoded first (every Content-Encoding layer; exchange.ts removes transfer codings), or refused
+// decoded first (every Content-Encoding layer; upstream-send.ts removes transfer codings), or refused
 // when srt cannot decode it: a real value could hide in it.
 
 import { Transform } from 'node:stream';
