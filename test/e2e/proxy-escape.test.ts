@@ -57,16 +57,19 @@ async function inSandbox(script: string, settings: object) {
   const settingsFile = join(tmp.path, `settings-${Math.random().toString(36).slice(2)}.json`);
   writeFileSync(settingsFile, JSON.stringify(settings));
   writeFileSync(join(cwd, 'probe.py'), script);
-  const r = await srt(['--settings', settingsFile, '--', 'python3', 'probe.py'], { home, cwd });
+  const r = await srt(['--settings', settingsFile, '--', 'python3', 'probe.py'], { home, cwd, timeout: 110_000 });
   return { ...r, results: keyValues(r.stdout) };
 }
 
 // Shared Python helpers: `http(data)` → the status lines seen (joined by `|`), `socks(...)` → reply.
 const PY_HELPERS = String.raw`
 import socket, struct
-def raw(data, port=3128, wait=3, first=30):
-    # Until the proxy closes, or goes quiet for wait seconds once it has answered (first bounds the
-    # wait for its first byte): a loaded machine answers late, never wrongly.
+def statuses(text):
+    return [l.split(' ')[1] for l in text.splitlines() if l.startswith('HTTP/1.')]
+def raw(data, port=3128, wait=3, first=30, answers=0):
+    # Until the proxy closes, or goes quiet for wait seconds once it has answered, with at least
+    # answers HTTP status lines (up to first seconds for each byte before that): a loaded machine
+    # answers late, never wrongly.
     s = socket.create_connection(('127.0.0.1', port), timeout=30)
     s.sendall(data if isinstance(data, bytes) else data.encode('latin1'))
     s.settimeout(first); out = b''
@@ -75,13 +78,11 @@ def raw(data, port=3128, wait=3, first=30):
             d = s.recv(65536)
             if not d: break
             out += d
-            s.settimeout(wait)
+            if len(statuses(out.decode('latin1'))) >= answers: s.settimeout(wait)
     except Exception: pass
     s.close(); return out.decode('latin1')
 def http(data, **kw):
-    out = raw(data, **kw)
-    codes = [l.split(' ')[1] for l in out.splitlines() if l.startswith('HTTP/1.')]
-    return '|'.join(codes) or 'none'
+    return '|'.join(statuses(raw(data, **kw))) or 'none'
 def socks(req, greet=b'\x05\x01\x00'):
     s = socket.create_connection(('127.0.0.1', 1080), timeout=5); s.settimeout(3)
     try:
@@ -136,10 +137,7 @@ describe('network escapes through the proxy are refused (regressions)', () => {
       connect_socks_loop: `"CONNECT 127.0.0.1:1080 HTTP/1.1\\r\\n\\r\\n"`,
       connect_unix_path: `"CONNECT /proc/self/cwd:80 HTTP/1.1\\r\\n\\r\\n"`,
     };
-    const script = `${PY_HELPERS}run_all([\n${Object.entries(checks).map(([k, v]) => `  ('${k}', lambda: http(${v})),`).join('\n')}\n])\n`;
-    const r = await inSandbox(script, { network: { allowedDomains: [`127.0.0.2:${A}`] } });
-    expect(r.exitCode, r.stderr).toBe(0);
-    expect(r.results).toEqual({
+    const expected: Record<string, string> = {
       keepalive: '200|403|403|200',
       origin_after: '200|400',
       cl_te: '400',
@@ -169,10 +167,15 @@ describe('network escapes through the proxy are refused (regressions)', () => {
       connect_proxy_loop: '403',
       connect_socks_loop: '403',
       connect_unix_path: '403',
-    });
+    };
+    // Each probe reads until it has as many answers as expected (then 3 s more: one too many fails).
+    const script = `${PY_HELPERS}run_all([\n${Object.entries(checks).map(([k, v]) => `  ('${k}', lambda: http(${v}, answers=${expected[k]!.split('|').length})),`).join('\n')}\n])\n`;
+    const r = await inSandbox(script, { network: { allowedDomains: [`127.0.0.2:${A}`] } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.results).toEqual(expected);
     expect(deniedHits).toBe(0);
     expect(unlistedHits).toBe(0);
-  });
+  }, 120_000); // a loaded machine: each probe may wait for its answers (see raw)
 
   it('a deny entry holds against every spelling of its address, over HTTP, CONNECT and SOCKS5; SOCKS refuses other commands and auth', async () => {
     const spellings = ['127.0.0.2', '2130706434', '127.2', '0x7f.0.0.2', '0177.0.0.2', '127.000.000.002', '127.0.0.2.',
@@ -213,7 +216,7 @@ run_all(checks)
     expect(r.stderr).toContain(`srt: blocked [64:ff9b::7f00:2]:${D} — denied by network.deniedDomains (127.0.0.2:${D})`);
     expect(deniedHits).toBe(0);
     expect(unlistedHits).toBe(0);
-  });
+  }, 120_000); // a loaded machine: each probe may wait for its answers (see raw)
 
   it('deniedResolvedAddresses beats an IP-literal allow; `*` opens no loopback; tunnels a client drops are freed', async () => {
     const script = PY_HELPERS + String.raw`
@@ -256,5 +259,5 @@ print('tunnels_left=' + left)
     expect(r.stderr).toMatch(new RegExp(`srt: blocked 127\\.0\\.0\\.2:${D} — .*loopback`));
     expect(deniedHits).toBe(0);
     expect(unlistedHits).toBe(0);
-  });
+  }, 120_000); // a loaded machine: each probe may wait for its answers (see raw)
 });
