@@ -1,5 +1,5 @@
-// Discovery: protected paths below every writable root (one walk of srt-init, or ripgrep and
-// find without it) and wrap-time expansion of read globs.
+// Discovery: protected paths below every writable root (a small tree walked in this process,
+// else one walk of srt-init, or ripgrep and find without it) and wrap-time expansion of read globs.
 // Both are bounded in time; a search that runs out of time is an error (fail closed).
 
 import { execFile } from 'node:child_process';
@@ -13,6 +13,7 @@ import type { GitFile, RepoHooks, RootScan } from '../profiles/protected-plan.js
 import { findSystemTool } from './deps.js';
 import { findInitHelper } from './init-helper.js';
 import { resolveLanding } from './landing.js';
+import { walkProtected } from './search-walk.js';
 import { sandboxMay } from './reach.js';
 import type { TreeWatch } from './tree-watch.js';
 
@@ -184,10 +185,22 @@ export interface RootListing {
 }
 
 /**
- * List protected names below every writable root (files and symlinks: srt-init's walk, or rg and
- * find without it) to depth+2. With `watch`, each root is searched through a descriptor of it, and every directory
- * the search reads is watched first (so the listing can be reused while nothing changed). Fails
- * closed: an incomplete search would leave protected paths writable.
+ * What another process lists below `at` to depth+2, relative: srt-init's walk (a fifth of rg's
+ * and find's CPU time) where it is built, else rg and find; `timedOut` when it ran out of time.
+ */
+export async function toolListing(at: string, depth: number): Promise<{ files: string[]; links: string[]; timedOut: boolean }> {
+  const helper = findInitHelper();
+  const [files, links] = 'path' in helper ? await listWithHelper(helper.path, at, depth).then((l) => [l.files, l.links])
+    : await Promise.all([rg(protectedSearchArgs(depth), at), findLinks(at, depth)]);
+  return { files: files.files.map((f) => f.replace(/^\.\//, '')), links: links.files, timedOut: files.timedOut || links.timedOut };
+}
+
+/**
+ * List protected names below every writable root (files and symlinks: a small tree walked in
+ * this process, else toolListing; the same listing either way) to depth+2. With `watch`, each
+ * root is searched through a descriptor of it, and every directory the search reads is watched
+ * first (so the listing can be reused while nothing changed). Fails closed: an incomplete search
+ * would leave protected paths writable.
  */
 export async function listProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, watch?: TreeWatch): Promise<RootListing[]> {
   return Promise.all(roots.map(async ({ root, isGitDir }) => {
@@ -198,16 +211,12 @@ export async function listProtected(roots: { root: string; isGitDir?: boolean }[
       const at = pinned?.at ?? root;
       // rg --max-depth N reads the directories N-1 levels down at most; so does find -maxdepth N.
       if (pinned) watch!.tree(at, depth + 1);
-      const none = { files: [], timedOut: false };
-      // srt's own walker where it is built (a fifth of rg's and find's CPU time), else rg and find.
-      const helper = findInitHelper();
-      const [files, links] = !dir ? [none, none]
-        : 'path' in helper ? await listWithHelper(helper.path, at, depth).then((l) => [l.files, l.links])
-        : await Promise.all([rg(protectedSearchArgs(depth), at), findLinks(at, depth)]);
-      if (files.timedOut || links.timedOut) {
+      // A small tree is walked in this process (search-walk.ts), a larger one by another.
+      const listed = !dir ? { files: [], links: [] } : walkProtected(at, depth + 2) ?? await toolListing(at, depth);
+      if ('timedOut' in listed && listed.timedOut) {
         throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
       }
-      const listing: RootListing = { root, files: files.files.map((f) => f.replace(/^\.\//, '')), links: links.files, ...(isGitDir ? { isGitDir } : {}) };
+      const listing: RootListing = { root, files: listed.files, links: listed.links, ...(isGitDir ? { isGitDir } : {}) };
       return listing;
     } finally {
       pinned?.close();
