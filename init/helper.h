@@ -1,7 +1,7 @@
 // Shared declarations of srt-init, the sandbox's first process (see main.c for what it does).
 // One file per mechanism: main.c (arguments, the outer process), util.c (messages, record files,
 // descriptors), listing.c (the protected-path search, outside), signals.c, verify.c (mount
-// check), caps.c, relays.c, connect.c, init.c (nested PID/mount namespace, the command), pty.c
+// check), caps.c, relays.c, connect.c, splice.c, init.c (nested PID/mount namespace, the command), pty.c
 // (the command's terminal), freeze.c (stopping the sandbox while srt is stopped), limits.c,
 // landlock.c, filter.c, readgate.c (with glob.c), and the protected-path supervisor:
 // supervisor.c (notification loop), rules.c, resolve.c, emulate.c, loopback.c (refused loopback
@@ -73,6 +73,9 @@ int proxy_connect(int argc, char **argv);
 
 // listing.c: `--list-protected DEPTH ...`, the protected-path search of the current directory.
 int list_protected(int argc, char **argv);
+
+// splice.c: `--splice PARENTPID`, outside the sandbox: one opaque tunnel handed over by the proxy.
+int splice_tunnel(int argc, char **argv);
 
 // pty.c: the command's own terminal, relayed to srt over a socket (see pty.c).
 #define PTY_SIG_FREEZE (SIGRTMIN)

@@ -6,6 +6,7 @@
 //               -- CMD ARGS...
 //   srt-init --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
+//   srt-init --splice PARENTPID                               (outside: one tunnel, splice.c)
 //   srt-init --landlock-abi                                   (for srt doctor, landlock.c)
 //   srt-init --list-protected DEPTH [-f NAME]... [-s SUFFIX]... [-d DIRNAME]...
 //                                                   (outside: the protected-path search, listing.c)
@@ -64,6 +65,7 @@ int main(int argc, char **argv) {
   }
   if (argc > 1 && strcmp(argv[1], "--connect") == 0) return proxy_connect(argc - 2, argv + 2);
   if (argc > 1 && strcmp(argv[1], "--list-protected") == 0) return list_protected(argc - 2, argv + 2);
+  if (argc > 1 && strcmp(argv[1], "--splice") == 0) return splice_tunnel(argc - 2, argv + 2);
   if (argc > 1 && strcmp(argv[1], "--host-listen") == 0) host_listen_exec(argc - 1, argv + 1);
   sigset_t set;
   block_signals(&set); // first: a signal arriving during setup is queued, then forwarded

@@ -93,7 +93,9 @@ export async function proxyCommand(parent: Parent, opts: PolicyOptions & { httpP
   const debug = debugEnabled(parent);
   const report = await loadReport(mergedPolicyOptions(parent, opts), debug);
   const { runStandaloneProxy } = await import('./proxy/standalone.js');
+  const helper = process.platform === 'linux' ? (await import('./platform/init-helper.js')).findInitHelper() : undefined;
   return runStandaloneProxy({
+    ...(helper && 'path' in helper ? { helperPath: helper.path } : {}),
     network: report.policy.network,
     httpPort: opts.httpPort ?? 0,
     socksPort: opts.socksPort ?? 0,

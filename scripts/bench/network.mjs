@@ -8,19 +8,23 @@
 //    connects to 127.0.0.1:PORT inside, plain TCP)
 //  - peak RSS of srt's own process and of its process tree (srt, bwrap, helper, relays; the
 //    client excluded), sampled while the req/s load runs
+//  - CPU (user + system, /proc/PID/stat) of srt itself and of its process tree without the
+//    client (the relay, splicers srt started and reaped) while each figure is measured: per
+//    request and per MB, the figures that hold when machine load makes the rates noisy
 // Usage: node scripts/bench/network.mjs [--vs LIST] [--requests N] [--connections N] [--bulk-mb N] [--rounds N]
 // With --vs (lib.mjs peersFromArgs), the same figures for the reference tool or another
 // srt-compatible CLI (e.g. a build of an older commit), interleaved round by round so machine
 // load hits all alike; Codex has no network inside its sandbox and is left out here.
 import http from 'node:http';
 import net from 'node:net';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { median, peersFromArgs, report, scratch, SRT, writeBulk } from './lib.mjs';
 
 const SELF = fileURLToPath(import.meta.url);
+let clockTicks; // CLK_TCK, read once when first needed
 
 if (process.env.SRT_BENCH_CLIENT) await client(JSON.parse(process.env.SRT_BENCH_CLIENT));
 else await main();
@@ -44,6 +48,7 @@ async function client({ mode, host, port, socksPort, requests, connections, bulk
   };
   if (mode === 'bulk-http' || mode === 'bulk-http-direct') {
     // One GET of the origin's big body: through the HTTP proxy (absolute-form), or straight.
+    process.stderr.write('measuring\n');
     const t0 = process.hrtime.bigint();
     let bytes = 0;
     await new Promise((resolve, reject) => {
@@ -56,10 +61,12 @@ async function client({ mode, host, port, socksPort, requests, connections, bulk
       req.on('error', reject);
     });
     const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    process.stderr.write('measured\n');
     return done(bytes / 1e6 / s, bytes === bulkBytes ? 0 : 1);
   }
   if (mode === 'bulk-direct' || mode === 'bulk-connect' || mode === 'bulk-forward' || mode === 'bulk-socks') {
     let bytes = 0;
+    process.stderr.write('measuring\n');
     const t0 = process.hrtime.bigint();
     const socket = await new Promise((resolve, reject) => {
       if (mode === 'bulk-socks') {
@@ -105,6 +112,7 @@ async function client({ mode, host, port, socksPort, requests, connections, bulk
       socket.on('error', reject);
     });
     const s = Number(process.hrtime.bigint() - t0) / 1e9;
+    process.stderr.write('measured\n');
     socket.destroy();
     return done(bytes / 1e6 / s, bytes === bulkBytes ? 0 : 1);
   }
@@ -131,10 +139,11 @@ async function client({ mode, host, port, socksPort, requests, connections, bulk
   };
   await Promise.all(Array.from({ length: connections }, worker));
   [next, errors, total] = [0, 0, requests];
-  process.stderr.write('measuring\n'); // the harness samples memory from here on
+  process.stderr.write('measuring\n'); // the harness samples memory and CPU from here on
   const t0 = process.hrtime.bigint();
   await Promise.all(Array.from({ length: connections }, worker));
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
+  process.stderr.write('measured\n');
   agent.destroy();
   done(requests / s, errors);
 }
@@ -171,6 +180,30 @@ function rssKb(pid) {
   } catch {
     return 0;
   }
+}
+
+/** CPU seconds (user + system) of a process; with `children`, also of the children it reaped. */
+function cpuSeconds(pid, children = false) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // Fields 14-17 of proc(5): utime, stime, cutime, cstime (here from field 3 on).
+    const ticks = Number(f[11]) + Number(f[12]) + (children ? Number(f[13]) + Number(f[14]) : 0);
+    clockTicks ??= Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    return ticks / clockTicks;
+  } catch {
+    return 0;
+  }
+}
+
+/** CPU seconds of srt itself, and of its process tree without the client (srt, the relay, splicers
+ *  it started and reaped: bwrap and the helper are idle). */
+function treeCpu(root) {
+  const pids = tree(root);
+  const excluded = new Set(pids.filter(isClient).flatMap(tree));
+  const others = pids.filter((p) => p !== root && !excluded.has(p));
+  const own = cpuSeconds(root);
+  return { own, tree: cpuSeconds(root, true) + others.reduce((sum, p) => sum + cpuSeconds(p), 0) };
 }
 
 /** The load generator: a node running this file as its script (srt, bwrap and the helper only name it later in their argv). */
@@ -237,17 +270,26 @@ async function main() {
       let out = '';
       let err = '';
       let stopSampling;
+      let cpu0;
+      let cpu;
       child.stdout.on('data', (b) => (out += b));
       child.stderr.on('data', (b) => {
         err += b;
-        if (srt && !stopSampling && err.includes('measuring\n')) stopSampling = sampleTree(child.pid);
+        if (srt && !cpu0 && err.includes('measuring\n')) {
+          cpu0 = treeCpu(child.pid);
+          if (mode === 'proxy') stopSampling = sampleTree(child.pid);
+        }
+        if (srt && cpu0 && !cpu && err.includes('measured\n')) {
+          const c = treeCpu(child.pid);
+          cpu = { own: c.own - cpu0.own, tree: c.tree - cpu0.tree };
+        }
       });
       child.on('error', reject);
       child.on('close', (code) => {
         const rss = stopSampling?.();
         const line = out.trim().split('\n').at(-1);
         if (code !== 0 || !line) return resolve({ value: NaN, errors: 1, why: err.trim().split('\n').at(-1) });
-        resolve({ ...JSON.parse(line), rss: rss?.tree, ownRss: rss?.own });
+        resolve({ ...JSON.parse(line), rss: rss?.tree, ownRss: rss?.own, cpuOwn: cpu?.own ?? NaN, cpuTree: cpu?.tree ?? NaN });
       });
     });
 
@@ -298,6 +340,11 @@ async function main() {
       [`${label}: SOCKS5 bulk / direct`, (med(`${name} bulk-socks`) / med('bulk-direct')).toFixed(2)],
       [`${label}: forwarded-port bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-forward`))}${errs(`${name} bulk-forward`)}`],
       [`${label}: forwarded-port bulk / direct (target >= 0.5)`, (med(`${name} bulk-forward`) / med('bulk-direct')).toFixed(2)],
+      [`${label}: CPU per request, srt / its tree without the client (µs)`, `${Math.round((med(`${name} proxy`, 'cpuOwn') / requests) * 1e6)} / ${Math.round((med(`${name} proxy`, 'cpuTree') / requests) * 1e6)}`],
+      ...['bulk-connect', 'bulk-socks', 'bulk-forward', 'bulk-http'].map((m) => [
+        `${label}: CPU ms per MB, ${m}, srt / its tree without the client`,
+        `${((med(`${name} ${m}`, 'cpuOwn') / bulkMb) * 1e3).toFixed(2)} / ${((med(`${name} ${m}`, 'cpuTree') / bulkMb) * 1e3).toFixed(2)}`,
+      ]),
       [`${label}: srt's own peak RSS under load (MB, target <= 70)`, med(`${name} proxy`, 'ownRss').toFixed(1)],
       [`${label}: process tree peak RSS under load, client excluded (MB, target <= 90)`, med(`${name} proxy`, 'rss').toFixed(1)],
     );

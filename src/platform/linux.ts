@@ -134,7 +134,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       if (sup) reportFd = openSync(join(g.facts.runDir, 'report'), 'a', 0o600);
       if (g.proxySockets) {
         await this.session.startProxy(g.credentials, { http: { socketPath: g.proxySockets.http }, socks: { socketPath: g.proxySockets.socks }, forwards: g.forwards },
-          g.tls ? { termination: g.tls.termination } : {}, this.keep);
+          { ...(g.tls ? { termination: g.tls.termination } : {}), ...(g.facts.seccomp ? { splicer: { helperPath: g.facts.seccomp.helperPath } } : {}) }, this.keep);
       }
     } catch (e) {
       if (reportFd !== undefined) closeSync(reportFd);

@@ -24,6 +24,7 @@ import { createHttpProxy } from './http.js';
 import { runHostStages, type Stage } from './pipeline.js';
 import { createSocksProxy } from './socks.js';
 import type { Termination } from './trust.js';
+import { Splicers, type SplicerOptions } from './splicer.js';
 import { splice, Tunnels } from './tunnel.js';
 import { upstreamFromEnv } from './upstream.js';
 import { hostPort } from '../host-port.js';
@@ -57,6 +58,11 @@ export interface ProxyOptions {
   stages?: readonly Stage[];
   /** TLS termination (trust.ts prepareTermination); used for tunnels while network.tlsTerminate is set. */
   termination?: Termination;
+  /**
+   * Hand long opaque tunnels to `srt-init --splice` (splicer.ts). Not with `audit`: its records
+   * count a tunnel's bytes in node.
+   */
+  splicer?: SplicerOptions;
   /** A terminated connection with no request in flight is closed after this long (default 60 s). */
   idleTimeoutMs?: number;
   /** Time a client has to send a request head / finish the SOCKS handshake (default 30 s). */
@@ -159,7 +165,8 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
           maxHeaderSize,
         })
     : undefined;
-  const tunnels = new Tunnels(gate, { stages, ...(terminator ? { terminator } : {}) });
+  const splicers = opts.splicer && !opts.audit ? new Splicers(opts.splicer, (l) => gate.log(l)) : undefined;
+  const tunnels = new Tunnels(gate, { stages, ...(terminator ? { terminator } : {}), ...(splicers ? { splicers } : {}) });
   const httpServer =
     httpMode === 'relay'
       ? createRelay(gate, opts.network.httpProxyPort!)
@@ -176,7 +183,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
     const done = Promise.all(servers.map(closeServer));
     tunnels.close();
     gate.destroyAll();
-    await done;
+    await Promise.all([done, splicers?.close()]);
     for (const p of socketPaths) rmSync(p, { force: true });
   };
   try {
@@ -202,6 +209,7 @@ export async function startProxy(opts: ProxyOptions): Promise<ProxyHandle> {
       },
       endCommand: () => {
         gate.destroyAll();
+        void splicers?.killAll();
         gate.forgetRefusals();
       },
       close,

@@ -18,6 +18,8 @@ export interface StandaloneOptions {
   /** Where the URLs go (stdout) and where refusals/debug go (stderr). */
   out: (line: string) => void;
   err: (line: string) => void;
+  /** srt-init, when built (Linux): long opaque tunnels are handed to it (splicer.ts). */
+  helperPath?: string;
   /** Resolves when the proxy should stop; default: the first SIGINT or SIGTERM. */
   stop?: Promise<unknown>;
 }
@@ -58,6 +60,7 @@ export async function runStandaloneProxy(opts: StandaloneOptions): Promise<numbe
       listen: { http: { host: '127.0.0.1', port: opts.httpPort }, socks: { host: '127.0.0.1', port: opts.socksPort } },
       ...(opts.debug ? { log: (l: string) => opts.err(`srt[debug]: ${l}`) } : {}),
       ...(termination ? { termination } : {}),
+      ...(opts.helperPath ? { splicer: { helperPath: opts.helperPath } } : {}),
     });
     opts.out(`HTTP proxy:   http://127.0.0.1:${proxy.httpPort}`);
     opts.out(`SOCKS5 proxy: socks5h://127.0.0.1:${proxy.socksPort}`);

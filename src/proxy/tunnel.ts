@@ -23,6 +23,7 @@ import { displayHostPort } from './decide.js';
 import { namedLoopback, normalizeHost, ruleMatches } from './domains.js';
 import { looksLikeTls, MAX_CLIENT_HELLO, parseClientHello } from './clienthello.js';
 import { RefusedError, runTunnelStages, tunnelGuard, type Refusal, type Stage, type TunnelInfo } from './pipeline.js';
+import type { Splicers } from './splicer.js';
 
 /** The terminator (terminate.ts, loaded only when TLS termination is configured). */
 export interface TlsTerminator {
@@ -51,6 +52,8 @@ export interface TunnelOptions {
   stages: readonly Stage[];
   /** Loads the terminator on the first tunnel that needs it (node:http2 and all cost startup time). */
   terminator?: () => Promise<TlsTerminator>;
+  /** Takes long unguarded opaque tunnels out of node (Linux, with srt-init). */
+  splicers?: Splicers;
 }
 
 export class Tunnels {
@@ -129,7 +132,7 @@ export class Tunnels {
       t.release();
       const guard = guardTunnel(this.gate, this.opts.stages, t);
       if (head.length > 0) (guard ?? upstream).write(head);
-      splice(client, upstream, guard);
+      splice(client, upstream, guard, this.handOver(t));
       return;
     }
     const gate = this.gate;
@@ -176,7 +179,7 @@ export class Tunnels {
       if (terminating) gate.log(`proxy: ${t.via} ${t.target.display}: not TLS, relayed as an opaque tunnel`);
       const guard = guardTunnel(this.gate, this.opts.stages, t);
       if (first.length > 0) (to === upstream ? guard ?? upstream : to).write(first);
-      splice(client, upstream, guard);
+      splice(client, upstream, guard, this.handOver(t));
       client.resume();
       upstream.resume();
     };
@@ -225,7 +228,7 @@ export class Tunnels {
           deadline.cancel();
           const guard = guardTunnel(gate, this.opts.stages, tunnel);
           (guard ?? upstream).write(hello);
-          splice(client, upstream, guard);
+          splice(client, upstream, guard, this.handOver(tunnel));
           client.resume();
           upstream.resume();
         },
@@ -255,6 +258,10 @@ export class Tunnels {
     examine();
   }
 
+  private handOver(t: AdmittedTunnel): { splicers: Splicers; label: string } | undefined {
+    return this.opts.splicers && { splicers: this.opts.splicers, label: `${t.via} ${t.target.display}` };
+  }
+
   close(): void {
     this.closed = true;
     void this.terminator?.then((t) => t.close(), () => undefined);
@@ -275,9 +282,10 @@ export function guardTunnel(gate: Gate, stages: readonly Stage[], t: Pick<Tunnel
  * Pipe both directions with backpressure (at most a high-water mark buffered per direction);
  * a half-close travels through; an error or a full close on one side frees the other once what
  * was already read has been flushed. `aToB` (a stage's guard) sits between a and b; when it
- * fails, both sides are destroyed before the bytes it stopped reach b.
+ * fails, both sides are destroyed before the bytes it stopped reach b. Without a guard, `handOver`
+ * may take a long tunnel out of node (splicer.ts).
  */
-export function splice(a: Duplex, b: Duplex, aToB?: Transform): void {
+export function splice(a: Duplex, b: Duplex, aToB?: Transform, handOver?: { splicers: Splicers; label: string }): void {
   const closeAfterFlush = (s: Duplex) => {
     if (s.destroyed) return;
     if (s.writableFinished) s.destroy();
@@ -286,13 +294,26 @@ export function splice(a: Duplex, b: Duplex, aToB?: Transform): void {
       s.once('finish', () => s.destroy());
     }
   };
-  a.on('error', () => b.destroy());
-  b.on('error', () => a.destroy());
-  b.once('close', () => closeAfterFlush(a));
+  const aFailed = () => b.destroy();
+  const bFailed = () => a.destroy();
+  const aClosed = () => closeAfterFlush(b);
+  const bClosed = () => closeAfterFlush(a);
+  a.on('error', aFailed);
+  b.on('error', bFailed);
+  b.once('close', bClosed);
   b.pipe(a);
   if (!aToB) {
-    a.once('close', () => closeAfterFlush(b));
+    a.once('close', aClosed);
     a.pipe(b);
+    if (handOver) {
+      const detach = () => {
+        a.unpipe(b);
+        b.unpipe(a);
+        a.off('error', aFailed).off('close', aClosed);
+        b.off('error', bFailed).off('close', bClosed);
+      };
+      handOver.splicers.watch(a, b, handOver.label, detach, () => splice(a, b));
+    }
     return;
   }
   aToB.on('error', () => {
