@@ -1,5 +1,6 @@
-// No import circles in src/: data flows one way (settings → policy → plan → platform → run), and
-// a module never reaches itself through its imports. Type-only imports are erased and left out.
+// No import circles in src/: data flows one way (settings → policy → plan → platform → run), a
+// module never reaches itself through its imports, and nothing below src/ imports the facade or
+// the CLI. Type-only imports are erased and left out.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -59,6 +60,13 @@ describe('src/ imports', () => {
 
   it('form no circle', () => {
     expect(circles(graph)).toEqual([]);
+  });
+
+  // The facade (sandbox.ts, index.ts) and the CLI sit on top: the layers below never import them.
+  it('nothing in a directory below src/ imports the facade or the CLI', () => {
+    const top = ['sandbox.ts', 'index.ts', 'cli.ts'].map((f) => join(SRC, f));
+    const upward = [...graph].flatMap(([f, deps]) => (dirname(f) === SRC ? [] : deps.filter((d) => top.includes(d)).map((d) => `${relative(SRC, f)} -> ${relative(SRC, d)}`)));
+    expect(upward).toEqual([]);
   });
 
   it('a circle would be seen', () => {
