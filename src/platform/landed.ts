@@ -45,7 +45,9 @@ export interface Landed {
   warnings: string[];
 }
 
-export function protectedByLanding(input: LandedInput): Landed {
+/** `resolve`: the caller's resolver (gatherLinux shares one with the policy's literal paths). */
+export function protectedByLanding(input: LandedInput, resolve?: (path: string) => Landing): Landed {
+  if (resolve) return landedWith(input, resolve);
   // One resolver for all (the home's files share their directories): a walk per path from `/`
   // was most of a next command's planning.
   const resolver = landingResolver();
@@ -161,7 +163,8 @@ function landedWith(input: LandedInput, resolveLanding: (path: string) => Landin
  * roots: the names, every repository's internals, srt's own files, and what is protected where it
  * lands. `exclude`: a root planned apart (a linked worktree's own git dir).
  */
-export function protectionPlan(policy: Policy, scanned: ProtectedScan, roots: string[], managedDir: string, exclude?: string): { plan: ProtectedPlan; warnings: string[] } {
+export function protectionPlan(policy: Policy, scanned: ProtectedScan, roots: string[], managedDir: string, exclude?: string,
+  resolve?: (path: string) => Landing): { plan: ProtectedPlan; warnings: string[] } {
   const plan = protectedPlan({
     roots: scanned.roots.filter((r) => r.root !== exclude),
     home: policy.home, projectRoot: policy.root, depth: policy.mandatoryDenySearchDepth, managedDir,
@@ -171,7 +174,7 @@ export function protectionPlan(policy: Policy, scanned: ProtectedScan, roots: st
   const landed = protectedByLanding({
     roots, home: policy.home, env: process.env, gitDirs: scanned.repos.map((r) => r.gitDir),
     dirs: plan.targets.filter((t) => t.kind === 'dir' && !t.ifExists).map((t) => t.path),
-  });
+  }, resolve);
   const planned = new Set(plan.targets.map((t) => t.path));
   return { plan: { ...plan, targets: [...plan.targets, ...landed.targets.filter((t) => !planned.has(t.path))] }, warnings: landed.warnings };
 }

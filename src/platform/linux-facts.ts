@@ -319,15 +319,23 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
     warnings.push('network.tlsTerminate has no effect: network.httpProxyPort and socksProxyPort send all traffic to your own proxies');
   }
 
-  // Names, repositories, and what is protected where it lands (links out of protected
-  // directories, home configuration linked into a writable root, git's include chains).
-  const protection = protectionPlan(policy, scanned, roots, MANAGED_DIR, worktree ? landing(worktree.gitDir).real : undefined);
-  const plan = protection.plan;
-  warnings.push(...protection.warnings);
-  // Resolved together: a policy can name thousands (they share their directories).
+  // Resolved together: a policy can name thousands (they share their directories), and the
+  // protection plan looks at the home's files the literal paths name again: each path once.
   const resolver = landingResolver();
+  const resolved = new Map<string, Landing>();
+  const resolveOnce = (p: string): Landing => {
+    let l = resolved.get(p);
+    if (!l) resolved.set(p, (l = resolver.resolve(p)));
+    return l;
+  };
+  let plan;
   try {
-    for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) if (!landings.has(p)) landings.set(p, resolver.resolve(p));
+    // Names, repositories, and what is protected where it lands (links out of protected
+    // directories, home configuration linked into a writable root, git's include chains).
+    const protection = protectionPlan(policy, scanned, roots, MANAGED_DIR, worktree ? landing(worktree.gitDir).real : undefined, resolveOnce);
+    plan = protection.plan;
+    warnings.push(...protection.warnings);
+    for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) if (!landings.has(p)) landings.set(p, resolveOnce(p));
   } finally {
     resolver.close();
   }
