@@ -2,9 +2,9 @@
 // search of one writable root (the current directory), outside the sandbox, for srt
 // (src/platform/search.ts). One walk lists what ripgrep and find listed in two: every regular
 // file to DEPTH levels whose name is a NAME or ends with a SUFFIX, or that lies below a directory
-// named DIRNAME (`f` + path), and every symlink (`l` + path: srt picks the protected ones), each
-// path relative and NUL-terminated. No symlink is followed; a directory srt cannot open is
-// skipped, as ripgrep and find skip it (the command, the same user, cannot enter it either).
+// named DIRNAME (`f` + path), every symlink (`l` + path: srt picks the protected ones) and every
+// directory it cannot open that the command could get into (`u` + path: see shut), each path
+// relative and NUL-terminated. No symlink is followed.
 // Reading entries straight from getdents costs a fifth of the CPU time of ripgrep and find
 // together, and the search is on every command's way.
 
@@ -47,6 +47,19 @@ static void emit(char kind, const char *path, size_t len) {
   fwrite(path, 1, len + 1, stdout); // with its NUL
 }
 
+// A directory the walk may not open is skipped only if the command, the same user, can get into
+// it no more than the walk. One that is the user's own (the command may chmod it open, then write
+// what the listing missed: a hook's target) or that may be passed through (mode 711: the command
+// reaches what lies inside by name) is listed (`u`): srt keeps it read-only whole.
+static void shut(int dirfd, const char *name, const char *path, size_t len) {
+  struct stat st;
+  if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    if (errno == ENOENT) return; // removed meanwhile
+    die("srt-init: --list-protected: %s: %s", path, strerror(errno));
+  }
+  if (S_ISDIR(st.st_mode) && (st.st_uid == geteuid() || faccessat(dirfd, name, X_OK, AT_EACCESS) == 0)) emit('u', path, len);
+}
+
 // Lists the directory open as fd, whose path (relative, empty for the root) fills path[0..len).
 // `inside`: a directory on the way is a DIRNAME. Takes fd.
 static void walk(const struct wanted *w, int fd, char *path, size_t len, int depth, int inside) {
@@ -77,9 +90,10 @@ static void walk(const struct wanted *w, int fd, char *path, size_t len, int dep
     else if (type == DT_DIR && depth < w->depth) {
       int sub = openat(dirfd(d), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
       if (sub >= 0) walk(w, sub, path, at + n, depth + 1, inside || among(name, w->dirs, w->ndirs));
-      // Not enterable (by the command either), or removed or replaced meanwhile: skipped. Any
-      // other failure leaves the listing incomplete, which must stop the run.
-      else if (errno != EACCES && errno != EPERM && errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
+      else if (errno == EACCES || errno == EPERM) shut(dirfd(d), name, path, at + n);
+      // Removed or replaced meanwhile: skipped. Any other failure leaves the listing incomplete,
+      // which must stop the run.
+      else if (errno != ENOENT && errno != ENOTDIR && errno != ELOOP)
         die("srt-init: --list-protected: %s: %s", path, strerror(errno));
     }
   }

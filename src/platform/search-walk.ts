@@ -2,7 +2,7 @@
 // (init/listing.c; rg and find where it is not built: src/platform/search.ts) without starting
 // it. Most runs start in a directory of a few files, where forking this ~60 MB process for the
 // walker costs more than the walk. A tree found larger than a small budget, a directory that
-// fails other than by being shut or gone, or a name the walker's output would carry differently
+// fails other than by being replaced, or a name the walker's output would carry differently
 // (undecodable) is left to it: the walk then says nothing, so the listing is always the walker's
 // or identical to it (test/unit/search-walk.test.ts compares the two on generated trees).
 
@@ -17,8 +17,9 @@ const FILE_NAMES: ReadonlySet<string> = new Set<string>([...PROTECTED_FILE_NAMES
 const DIR_NAMES: ReadonlySet<string> = new Set<string>(PROTECTED_DIR_NAMES);
 const fileMatches = (name: string) => FILE_NAMES.has(name) || PROTECTED_SUFFIXES.some((s) => name.endsWith(s));
 
-/** A directory the command cannot enter either, or one replaced by a non-directory: skipped, as srt-init skips it. */
-const SKIPPED = new Set(['EACCES', 'EPERM', 'ENOTDIR', 'ELOOP']);
+/** A directory replaced by a non-directory: skipped, as srt-init skips it. One srt cannot open
+ *  (EACCES) is left to srt-init, which tells whether the command could open it up. */
+const SKIPPED = new Set(['ENOTDIR', 'ELOOP']);
 
 export interface WalkListing {
   /** Regular files with a protected name or below a protected directory, relative to the root. */

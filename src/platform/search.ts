@@ -86,18 +86,20 @@ function findLinks(root: string, depth: number): Promise<RgResult> {
  * protected name, and every symlink (the protected ones picked here), relative. srt-init exits
  * 125 with a message on anything that would leave the listing incomplete.
  */
-function listWithHelper(helper: string, root: string, depth: number): Promise<{ files: RgResult; links: RgResult }> {
+function listWithHelper(helper: string, root: string, depth: number): Promise<{ files: RgResult; links: RgResult; shut: string[] }> {
   return new Promise((resolvePromise, reject) => {
     execFile(helper, protectedListArgs(depth), { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
       const timedOut = (err as { killed?: boolean } | null)?.killed === true;
       if (err && !timedOut) return reject(new SearchError(`the protected-path search failed: ${stderr.trim() || err.message}`));
       const files: string[] = [];
       const links: string[] = [];
+      const shut: string[] = [];
       for (const record of stdout.split('\0')) {
         if (record.startsWith('f')) files.push(record.slice(1));
         else if (record.startsWith('l') && isProtectedLink(record.slice(1))) links.push(record.slice(1));
+        else if (record.startsWith('u')) shut.push(record.slice(1));
       }
-      resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut } });
+      resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut }, shut });
     });
   });
 }
@@ -182,17 +184,19 @@ export interface RootListing {
   files: string[];
   /** Symlinks with a protected name (find). */
   links: string[];
+  /** Directories srt-init could not list that the command could open up or pass through. */
+  shut?: string[];
 }
 
 /**
  * What another process lists below `at` to depth+2, relative: srt-init's walk (a fifth of rg's
  * and find's CPU time) where it is built, else rg and find; `timedOut` when it ran out of time.
  */
-export async function toolListing(at: string, depth: number): Promise<{ files: string[]; links: string[]; timedOut: boolean }> {
+export async function toolListing(at: string, depth: number): Promise<{ files: string[]; links: string[]; shut: string[]; timedOut: boolean }> {
   const helper = findInitHelper();
-  const [files, links] = 'path' in helper ? await listWithHelper(helper.path, at, depth).then((l) => [l.files, l.links])
-    : await Promise.all([rg(protectedSearchArgs(depth), at), findLinks(at, depth)]);
-  return { files: files.files.map((f) => f.replace(/^\.\//, '')), links: links.files, timedOut: files.timedOut || links.timedOut };
+  const [files, links, shut] = 'path' in helper ? await listWithHelper(helper.path, at, depth).then((l) => [l.files, l.links, l.shut] as const)
+    : [...await Promise.all([rg(protectedSearchArgs(depth), at), findLinks(at, depth)]), []] as const;
+  return { files: files.files.map((f) => f.replace(/^\.\//, '')), links: links.files, shut: [...shut], timedOut: files.timedOut || links.timedOut };
 }
 
 /**
@@ -212,11 +216,12 @@ export async function listProtected(roots: { root: string; isGitDir?: boolean }[
       // rg --max-depth N reads the directories N-1 levels down at most; so does find -maxdepth N.
       if (pinned) watch!.tree(at, depth + 1);
       // A small tree is walked in this process (search-walk.ts), a larger one by another.
-      const listed = !dir ? { files: [], links: [] } : walkProtected(at, depth + 2) ?? await toolListing(at, depth);
-      if ('timedOut' in listed && listed.timedOut) {
+      const listed: { files: string[]; links: string[]; shut?: string[]; timedOut?: boolean } =
+        !dir ? { files: [], links: [] } : walkProtected(at, depth + 2) ?? await toolListing(at, depth);
+      if (listed.timedOut) {
         throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
       }
-      const listing: RootListing = { root, files: listed.files, links: listed.links, ...(isGitDir ? { isGitDir } : {}) };
+      const listing: RootListing = { root, files: listed.files, links: listed.links, ...(listed.shut?.length ? { shut: listed.shut } : {}), ...(isGitDir ? { isGitDir } : {}) };
       return listing;
     } finally {
       pinned?.close();
@@ -235,7 +240,7 @@ export async function scanProtected(roots: { root: string; isGitDir?: boolean }[
  * change without a name changing).
  */
 export function readProtected(listings: RootListing[], home: string): ProtectedScan {
-  const scans = listings.map(({ root, isGitDir, files, links }) => {
+  const scans = listings.map(({ root, isGitDir, files, links, shut }) => {
     const reachable = sandboxReachable(root);
     const found = files.filter(reachable);
     const linkList = links.filter(reachable);
@@ -251,7 +256,8 @@ export function readProtected(listings: RootListing[], home: string): ProtectedS
     // Every git dir found, whatever its name (a bare repository, a submodule's): where a HEAD has
     // objects/ and refs/ beside it.
     const gitDirs = found.filter((f) => basename(f) === 'HEAD').map((f) => dirname(f)).filter((d) => isGitDirectory(join(root, d)));
-    const scan: RootScan = { root, found, links: linkList, gitFiles, gitDirs, inRepo: inRepository(root), ...(isGitDir ? { isGitDir } : {}) };
+    const shutList = (shut ?? []).filter(reachable);
+    const scan: RootScan = { root, found, links: linkList, gitFiles, gitDirs, inRepo: inRepository(root), ...(shutList.length ? { shut: shutList } : {}), ...(isGitDir ? { isGitDir } : {}) };
     return scan;
   });
   // Every repository found: its git dir and work tree, for core.hooksPath.

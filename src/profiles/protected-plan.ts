@@ -41,6 +41,11 @@ export interface RootScan {
   inRepo: boolean;
   /** The root is itself a git dir (a linked worktree's main `.git`). */
   isGitDir?: boolean;
+  /**
+   * Directories the search could not list that the command could get into (its own, to chmod
+   * open; one it may pass through): what they hold is unknown, so they are kept read-only whole.
+   */
+  shut?: string[];
 }
 
 /** A repository found, with the `core.hooksPath` its own config names (unresolved). */
@@ -101,6 +106,7 @@ export function protectedPlan(input: ProtectedInput): ProtectedPlan {
     foundTargets(scan, input.depth, add);
     gitDirsFound(scan, add);
     linkTargets(scan, input.depth, add);
+    for (const rel of scan.shut ?? []) add({ path: join(scan.root, ...segments(rel)), kind: 'dir', why: 'a directory srt cannot list, which the command could open up' });
     exempt.push(...gitFileTargets(scan, input.depth, add));
   }
   const names = hooksTargets(input, add);
