@@ -320,9 +320,13 @@ export function splice(a: Duplex, b: Duplex, aToB?: Transform, handOver?: { spli
     b.destroy();
     a.destroy();
   });
-  // What the guard still holds is flushed into b before b is closed.
-  a.once('close', () => aToB.end());
-  aToB.once('end', () => closeAfterFlush(b));
+  // a's FIN travels through the guard to b as a half-close (pipe ends b), so b's answer still
+  // comes back; only a's full close frees b, after what the guard still holds reached it.
+  a.once('close', () => {
+    if (aToB.readableEnded) return closeAfterFlush(b);
+    aToB.once('end', () => closeAfterFlush(b));
+    aToB.end();
+  });
   a.pipe(aToB).pipe(b);
 }
 
