@@ -8,7 +8,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { globMatcher, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/landing.js';
 import { gitConfigValue, parseGitConfig, type GitConfigEntry } from '../profiles/gitconfig.js';
-import { isProtectedLink, protectedListArgs, protectedSearchArgs } from '../profiles/protected.js';
+import { isProtectedDirName, isProtectedLink, protectedListArgs, protectedSearchArgs } from '../profiles/protected.js';
 import type { GitFile, RepoHooks, RootScan } from '../profiles/protected-plan.js';
 import { findSystemTool } from './deps.js';
 import { findInitHelper } from './init-helper.js';
@@ -88,20 +88,44 @@ function findLinks(root: string, depth: number): Promise<RgResult> {
  */
 function listWithHelper(helper: string, root: string, depth: number): Promise<{ files: RgResult; links: RgResult; shut: string[] }> {
   return new Promise((resolvePromise, reject) => {
-    execFile(helper, protectedListArgs(depth), { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL' }, (err, stdout, stderr) => {
+    execFile(helper, protectedListArgs(depth), { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL', encoding: 'buffer' }, (err, stdout, stderr) => {
       const timedOut = (err as { killed?: boolean } | null)?.killed === true;
-      if (err && !timedOut) return reject(new SearchError(`the protected-path search failed: ${stderr.trim() || err.message}`));
+      if (err && !timedOut) return reject(new SearchError(`the protected-path search failed: ${stderr.toString().trim() || err.message}`));
       const files: string[] = [];
       const links: string[] = [];
       const shut: string[] = [];
-      for (const record of stdout.split('\0')) {
-        if (record.startsWith('f')) files.push(record.slice(1));
-        else if (record.startsWith('l') && isProtectedLink(record.slice(1))) links.push(record.slice(1));
-        else if (record.startsWith('u')) shut.push(record.slice(1));
+      for (let at = 0, end = stdout.indexOf(0); end >= 0; at = end + 1, end = stdout.indexOf(0, at)) {
+        const kind = String.fromCharCode(stdout[at]!);
+        const raw = stdout.subarray(at + 1, end);
+        const path = raw.toString('utf8');
+        const list = kind === 'f' ? files : kind === 'u' ? shut : kind === 'l' && isProtectedLink(path) ? links : undefined;
+        if (!list) continue;
+        // A path that is not UTF-8 cannot be named to bubblewrap or the supervisor: refused
+        // where the part srt would protect holds such a name.
+        if (!decodes(raw) && !protectedBelow(kind, path)) {
+          return reject(new SearchError(`srt cannot protect ${JSON.stringify(join(root, path))}: its path is not valid UTF-8; rename it`));
+        }
+        list.push(path);
       }
       resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut }, shut });
     });
   });
+}
+
+const decodes = (raw: Uint8Array) => {
+  try {
+    STRICT_UTF8.decode(raw);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+/** A file below a protected directory whose own path decodes: the directory is what is kept. */
+function protectedBelow(kind: string, path: string): boolean {
+  const segs = path.split('/');
+  const i = segs.findIndex(isProtectedDirName);
+  return kind === 'f' && i >= 0 && i < segs.length - 1 && !segs.slice(0, i + 1).join('/').includes('\uFFFD');
 }
 
 function readConfig(file: string): GitConfigEntry[] {

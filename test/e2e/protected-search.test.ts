@@ -156,6 +156,27 @@ describe('the protected-path search (srt-init --list-protected)', () => {
     expect(listing!.files).toEqual(['.vscode/a\nb.json']);
   });
 
+  it('a protected path that is not UTF-8 stops the run (srt could name it to neither bubblewrap nor the supervisor); a file below a protected directory whose own path is does not', async () => {
+    const dir = scratch();
+    // The repository lies in a directory named by the bytes ff fe.
+    const inOdd = (script: string) => execFileSync('sh', ['-c', `cd "$(printf '\\377\\376')/lib" && ${script}`], { cwd: dir.cwd, env: { ...process.env, HOME: dir.home } });
+    execFileSync('sh', ['-c', `mkdir -p "$(printf '\\377\\376')/lib/scripts"`], { cwd: dir.cwd });
+    inOdd("git init -q . && printf '#!/bin/sh\\n' > scripts/pre-commit && chmod 755 scripts/pre-commit && ln -s ../../scripts/pre-commit .git/hooks/pre-commit");
+    const marker = join(dir.base, 'PWNED');
+    const r = await srt(['--', 'sh', '-c', `echo "touch ${marker}" >> "$(printf '\\377\\376')/lib/scripts/pre-commit" && echo wrote`], dir);
+    expect(r.exitCode).toBe(125);
+    expect(r.stderr).toMatch(/^srt: srt cannot protect .*: its path is not valid UTF-8; rename it/m);
+    expect(r.stdout).not.toContain('wrote');
+    inOdd('git -c user.name=t -c user.email=t@t commit -q --allow-empty -m x');
+    expect(existsSync(marker)).toBe(false);
+    // Below a protected directory at a decodable path, the directory is what srt keeps.
+    const ok = scratch();
+    mkdirSync(join(ok.cwd, '.vscode'));
+    writeFileSync(Buffer.concat([Buffer.from(`${ok.cwd}/.vscode/`), Buffer.from([0xff])]), '');
+    const [listing] = await listProtected([{ root: ok.cwd }], 3);
+    expect(listing!.files).toEqual(['.vscode/\uFFFD']);
+  });
+
   it('an option it does not know, or a depth out of range, stops it with a message (no partial listing)', () => {
     const helper = findInitHelper();
     if (!('path' in helper)) throw new Error(helper.error);
