@@ -14,6 +14,8 @@ export { SandboxError };
 export type { CommandSpec, PlatformName, SandboxOptions, SpawnPlan };
 
 export class Sandbox {
+  private running = false;
+
   private constructor(private readonly backend: PlatformBackend, private readonly describeOnly: boolean) {}
 
   /**
@@ -58,7 +60,15 @@ export class Sandbox {
    *  ended it or came before it started). One command at a time; `violations()` then describes it. */
   async run(cmd: CommandSpec): Promise<number> {
     if (this.describeOnly) throw new Error('this Sandbox was created with dryRun: it can describe plans, not run them');
-    return this.backend.run(cmd);
+    // Refused from the call on, not only once the command starts: two runs' gathering would
+    // share the sandbox's run directory (mount plan, filter, TMPDIR) and overtake each other.
+    if (this.running) throw new Error('a Sandbox runs one command at a time; wait for run() to finish');
+    this.running = true;
+    try {
+      return await this.backend.run(cmd);
+    } finally {
+      this.running = false;
+    }
   }
 
   /** Replace the network policy of a running command (`--control-fd`): new connections follow it. */

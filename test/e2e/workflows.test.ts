@@ -254,6 +254,29 @@ describe('the library', () => {
     expect(r.stdout).toMatch(/^sunk=\[.*srt: warning: the whole home directory.*\] left=0$/m);
   });
 
+  it('a second run() while one is under way is refused at once, even before the first command starts (no two runs share the run directory)', async () => {
+    const dir = join(tmp.path, 'overlapping-runs');
+    mkdirSync(dir);
+    const script = join(dir, 'agent.mjs');
+    writeFileSync(script, [
+      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
+      `const policy = loadPolicy({ cwd: ${JSON.stringify(dir)}, home: ${JSON.stringify(home)} });`,
+      'const sandbox = await Sandbox.create({ policy });',
+      // After a first command: the next one's gathering reuses the search, and was overtaken.
+      "await sandbox.run({ argv: ['true'] });",
+      "const first = sandbox.run({ shell: 'echo first >> order' });",
+      "const second = await sandbox.run({ shell: 'echo second >> order' }).then((c) => `ran ${c}`, (e) => `refused: ${e.message}`);",
+      "console.log(`first=${await first} second=${second}`);",
+      "console.log(`third=${await sandbox.run({ shell: 'echo third >> order' })}`);",
+      'await sandbox.dispose();',
+    ].join('\n'));
+    const r = await execa(process.execPath, [script], { reject: false, cwd: dir, env: { HOME: home, PATH: process.env.PATH } });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout).toContain('first=0 second=refused: a Sandbox runs one command at a time');
+    expect(r.stdout).toContain('third=0');
+    expect(readFileSync(join(dir, 'order'), 'utf8')).toBe('first\nthird\n');
+  });
+
   it('an embedding program runs two commands in one sandbox, handles its own SIGINT, and sees nothing on its stderr', async () => {
     const dir = join(tmp.path, 'embedder-signals');
     mkdirSync(dir);
