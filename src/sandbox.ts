@@ -71,7 +71,8 @@ export class Sandbox {
     }
   }
 
-  /** Replace the network policy of a running command (`--control-fd`): new connections follow it. */
+  /** Replace the sandbox's network policy (`--control-fd`): the running command's new connections
+   *  follow it, and so do later commands of this sandbox until the next call. */
   updateNetwork(network: Policy['network']): void {
     this.backend.updateNetwork(network);
   }
