@@ -215,29 +215,35 @@ describe('--log FILE', () => {
 });
 
 describe('the library', () => {
-  it('an embedding program is not taken for srt itself (no "srt is installed inside" warning naming it)', async () => {
-    const dir = join(tmp.path, 'embedder');
+  /** An embedding program: in a directory of its own, it imports srt's library, loads the policy of
+   *  `cwd` (its directory unless given) with the test's home, runs `body`, and is run there. */
+  async function embedder(name: string, body: string[], opts: { cwd?: string; prelude?: string[] } = {}) {
+    const dir = join(tmp.path, name);
     mkdirSync(dir);
+    const at = opts.cwd ?? dir;
     const script = join(dir, 'agent.mjs');
     writeFileSync(script, [
       `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
-      `const policy = loadPolicy({ cwd: ${JSON.stringify(dir)}, home: ${JSON.stringify(home)} });`,
+      ...(opts.prelude ?? []),
+      `const policy = loadPolicy({ cwd: ${JSON.stringify(at)}, home: ${JSON.stringify(home)} });`,
+      ...body,
+    ].join('\n'));
+    const r = await execa(process.execPath, [script], { reject: false, cwd: at, env: { HOME: home, PATH: process.env.PATH } });
+    return { dir, script, r };
+  }
+
+  it('an embedding program is not taken for srt itself (no "srt is installed inside" warning naming it)', async () => {
+    const { script, r } = await embedder('embedder', [
       'const sandbox = await Sandbox.create({ policy });',
       "try { process.exitCode = await sandbox.run({ argv: ['true'] }); } finally { await sandbox.dispose(); }",
-    ].join('\n'));
-    const r = await execa(process.execPath, [script], { reject: false, cwd: dir, env: { HOME: home, PATH: process.env.PATH } });
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).not.toContain(script);
   });
 
   it('prints nothing of its own: srt\'s lines go to the onMessage sink, or are kept for messages()', async () => {
-    const dir = join(tmp.path, 'quiet-embedder');
-    mkdirSync(dir);
-    const script = join(dir, 'agent.mjs');
     // cwd = home: srt warns that the whole home directory is writable.
-    writeFileSync(script, [
-      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
-      `const policy = loadPolicy({ cwd: ${JSON.stringify(home)}, home: ${JSON.stringify(home)} });`,
+    const { r } = await embedder('quiet-embedder', [
       'const kept = await Sandbox.create({ policy });',
       "try { await kept.run({ argv: ['true'] }); } finally { await kept.dispose(); }",
       "console.log('kept=' + JSON.stringify(kept.messages()));",
@@ -245,8 +251,7 @@ describe('the library', () => {
       'const sunk = await Sandbox.create({ policy, onMessage: (l) => seen.push(l) });',
       "try { await sunk.run({ argv: ['true'] }); } finally { await sunk.dispose(); }",
       "console.log('sunk=' + JSON.stringify(seen) + ' left=' + sunk.messages().length);",
-    ].join('\n'));
-    const r = await execa(process.execPath, [script], { reject: false, cwd: home, env: { HOME: home, PATH: process.env.PATH } });
+    ], { cwd: home });
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stderr).not.toMatch(/srt/);
     const kept = JSON.parse(/^kept=(.*)$/m.exec(r.stdout)![1]!) as string[];
@@ -255,12 +260,7 @@ describe('the library', () => {
   });
 
   it('a second run() while one is under way is refused at once, even before the first command starts (no two runs share the run directory)', async () => {
-    const dir = join(tmp.path, 'overlapping-runs');
-    mkdirSync(dir);
-    const script = join(dir, 'agent.mjs');
-    writeFileSync(script, [
-      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
-      `const policy = loadPolicy({ cwd: ${JSON.stringify(dir)}, home: ${JSON.stringify(home)} });`,
+    const { dir, r } = await embedder('overlapping-runs', [
       'const sandbox = await Sandbox.create({ policy });',
       // After a first command: the next one's gathering reuses the search, and was overtaken.
       "await sandbox.run({ argv: ['true'] });",
@@ -269,8 +269,7 @@ describe('the library', () => {
       "console.log(`first=${await first} second=${second}`);",
       "console.log(`third=${await sandbox.run({ shell: 'echo third >> order' })}`);",
       'await sandbox.dispose();',
-    ].join('\n'));
-    const r = await execa(process.execPath, [script], { reject: false, cwd: dir, env: { HOME: home, PATH: process.env.PATH } });
+    ]);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toContain('first=0 second=refused: a Sandbox runs one command at a time');
     expect(r.stdout).toContain('third=0');
@@ -278,16 +277,7 @@ describe('the library', () => {
   });
 
   it('an embedding program runs two commands in one sandbox, handles its own SIGINT, and sees nothing on its stderr', async () => {
-    const dir = join(tmp.path, 'embedder-signals');
-    mkdirSync(dir);
-    const script = join(dir, 'agent.mjs');
-    writeFileSync(script, [
-      `import { loadPolicy, Sandbox } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`,
-      "const handlers = () => ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'exit'].map((s) => process.listenerCount(s)).join(',');",
-      'let interrupted = 0;',
-      "process.on('SIGINT', () => { interrupted++; });",
-      'const before = handlers();',
-      `const policy = loadPolicy({ cwd: ${JSON.stringify(dir)}, home: ${JSON.stringify(home)} });`,
+    const { r } = await embedder('embedder-signals', [
       'const sandbox = await Sandbox.create({ policy });',
       "const plan = sandbox.prepare({ argv: ['true'] });",
       "const first = await sandbox.run({ shell: 'echo first > out1' });",
@@ -299,8 +289,12 @@ describe('the library', () => {
       'await new Promise((r) => setTimeout(r, 200));',
       'await sandbox.dispose();',
       "console.log(JSON.stringify({ first, second, interrupted, before, between, after, runDir: plan.runDir, messages: sandbox.messages().length }));",
-    ].join('\n'));
-    const r = await execa(process.execPath, [script], { reject: false, cwd: dir, env: { HOME: home, PATH: process.env.PATH } });
+    ], { prelude: [
+      "const handlers = () => ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT', 'exit'].map((s) => process.listenerCount(s)).join(',');",
+      'let interrupted = 0;',
+      "process.on('SIGINT', () => { interrupted++; });",
+      'const before = handlers();',
+    ] });
     expect(r.stderr).toBe('');
     expect(r.exitCode).toBe(0);
     const lines = r.stdout.trim().split('\n');
