@@ -122,12 +122,13 @@ export function holdDenies(low: Lowering, reads: ReadDenies, denyWrite: Set<stri
  *  other content where a tool expects the hidden file (rename of a mount point fails with EBUSY).
  *  A read deny the read gate holds needs none: the supervisor refuses moving a directory that
  *  holds one (and 1,000 denied files in a project made hundreds of mounts). */
-function addRenameGuards(low: Lowering, denied: string[], { nodes, mustMount, kindOf }: MountTree): void {
+function addRenameGuards(low: Lowering, denied: string[], { nodes, mustMount, mayVanish, kindOf }: MountTree): void {
   const rootList = [...low.writeRoots.keys()];
   for (const d of denied) {
     const root = rootList.filter((w) => isWithin(d, w) && w !== d).sort((a, b) => b.length - a.length)[0];
     if (!root) continue;
     for (let a = dirname(d); a !== root && isWithin(a, root); a = dirname(a)) {
+      if (!nodes.has(a) && low.supervised) mayVanish.add(a);
       nodes.add(a); mustMount.add(a); kindOf.set(a, 'dir');
     }
   }

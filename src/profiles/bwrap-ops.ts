@@ -75,7 +75,7 @@ function baseSystem(m: MountList, low: Lowering, tree: MountTree, held: HeldDeni
 
 /** Each node, shallow to deep: a snapshot, a mask where it turns unreadable, or a bind where its
  *  access differs from its parent's (or it must be a mount point). */
-function nodeMounts(m: MountList, low: Lowering, { nodes, mustMount }: MountTree, held: HeldDenies, accessOf: (p: string) => Access): void {
+function nodeMounts(m: MountList, low: Lowering, { nodes, mustMount, mayVanish }: MountTree, held: HeldDenies, accessOf: (p: string) => Access): void {
   const parentAccess = (p: string): Access => {
     for (let a = dirname(p); ; a = dirname(a)) {
       if (nodes.has(a) && a !== p) return accessOf(a);
@@ -94,7 +94,7 @@ function nodeMounts(m: MountList, low: Lowering, { nodes, mustMount }: MountTree
       continue;
     }
     if (acc.read === par.read && acc.write === par.write && !mustMount.has(p) && !low.writeRoots.has(p)) continue;
-    m.bind(p, p, !acc.write);
+    m.bind(p, p, !acc.write, mayVanish.has(p) && !low.writeRoots.has(p));
     if (acc.write && !m.writable.some((w) => isWithin(p, w))) m.writable.push(p);
   }
 }
@@ -115,8 +115,8 @@ class MountList {
     this.stageDir = seccomp?.mountsPath !== undefined ? seccomp.stageDir : undefined;
   }
 
-  bind(source: string, dest: string, ro: boolean): void {
-    this.ops.push({ kind: 'bind', dest, source, ro });
+  bind(source: string, dest: string, ro: boolean, optional = false): void {
+    this.ops.push({ kind: 'bind', dest, source, ro, ...(optional ? { optional: true as const } : {}) });
   }
 
   maskRead(p: string): void {

@@ -98,6 +98,10 @@ export interface MountTree {
   nodes: Set<string>;
   /** Nodes mounted even where their parent's access is the same (mount points that must exist). */
   mustMount: Set<string>;
+  /** Nodes whose bind bwrap skips if a program outside removed the path after srt looked (the
+   *  check then wants nothing there): write-denied paths and their rename guards, with the
+   *  supervisor, which refuses creating such a path anew as it does one missing at the start. */
+  mayVanish: Set<string>;
   kindOf: Map<string, 'file' | 'dir'>;
 }
 
@@ -114,7 +118,7 @@ export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: strin
   }
   const tree: MountTree = {
     nodes: new Set([...writeRoots.keys(), ...writes.denyWrite, ...reads.denyRead.keys(), ...reads.allowRead.keys()]),
-    mustMount: new Set(), kindOf,
+    mustMount: new Set(), mayVanish: new Set(low.supervised ? [...writes.denyWrite].filter((p) => writes.protectedPaths.has(p) && !writes.blockedDirs.has(p)) : []), kindOf,
   };
   const held = holdDenies(low, reads, writes.denyWrite, tree);
   const accessOf = (p: string): Access => ({ read: low.model.read(p), write: low.model.write(p) && !writes.inPlaceholder(p) });

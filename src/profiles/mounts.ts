@@ -11,8 +11,8 @@ import type { FileId } from './landing.js';
  * without following any symlink, once the mounts are made (`plannedMounts`: the last one per
  * destination, but `dev`, `proc`, `remount-ro` and `unchecked` ones). A `bind`'s `source` is a
  * real path whose identity srt records when it writes the plan; `ro`: read-only; `dev`: devices
- * usable (`--dev-bind`); `optional`: the source may vanish meanwhile (an entry of a snapshot),
- * then nothing may be at `dest`; `byHelper`: srt-init makes this bind itself, from the stage of
+ * usable (`--dev-bind`); `optional`: the source may vanish meanwhile (an entry of a snapshot, a
+ * write deny the supervisor also refuses creating), then nothing may be at `dest`; `byHelper`: srt-init makes this bind itself, from the stage of
  * the snapshot holding it; `deny` (with `byHelper`): srt-init binds `source`, srt's denied file,
  * at `dest` itself, after bwrap (bwrap's cost per bind grows with the mounts already made: 1,000
  * denied files took 2 s). `data`: a read-only copy bwrap makes from descriptor `fd` (a sentinel
@@ -40,7 +40,7 @@ export function bwrapMountArgs(ops: readonly MountOp[]): string[][] {
     switch (m.kind) {
       case 'bind':
         if (m.byHelper) return [];
-        return [[m.dev ? '--dev-bind' : !m.ro ? '--bind' : m.optional ? '--ro-bind-try' : '--ro-bind', m.source, m.dest]];
+        return [[`${m.dev ? '--dev-bind' : m.ro ? '--ro-bind' : '--bind'}${m.optional ? '-try' : ''}`, m.source, m.dest]];
       case 'data': return [['--perms', m.mode.toString(8).padStart(4, '0')], ['--ro-bind-data', String(m.fd), m.dest]];
       case 'tmpfs': return [['--tmpfs', m.dest]];
       case 'symlink': return [['--symlink', m.target, m.dest]];

@@ -122,7 +122,8 @@ describe('protected paths', () => {
     for (const leftover of ['.bashrc', '.mcp.json', '.srt', '.vscode', '.idea']) {
       expect(existsSync(join(cwd, leftover)), leftover).toBe(false);
     }
-    expect(readdirSync(join(home, '.srt/state'))).toEqual([]);
+    const state = join(home, '.srt/state');
+    expect(existsSync(state) ? readdirSync(state) : []).toEqual([]);
   });
 
   it('in a directory that is not a repository, no bare repository can be made at the top; without the supervisor no repository at all', async () => {

@@ -7,7 +7,7 @@
 // Deterministic: srt is held after its plan and before bwrap (a run directory of a dead run makes
 // it take the state lock, which the test holds), the test swaps, then lets it go.
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, statSync, symlinkSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { bwrapIsolationArgs } from '../../src/profiles/bwrap-launch.js';
@@ -106,6 +106,27 @@ describe('a directory swapped with a symlink between srt\'s plan and the mounts'
     expect(code).toBe(125);
     expect(readFileSync(join(web, 'secret'), 'utf8')).toBe('TOP-SECRET\n');
     expect(readFileSync(join(project, 'decoy', 'secret'), 'utf8')).toBe('decoy\n');
+  });
+
+  it('protected paths a host program removes between the plan and the mounts (a temporary clone deleted): the run starts, and a removed one stays uncreatable', async () => {
+    const { home, project } = scratch();
+    // Deep enough that the directories on the way are rename guards, mounts of their own.
+    mkdirSync(join(project, 'clone', 'app', '.vscode'), { recursive: true });
+    writeFileSync(join(project, 'clone', 'app', '.vscode', 'settings.json'), '{}\n');
+    mkdirSync(join(project, '.vscode'));
+    writeFileSync(join(project, '.vscode', 'settings.json'), '{}\n');
+    const held = await startHeld(home, project, ['--', 'sh', '-c',
+      'mkdir -p .vscode && echo "{}" > .vscode/tasks.json; git init -q clone/app && echo ran > clone/app/.git/hooks/pre-commit; echo done']);
+    rmSync(join(project, 'clone'), { recursive: true });
+    rmSync(join(project, '.vscode'), { recursive: true });
+    held.release();
+    const code = await held.exit;
+    expect(held.out()).toContain('done');
+    expect(code, held.out()).toBe(0);
+    // .vscode was missing when the command ran, in a directory that existed before it: refused,
+    // as if srt had never seen it. The clone is a repository the run created: its hook is set aside.
+    expect(existsSync(join(project, '.vscode', 'tasks.json'))).toBe(false);
+    expect(existsSync(join(project, 'clone', 'app', '.git', 'hooks', 'pre-commit'))).toBe(false);
   });
 
   it('a run that is not raced still starts (the check passes on an ordinary plan with masks, carve-outs and binds)', async () => {

@@ -44,7 +44,7 @@ function mounts(args: string[]): string[] {
   const out: string[] = [];
   for (let i = 0; i < args.indexOf('--chdir'); i++) {
     const a = args[i]!;
-    if (a === '--bind' || a === '--ro-bind' || a === '--dev-bind') { out.push(`${a.slice(2)} ${args[i + 2]}${args[i + 1] !== args[i + 2] ? ` <${args[i + 1]}` : ''}`); i += 2; }
+    if (['--bind', '--ro-bind', '--dev-bind', '--bind-try', '--ro-bind-try'].includes(a)) { out.push(`${a.slice(2)} ${args[i + 2]}${args[i + 1] !== args[i + 2] ? ` <${args[i + 1]}` : ''}`); i += 2; }
     else if (a === '--tmpfs' || a === '--remount-ro' || a === '--proc' || a === '--dev') { out.push(`${a.slice(2)} ${args[i + 1]}`); i += 1; }
   }
   return out;
@@ -456,7 +456,7 @@ describe('every writable root and the protected-path supervisor', () => {
     }, { ...sup, protectedTargets: targets });
     const plan = buildBwrapPlan(p, f, ['true']);
     expect(plan.placeholders).toEqual([]);
-    expect(mounts(plan.args)).toContain('ro-bind /w/dotfiles/bashrc');
+    expect(mounts(plan.args)).toContain('ro-bind-try /w/dotfiles/bashrc');
     expect(plan.protectedRoots).toEqual(['/w', '/data']);
     expect(plan.protectedPaths).toEqual(expect.arrayContaining(['/w/.env', '/w/.bashrc', '/w/dotfiles/bashrc', '/w/.vscode', '/w/.git/hooks']));
     const args = plan.args.slice(plan.args.indexOf('/h/srt-init'));
@@ -624,9 +624,24 @@ describe('denies that hold while the command runs (a host program replacing a de
     const p = policy({ denyRead: [rule('/w/a/b/c/.env')], denyWrite: [rule('/w/x/y/hook')] });
     const l = { '/w/a/b/c/.env': file('/w/a/b/c/.env'), '/w/x/y/hook': file('/w/x/y/hook') };
     const gated = buildBwrapPlan(p, facts(l, sup), ['true']);
-    expect(mounts(gated.args).filter((m) => m.startsWith('bind /w/') || m.startsWith('ro-bind /w/'))).toEqual(['bind /w/x', 'bind /w/x/y', 'ro-bind /w/x/y/hook', 'ro-bind /w/a/b/c/.env </r/denied']);
+    expect(mounts(gated.args).filter((m) => /^(ro-)?bind(-try)? \/w\//.test(m))).toEqual(['bind-try /w/x', 'bind-try /w/x/y', 'ro-bind-try /w/x/y/hook', 'ro-bind /w/a/b/c/.env </r/denied']);
     const mounted = buildBwrapPlan(p, facts(l), ['true']);
     expect(mounts(mounted.args)).toEqual(expect.arrayContaining(['bind /w/a', 'bind /w/a/b', 'bind /w/a/b/c']));
+  });
+
+  it('a write-denied path a host program removes before the mounts (a temporary clone deleted): with the supervisor, its bind and rename guards are skipped, never fatal; without it they stay required', () => {
+    // The supervisor refuses creating a write-denied path that is missing, so one that vanished
+    // after srt looked is no weaker than one that never existed; srt-init then wants nothing there.
+    const p = policy({ allowWrite: [rule('/tmp')], denyWrite: [rule('/w/keep')] });
+    const l = { '/tmp': dir('/tmp'), '/tmp/clone/app/.git/hooks': dir('/tmp/clone/app/.git/hooks'), '/w/keep': file('/w/keep') };
+    const targets = [{ path: '/tmp/clone/app/.git/hooks', kind: 'dir' as const }];
+    const binds = (plan: ReturnType<typeof buildBwrapPlan>) => plan.ops.filter((m) => m.kind === 'bind' && m.dest !== '/');
+    const supervised = buildBwrapPlan(p, facts(l, { ...sup, protectedTargets: targets }), ['true']);
+    expect(mounts(supervised.args)).toEqual(expect.arrayContaining(['bind-try /tmp/clone', 'bind-try /tmp/clone/app', 'bind-try /tmp/clone/app/.git', 'ro-bind-try /tmp/clone/app/.git/hooks', 'ro-bind-try /w/keep']));
+    // The write roots themselves stay required: one that vanished is an error, not a skip.
+    expect(binds(supervised).filter((m) => m.kind === 'bind' && !m.optional).map((m) => m.dest)).toEqual(['/tmp', '/w', '/r/tmp']);
+    const fallback = buildBwrapPlan(p, facts(l, { protectedTargets: targets }), ['true']);
+    expect(binds(fallback).filter((m) => m.kind === 'bind' && m.optional)).toEqual([]);
   });
 
   it('a directory too large to snapshot is left as it is, with a warning; one srt did not list stops the run', () => {
