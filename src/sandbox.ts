@@ -23,7 +23,9 @@ export class Sandbox {
    * `opts.platform` names; throws SandboxError. Runs the credentials' `source` commands and makes
    * presets' cache directories, unless `dryRun` (a sandbox only to describe plans).
    */
-  static async create(opts: SandboxOptions): Promise<Sandbox> {
+  static async create(given: SandboxOptions): Promise<Sandbox> {
+    // Its own copy: updateNetwork replaces the sandbox's network policy, never the caller's.
+    const opts = { ...given, policy: { ...given.policy } };
     const platform = opts.platform ?? hostPlatform();
     let backend: PlatformBackend;
     if (platform === 'macos') backend = await (await import('./platform/macos.js')).MacosSandbox.create(opts);

@@ -1,6 +1,8 @@
 // Everyday use (issue: workflows): the reference tool's spellings, help, honest messages, a
 // read-only working directory, nesting, and what srt says after refusing a connection.
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -274,6 +276,34 @@ describe('the library', () => {
     expect(r.stdout).toContain('first=0 second=refused: a Sandbox runs one command at a time');
     expect(r.stdout).toContain('third=0');
     expect(readFileSync(join(dir, 'order'), 'utf8')).toBe('first\nthird\n');
+  });
+
+  it('updateNetwork replaces the network policy for the later commands of the sandbox too, until the next call', async () => {
+    const server = createServer((_req, res) => res.end('hello from the host\n'));
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      const get = { shell: `echo "got $(curl -s -o /dev/null -w '%{http_code}' http://localhost:${port}/)"` };
+      const { r } = await embedder('update-network', [
+        `const widened = loadPolicy({ cwd: process.cwd(), home: ${JSON.stringify(home)}, flags: { allowDomain: ['localhost:${port}'] } });`,
+        'const sandbox = await Sandbox.create({ policy });',
+        `const get = ${JSON.stringify(get)};`,
+        'await sandbox.run(get);',
+        'sandbox.updateNetwork(widened.network);',
+        'await sandbox.run(get);',
+        'await sandbox.run(get);',
+        'sandbox.updateNetwork(policy.network);',
+        'await sandbox.run(get);',
+        'await sandbox.dispose();',
+      ]);
+      expect(r.exitCode, r.stderr).toBe(0);
+      // Unreachable (no such port inside), then forwarded for two commands in a row, then
+      // unreachable again: the second call restores the policy given to create, which the first
+      // did not change.
+      expect(r.stdout.split('\n').filter((l) => l.startsWith('got '))).toEqual(['got 000', 'got 200', 'got 200', 'got 000']);
+    } finally {
+      server.close();
+    }
   });
 
   it('an embedding program runs two commands in one sandbox, handles its own SIGINT, and sees nothing on its stderr', async () => {
