@@ -201,7 +201,7 @@ export function startBackground(args: string[], home: string, cwd: string, mode:
   const exit = new Promise<number | null>((res) => child.on('exit', (code, sig) => res(code ?? (sig ? -1 : null))));
   let out = '';
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no ready line: ${out}`)); }, 15_000);
+    const timer = setTimeout(() => { child.kill('SIGKILL'); reject(new Error(`no ready line: ${out}`)); }, 25_000);
     child.stdout!.on('data', (b: Buffer) => {
       out += b.toString();
       const m = /^(.*)\nready\n/s.exec(out);

@@ -52,7 +52,7 @@ async function startHeld(home: string, cwd: string, args: string[]): Promise<Hel
   child.stdout!.on('data', (b: Buffer) => { out += b.toString(); });
   child.stderr!.on('data', (b: Buffer) => { out += b.toString(); });
   const exit = new Promise<number | null>((res) => child.on('exit', (code) => res(code)));
-  for (let i = 0; i < 200 && !readdirSync(run).some((d) => d !== '0-dead'); i++) await sleep(25);
+  for (const end = Date.now() + 20_000; Date.now() < end && !readdirSync(run).some((d) => d !== '0-dead');) await sleep(25);
   if (!readdirSync(run).some((d) => d !== '0-dead')) throw new Error(`srt never planned: ${out}`);
   return { out: () => out, exit, release: () => rmdirSync(lock) };
 }
