@@ -6,7 +6,6 @@
 // directories and srt's key directory are made.
 
 import { accessSync, constants as fsConstants, lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, statSync } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import type { CredentialPlan } from '../credentials/plan.js';
 import type { Policy } from '../policy.js';
@@ -104,9 +103,15 @@ export interface TreeSearch {
   tooLarge?: boolean;
 }
 
-/** A run directory's name: the owner's pid first, so leftovers of killed runs can be told apart. */
+/** A run directory's name: the owner's pid first, so leftovers of killed runs can be told apart,
+ *  then six random characters against a leftover of an earlier process with the same pid. The
+ *  name is no secret (the command sees it as TMPDIR's parent; ~/.srt/run is private and the run
+ *  makes its directory exclusively): Math.random, not node:crypto, which a plain run never loads. */
 function runDirName(): string {
-  return `${process.pid}-${randomBytes(6).toString('base64url').slice(0, 6)}`;
+  const chars = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+  let suffix = '';
+  for (let i = 0; i < 6; i++) suffix += chars[Math.floor(Math.random() * chars.length)];
+  return `${process.pid}-${suffix}`;
 }
 
 /** Files with several hard links in protected directories (two levels down, bounded): another

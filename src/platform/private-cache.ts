@@ -46,8 +46,21 @@ export function trustedCacheDir(home: string, dir: string): boolean {
 /** An entry's bytes, if it and its directories are trusted; opened non-blocking (a FIFO there
  *  would wait for a writer forever) and without following a symlink. */
 export function readCacheFile(home: string, path: string): Buffer | undefined {
+  return cacheReader(home, dirname(path))?.(path);
+}
+
+/**
+ * A reader of entries in `dir`, its directories checked once (for a caller reading many entries
+ * at once, as the code cache does at start), or undefined when they are not trusted. Each entry
+ * is still checked as its own: a file owned by this user that nobody else may write.
+ */
+export function cacheReader(home: string, dir: string): ((path: string) => Buffer | undefined) | undefined {
   const uid = euid();
-  if (uid === undefined || !trustedCacheDir(home, dirname(path))) return undefined;
+  if (uid === undefined || !trustedCacheDir(home, dir)) return undefined;
+  return (path) => readOwnedFile(path, uid);
+}
+
+function readOwnedFile(path: string, uid: number): Buffer | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);

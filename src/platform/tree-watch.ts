@@ -6,8 +6,8 @@
 // the search stale. docs/design-choices.md "Reusing the tree search" says why this is sound.
 
 import { closeSync, constants, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
-import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
+import { nodeCrypto } from '../node-crypto.js';
 import { removeTree } from './remove.js';
 
 /** File systems whose every change to a name is made through this kernel (so inotify sees it):
@@ -166,7 +166,7 @@ export class TreeWatch {
       this.fail(`cannot check: ${(e as Error).message}`);
     }
     if (this.why) return this.why;
-    const name = randomBytes(9).toString('base64url');
+    const name = nodeCrypto().randomBytes(9).toString('base64url');
     const back = new Promise<boolean>((resolve) => {
       const timer = setTimeout(() => resolve(false), FENCE_TIMEOUT_MS);
       this.fenceWaiter = { name, done: () => { clearTimeout(timer); resolve(true); } };

@@ -1,10 +1,10 @@
 // Where settings live (SPEC §2.1) and how a file becomes a plain object. No spawning, no env
 // lookups for locations: the managed location is fixed so an unprivileged user cannot redirect it.
 
-import { createHash } from 'node:crypto';
 import { lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, extname, join, resolve } from 'node:path';
+import { nodeCrypto } from '../node-crypto.js';
 import type { Scope } from '../policy.js';
 import { SettingsError } from './errors.js';
 import { JsonSyntaxError, parseJson } from './json.js';
@@ -269,7 +269,7 @@ export function readSettingsFile(path: string): ReadSettings {
   } catch (err) {
     throw new SettingsError(`${path}: cannot read: ${describeErrno(err)}`);
   }
-  const sha256 = createHash('sha256').update(bytes).digest('hex');
+  const sha256 = nodeCrypto().createHash('sha256').update(bytes).digest('hex');
   return { settings: parseSettingsText(path, bytes.toString('utf8')), sha256 };
 }
 

@@ -5,10 +5,10 @@
 // changed file, or an srt whose schema changed, validates again. Failing to record one only
 // costs the time.
 
-import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { nodeCrypto } from '../node-crypto.js';
 import { readCacheFile, prepareCacheDir, writeCacheFile } from '../platform/private-cache.js';
 import { SCHEMA_MODULE_URL } from './schema.js';
 
@@ -18,6 +18,7 @@ const MAX_ENTRIES = 256;
 let schemaHash: string | undefined;
 
 function entryName(fileSha256: string): string {
+  const { createHash } = nodeCrypto();
   schemaHash ??= createHash('sha256').update(readFileSync(fileURLToPath(SCHEMA_MODULE_URL))).digest('hex');
   return createHash('sha256').update(`${schemaHash}\0${fileSha256}`).digest('hex');
 }

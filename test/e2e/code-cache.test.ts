@@ -1,12 +1,13 @@
 // srt's CLI chunks run with V8 bytecode cached in ~/.srt/cache/code (src/code-cache.ts). Bytecode
 // is code that runs outside the sandbox: these tests plant a forged entry (bytecode of other code
 // with the same length, which V8 cannot tell apart) and check it runs only from where nobody but
-// the user could have put it, and that a broken entry costs nothing but time.
+// the user could have put it, only for the exact source and node it was made by, and that a
+// broken entry costs nothing but time.
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { entryName } from '../../src/code-cache.js';
-import { CHUNK, forgedBytecode, NODE } from './code-cache-fixtures.js';
+import { CHUNK, chunkEntry, forgedBytecode, forgedSource, NODE } from './code-cache-fixtures.js';
 import { REPO, scratchDirs, srt, tempDir } from './helpers.js';
 
 const tmp = tempDir('srt-code-cache-');
@@ -23,7 +24,7 @@ describe('the code cache (~/.srt/cache/code)', () => {
     expect((await run(home, cwd)).exitCode).toBe(0);
     const first = entries(home);
     expect(first.length).toBeGreaterThan(3);
-    expect(first).toContain(entryName(readFileSync(CHUNK, 'utf8'), NODE));
+    expect(first).toContain(entryName(CHUNK, NODE));
     expect(statSync(cacheDir(home)).mode & 0o777).toBe(0o700);
     const mtimes = first.map((e) => {
       const st = statSync(join(cacheDir(home), e));
@@ -36,6 +37,16 @@ describe('the code cache (~/.srt/cache/code)', () => {
     expect(first.map((e) => statSync(join(cacheDir(home), e)).mtimeMs)).toEqual(mtimes);
   });
 
+  it('entries of another format (an older srt\'s) are removed when srt writes its own', async () => {
+    const { home, cwd } = scratch();
+    mkdirSync(cacheDir(home), { recursive: true, mode: 0o700 });
+    const old = join(cacheDir(home), 'ab'.repeat(32));
+    writeFileSync(old, 'bytecode of an older srt', { mode: 0o600 });
+    expect((await run(home, cwd)).exitCode).toBe(0);
+    expect(existsSync(old)).toBe(false);
+    expect(entries(home)).toContain(entryName(CHUNK, NODE));
+  });
+
   it('SRT_NO_CODE_CACHE compiles from source and writes nothing', async () => {
     const { home, cwd } = scratch();
     expect((await run(home, cwd, { SRT_NO_CODE_CACHE: '1' })).exitCode).toBe(0);
@@ -45,12 +56,12 @@ describe('the code cache (~/.srt/cache/code)', () => {
   it('runs cached bytecode only from an entry that nobody else can write; a broken entry is compiled from source and replaced', async () => {
     const { base, home, cwd } = scratch();
     expect((await run(home, cwd)).exitCode).toBe(0);
-    const entry = join(cacheDir(home), entryName(readFileSync(CHUNK, 'utf8'), NODE));
+    const entry = chunkEntry(home);
     const mark = join(base, 'FORGED_RAN');
     const forged = forgedBytecode(mark);
-    const plant = (mode = 0o600) => {
+    const plant = (mode = 0o600, bytes = forged) => {
       rmSync(entry, { force: true });
-      writeFileSync(entry, forged, { mode });
+      writeFileSync(entry, bytes, { mode });
       chmodSync(entry, mode);
     };
     /** Did the planted bytecode run? srt itself must work either way when it did not. */
@@ -93,6 +104,14 @@ describe('the code cache (~/.srt/cache/code)', () => {
       chownSync(cacheDir(home), 65534, 65534);
       expect(await ran()).toBe(false);
       chownSync(cacheDir(home), 0, 0);
+    }
+
+    // Made from another source of the same length (the chunk as another build had it), or by
+    // another node or with other flags: not used, and the entry made anew.
+    for (const claims of [{ source: forgedSource(mark) }, { node: { ...NODE, execArgv: ['--no-opt'] } }, { node: { ...NODE, version: 'v0.0.0' } }]) {
+      plant(0o600, forgedBytecode(mark, claims));
+      expect(await ran(), JSON.stringify(claims)).toBe(false);
+      expect(readFileSync(entry).includes(readFileSync(CHUNK)), JSON.stringify(claims)).toBe(true);
     }
 
     // Garbage of any length: rejected by V8, compiled from source, and the entry made anew.
