@@ -131,15 +131,17 @@ async function openAuditLog(log: string, policy: SettingsReport['policy']): Prom
  *  `suggest`, the settings snippet that would have allowed what was refused. */
 async function reportRefusals(sandbox: Sandbox, policy: Policy, suggest: boolean, sayAfter: (line: string) => void): Promise<void> {
   const violations = sandbox.violations();
-  const { networkAdvice, splitHostPort } = await import('./settings/advice.js');
+  let advise: typeof import('./settings/advice.js') | undefined;
   const domains: string[] = [];
   for (const line of violations) {
     sayAfter(line.startsWith('srt: ') ? line : `srt: ${line}`);
     // What would allow it stands next to each destination refused for not being listed.
     const m = /^(?:srt: )?blocked (\S+) — not in (?:the managed )?network\.allowedDomains/.exec(line);
-    const dest = m ? splitHostPort(m[1]!) : null;
+    if (!m) continue;
+    advise ??= await import('./settings/advice.js');
+    const dest = advise.splitHostPort(m[1]!);
     if (!dest) continue;
-    const advice = networkAdvice(policy, dest.host, dest.port);
+    const advice = advise.networkAdvice(policy, dest.host, dest.port);
     sayAfter(`srt: to allow ${m![1]}: ${advice}`);
     // --suggest takes the entry the hint names, only where a user entry allows it (not srt trust,
     // not a managed-only list).

@@ -161,13 +161,19 @@ async function main(argv: string[]): Promise<number> {
     throw err;
   });
   const result = { exit: 0 };
-  const explicit: { tail?: string[] } = {};
-  const program = buildProgram(result, explicit);
-  // The program's own options tell the split which options take values.
-  const split = splitAtDoubleDash(argv, program.options);
-  if (split) explicit.tail = split.tail;
   try {
-    await program.parseAsync(split ? split.head : argv, { from: 'user' });
+    // `srt -- COMMAND...`, no option before the `--`: the run needs nothing the program would
+    // parse, so it is not built (the same action, as the program's would call it).
+    if (argv[0] === '--') {
+      result.exit = await runAction(commandSpec([], argv.slice(1), {})!, {});
+    } else {
+      const explicit: { tail?: string[] } = {};
+      const program = buildProgram(result, explicit);
+      // The program's own options tell the split which options take values.
+      const split = splitAtDoubleDash(argv, program.options);
+      if (split) explicit.tail = split.tail;
+      await program.parseAsync(split ? split.head : argv, { from: 'user' });
+    }
   } catch (err) {
     if (err instanceof CommanderError) return err.exitCode === 0 ? 0 : EXIT_SRT_FAILURE;
     if (err instanceof Fatal) {
