@@ -203,5 +203,5 @@ describe('lazy loading', () => {
     expect(await loaded({ envVars: [{ name: 'TOKEN', mode: 'mask' }] }, { TOKEN: 'x'.repeat(30) })).toEqual([]);
     // With a masked AWS credential the stage is there from the start (it is needed by the first request).
     expect((await loaded(maskedVars, awsEnv(REAL, home))).length).toBeGreaterThan(0);
-  }, 60_000);
+  }, 240_000);
 });

@@ -125,7 +125,7 @@ open('python.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().de
     for (const echo of files) expect(JSON.parse(echo).headers.authorization).toBe(`Bearer ${r.kv.gh}`);
     expect(r.kv.gh).toMatch(/^ghp_[A-Za-z0-9]{36}$/);
     noReal(r.stdout, r.stderr, ...files, readFileSync(join(cwd, 'environ.txt'), 'utf8'));
-  }, 90_000);
+  }, 240_000);
 
   it('the tripwire runs on every forwarded TLS port: a sentinel sent to a local service outside its injectHosts is stopped and reported', async () => {
     other.reset();
@@ -147,7 +147,7 @@ open('python.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().de
     expect(seen).not.toMatch(/ghp_[A-Za-z0-9]{36}/);
     noReal(seen, r.stdout, r.stderr);
     expect(r.stderr).toMatch(/^srt: blocked GH_TOKEN's sentinel on its way to localhost$/m);
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('an inject host named in /etc/hosts for a loopback service (api.fake.test → 127.0.0.1)', () => {
@@ -180,7 +180,7 @@ open('python.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().de
     const files = ['proxied.json', 'direct.json', 'python.json'].map((f) => readFileSync(join(cwd, f), 'utf8'));
     for (const echo of files) expect(JSON.parse(echo).headers.authorization).toBe(`Bearer ${r.kv.gh}`);
     noReal(r.stdout, r.stderr, ...files, readFileSync(join(cwd, 'environ.txt'), 'utf8'));
-  }, 90_000);
+  }, 240_000);
 
   it('a forwarded port reached by a name the policy refuses, or by one that leads elsewhere, is closed and reported', async () => {
     service.reset();
@@ -193,7 +193,7 @@ open('python.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().de
     expect(service.raw()).toBe('');
     expect(r.stderr).toContain(`srt: blocked other.fake.test:${port} — not in network.allowedDomains`);
     expect(r.stderr).toContain(`srt: blocked elsewhere.fake.test:${port} — TLS server name "elsewhere.fake.test" does not lead to the forwarded port 127.0.0.1:${port}`);
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('a mask without injectHosts', () => {
@@ -218,7 +218,7 @@ describe('a mask without injectHosts', () => {
     const single = readFileSync(join(cwd, 'single.json'), 'utf8');
     expect(JSON.parse(single).headers.authorization).toBe(`Bearer ${r.kv.gh}`);
     noReal(r.stdout, r.stderr, single);
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('an inject host over plain HTTP', () => {
@@ -243,7 +243,7 @@ print('python=' + urllib.request.urlopen(req, timeout=20).read().decode())"`,
     noReal(seen, r.stdout, r.stderr);
     const line = `srt: warning: not injected: plain HTTP — GH_TOKEN's sentinel went to api.fake.test:${port} unchanged (srt injects only inside terminated TLS: use https://, or set credentials.allowPlaintextInject)`;
     expect(r.stderr.split('\n').filter((l) => l === line)).toHaveLength(1);
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('a guarded value elsewhere: base64-encoded in another variable, in a credential file passed unmasked', () => {
@@ -313,5 +313,5 @@ open('docker.json', 'w').write(urllib.request.urlopen(req, timeout=20).read().de
       rmSync(join(home, '.npmrc'));
       rmSync(join(home, '.docker'), { recursive: true });
     }
-  }, 90_000);
+  }, 240_000);
 });

@@ -70,7 +70,7 @@ describe('hostile globs', () => {
     const r = await srt(['--', 'true'], { ...dir, timeout: 30_000 });
     // srt's own bound for expanding a glob is 10 s: it finishes (runs, or refuses with 125).
     expect(r.timedOut).toBe(false);
-  }, 40_000);
+  }, 240_000);
 });
 
 describe('settings files of other local users', () => {

@@ -186,7 +186,7 @@ describe('a concurrent sandbox racing the plan', () => {
     expect(existsSync(swapping)).toBe(true);
     expect(existsSync(marker)).toBe(false);
     expect(listing(home).filter((e) => e !== '.srt')).toEqual(['.npmrc']);
-  }, 90_000);
+  }, 240_000);
 });
 
 // The helper's own check, given a plan that differs from what bwrap mounted (the window between

@@ -22,7 +22,7 @@ beforeAll(async () => {
   if (r.exitCode !== 0 || r.stdout.trim() !== '1.3.0') {
     throw new Error(`these tests need the npm registry, and ${REGISTRY} did not answer npm on this machine (${r.timedOut ? 'timed out' : (r.stderr.split('\n')[0] || `exit ${r.exitCode}`)}); nothing else is wrong`);
   }
-}, 60_000);
+}, 240_000);
 
 /** A project whose package-lock.json pins left-pad 1.3.0, for npm ci. */
 function leftPadProject(cwd: string): void {

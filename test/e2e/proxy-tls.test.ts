@@ -655,7 +655,7 @@ describe('resources', () => {
       now = openFds();
     }
     expect(now).toBeLessThanOrEqual(baseline);
-  }, 60_000);
+  }, 240_000);
 });
 
 describe('tunnel stages', () => {

@@ -62,7 +62,7 @@ true`;
         expect(existsSync(mark), c.name).toBe(false);
         expect(next.exitCode, `${c.name}: ${next.stderr}`).toBe(0);
       }
-    });
+    }, 240_000);
   }
 });
 

@@ -122,7 +122,7 @@ describe('signals and cleanup', () => {
     expect(code).toBe(130);
     expect(existsSync(firstLine.replace(/\/tmp$/, ''))).toBe(false);
     expect(processesWith(marker)).toEqual([]);
-   }, 90_000);
+   }, 240_000);
 
   // Placeholders exist only without the seccomp supervisor (old kernels): forced here.
   it('without the supervisor: a run killed with SIGKILL leaves its state file; a later run keeps a live run\'s placeholders and reaps a dead one\'s', async () => {

@@ -360,7 +360,7 @@ describe('the CA key never enters the sandbox', () => {
     expect(r.results.key_read).toBe('0');
     expect(r.results.found).toBe('nothing');
     expect(r.results.issuer).toBe(`issuer: ${ca.subject}`);
-  }, 90_000);
+  }, 240_000);
 
   it('a user CA key inside a writable directory can be neither read, nor rewritten, nor swapped', async () => {
     const ca = userCa(join(cwd, 'keys'));
@@ -386,7 +386,7 @@ describe('the CA key never enters the sandbox', () => {
     const r = await inSandbox('python3 probe.py needle', tlsSettings());
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.results.found).toBe('nothing');
-  }, 90_000);
+  }, 240_000);
 });
 
 describe('CA configuration problems stop the run (exit 125), and what srt shows', () => {
