@@ -8,7 +8,7 @@
 //   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //   srt-init --splice PARENTPID                               (outside: one tunnel, splice.c)
 //   srt-init --landlock-abi                                   (for srt doctor, landlock.c)
-//   srt-init --list-protected DEPTH [-f NAME]... [-s SUFFIX]... [-d DIRNAME]...
+//   srt-init --list-protected DEPTH [-f NAME]... [-s SUFFIX]... [-d DIRNAME]... [--cache]
 //                                                   (outside: the protected-path search, listing.c)
 //
 // bwrap starts it as PID 1 of the sandbox's PID namespace (--unshare-user --as-pid-1

@@ -305,7 +305,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
   try {
     bwrap = findBubblewrap();
     const searching = treeSearch(JSON.stringify([searchRoots, policy.mandatoryDenySearchDepth, globPaths]), previous?.search, opts.oneCommand !== true && !opts.dryRun, runRoot,
-      (watch) => Promise.all([listProtected(searchRoots, policy.mandatoryDenySearchDepth, watch), Promise.resolve(expandGlobPaths(globPaths, watch))]));
+      (watch) => Promise.all([listProtected(searchRoots, policy.mandatoryDenySearchDepth, watch, policy.home), Promise.resolve(expandGlobPaths(globPaths, watch))]));
     // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
     // load failure surfaces in run().
     if (seccompHelper) loadProxyModule().catch(() => {});

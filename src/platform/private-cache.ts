@@ -1,6 +1,7 @@
 // Files srt keeps between runs under ~/.srt/cache, which a later run reads back outside any
 // sandbox: V8 bytecode (src/code-cache.ts), settings files known valid (settings/valid-cache.ts),
-// the encoded roots of the Java trust store (proxy/trust.ts). ~/.srt is never writable from a
+// the encoded roots of the Java trust store (proxy/trust.ts), srt-init's record of its last walk
+// of a tree (platform/search.ts). ~/.srt is never writable from a
 // sandbox; beyond that, an entry counts only when it and every directory from ~/.srt down to it
 // belong to this user and nobody else may write them (`sudo -E srt` with another user's HOME
 // reads nothing that user put there), read without following a symlink. Failing to read or to
@@ -61,16 +62,34 @@ export function cacheReader(home: string, dir: string): ((path: string) => Buffe
 }
 
 function readOwnedFile(path: string, uid: number): Buffer | undefined {
+  const fd = openOwnedFile(path, uid);
+  if (fd === undefined) return undefined;
+  try {
+    return readFileSync(fd);
+  } catch {
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+function openOwnedFile(path: string, uid: number): number | undefined {
   let fd: number | undefined;
   try {
     fd = openSync(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
     const st = fstatSync(fd);
-    return st.isFile() && ownedAlone(st, uid) ? readFileSync(fd) : undefined;
-  } catch {
-    return undefined;
-  } finally {
-    if (fd !== undefined) closeSync(fd);
-  }
+    if (st.isFile() && ownedAlone(st, uid)) return fd;
+  } catch { /* missing or unreadable: no entry */ }
+  if (fd !== undefined) closeSync(fd);
+  return undefined;
+}
+
+/** A descriptor of an entry, if it and its directories are trusted (as readCacheFile reads
+ *  one), for another process to read; the caller closes it. */
+export function openCacheFile(home: string, path: string): number | undefined {
+  const uid = euid();
+  if (uid === undefined || !trustedCacheDir(home, dirname(path))) return undefined;
+  return openOwnedFile(path, uid);
 }
 
 /** Make the directories from ~/.srt down to `dir` (private), and say whether they can be trusted. */
@@ -79,6 +98,35 @@ export function prepareCacheDir(home: string, dir: string): boolean {
     try { mkdirSync(d, { mode: 0o700 }); } catch { /* exists (checked below) or cannot be made */ }
   }
   return trustedCacheDir(home, dir);
+}
+
+let temps = 0;
+
+/** A new private temporary file beside an entry, in a trusted directory, for another process
+ *  to fill: `commit` renames it over the entry, `discard` removes it. */
+export function cacheFileWriter(home: string, path: string): { fd: number; commit(): boolean; discard(): void } | undefined {
+  if (!prepareCacheDir(home, dirname(path))) return undefined;
+  const tmp = `${path}.${process.pid}.${++temps}.tmp`;
+  let fd: number;
+  try {
+    fd = openSync(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | constants.O_NOFOLLOW, 0o600);
+  } catch {
+    return undefined;
+  }
+  const discard = () => rmSync(tmp, { force: true });
+  return {
+    fd,
+    commit: () => {
+      try {
+        renameSync(tmp, path);
+        return true;
+      } catch {
+        discard();
+        return false;
+      }
+    },
+    discard,
+  };
 }
 
 /** Write an entry whole (a temporary name, then renamed over it) into a trusted directory;

@@ -2,8 +2,8 @@
 // else one walk of srt-init, or ripgrep and find without it) and wrap-time expansion of read globs.
 // Both are bounded in time; a search that runs out of time is an error (fail closed).
 
-import { execFile } from 'node:child_process';
-import { existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { execFile, spawn } from 'node:child_process';
+import { closeSync, existsSync, lstatSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { globMatcher, isGlob } from '../glob.js';
 import type { Landing } from '../profiles/landing.js';
@@ -12,6 +12,7 @@ import { isProtectedDirName, isProtectedLink, protectedListArgs, protectedSearch
 import type { GitFile, RepoHooks, RootScan } from '../profiles/protected-plan.js';
 import { findSystemTool } from './deps.js';
 import { findInitHelper } from './init-helper.js';
+import { cacheFileWriter, openCacheFile } from './private-cache.js';
 import { resolveLanding } from './landing.js';
 import { walkProtected } from './search-walk.js';
 import { sandboxMay } from './reach.js';
@@ -86,29 +87,105 @@ function findLinks(root: string, depth: number): Promise<RgResult> {
  * protected name, and every symlink (the protected ones picked here), relative. srt-init exits
  * 125 with a message on anything that would leave the listing incomplete.
  */
-function listWithHelper(helper: string, root: string, depth: number): Promise<{ files: RgResult; links: RgResult; shut: string[] }> {
+function listWithHelper(helper: string, root: string, depth: number, home?: string): Promise<{ files: RgResult; links: RgResult; shut: string[] }> {
+  const args = protectedListArgs(depth);
+  const record = home !== undefined ? walkRecord(home, root, args) : undefined;
   return new Promise((resolvePromise, reject) => {
-    execFile(helper, protectedListArgs(depth), { cwd: root, timeout: SEARCH_TIMEOUT_MS, maxBuffer: MAX_OUTPUT, killSignal: 'SIGKILL', encoding: 'buffer' }, (err, stdout, stderr) => {
-      const timedOut = (err as { killed?: boolean } | null)?.killed === true;
-      if (err && !timedOut) return reject(new SearchError(`the protected-path search failed: ${stderr.toString().trim() || err.message}`));
-      const files: string[] = [];
-      const links: string[] = [];
-      const shut: string[] = [];
-      for (let at = 0, end = stdout.indexOf(0); end >= 0; at = end + 1, end = stdout.indexOf(0, at)) {
-        const kind = String.fromCharCode(stdout[at]!);
-        const raw = stdout.subarray(at + 1, end);
-        const path = raw.toString('utf8');
-        const list = kind === 'f' ? files : kind === 'u' ? shut : kind === 'l' && isProtectedLink(path) ? links : undefined;
-        if (!list) continue;
-        // A path that is not UTF-8 cannot be named to bubblewrap or the supervisor: refused
-        // where the part srt would protect holds such a name.
-        if (!decodes(raw) && !protectedBelow(kind, path)) {
-          return reject(new SearchError(`srt cannot protect ${JSON.stringify(join(root, path))}: its path is not valid UTF-8; rename it`));
+    runHelper(helper, record ? [...args, '--cache'] : args, root, record, (err, timedOut, stdout, stderr) => {
+      let written = false;
+      try {
+        if (err && !timedOut) return reject(new SearchError(`the protected-path search failed: ${stderr.toString().trim() || err.message}`));
+        const files: string[] = [];
+        const links: string[] = [];
+        const shut: string[] = [];
+        for (let at = 0, end = stdout.indexOf(0); end >= 0; at = end + 1, end = stdout.indexOf(0, at)) {
+          const kind = String.fromCharCode(stdout[at]!);
+          if (kind === 'C') {
+            written = !timedOut;
+            continue;
+          }
+          const raw = stdout.subarray(at + 1, end);
+          const path = raw.toString('utf8');
+          const list = kind === 'f' ? files : kind === 'u' ? shut : kind === 'l' && isProtectedLink(path) ? links : undefined;
+          if (!list) continue;
+          // A path that is not UTF-8 cannot be named to bubblewrap or the supervisor: refused
+          // where the part srt would protect holds such a name.
+          if (!decodes(raw) && !protectedBelow(kind, path)) {
+            return reject(new SearchError(`srt cannot protect ${JSON.stringify(join(root, path))}: its path is not valid UTF-8; rename it`));
+          }
+          list.push(path);
         }
-        list.push(path);
+        resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut }, shut });
+      } finally {
+        if (record?.out) {
+          if (written) record.out.commit();
+          else record.out.discard();
+        }
       }
-      resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut }, shut });
     });
+  });
+}
+
+/**
+ * srt-init's record of its last walk of `root` (init/listing.c, --cache: each directory's names
+ * with the stamp it had before they were read), under ~/.srt/cache/tree, which no sandbox can
+ * write; `in` is read by the walk (absent: it reads everything), `out` receives the new one. A
+ * record that is not the user's alone is not read, one that cannot be written is not kept.
+ */
+function walkRecord(home: string, root: string, args: string[]): { in?: number; out?: NonNullable<ReturnType<typeof cacheFileWriter>> } {
+  const dir = join(home, '.srt', 'cache', 'tree');
+  const path = join(dir, `${fnv(`${root}\0${args.join('\0')}`)}.walk`);
+  const input = openCacheFile(home, path);
+  const out = cacheFileWriter(home, path);
+  return { ...(input !== undefined ? { in: input } : {}), ...(out ? { out } : {}) };
+}
+
+/** A 64-bit FNV-1a digest of a string's UTF-16 code units, in hex (names a record, nothing more:
+ *  the record itself says which root and walk it is of). */
+function fnv(s: string): string {
+  let h = 0xcbf29ce484222325n;
+  for (let i = 0; i < s.length; i++) h = BigInt.asUintN(64, (h ^ BigInt(s.charCodeAt(i))) * 0x100000001b3n);
+  return h.toString(16).padStart(16, '0');
+}
+
+/** srt-init's walk, with the record's descriptors as its stdin and descriptor 3; stopped after
+ *  SEARCH_TIMEOUT_MS or past MAX_OUTPUT bytes of listing. */
+function runHelper(helper: string, args: string[], cwd: string, record: ReturnType<typeof walkRecord> | undefined,
+  done: (err: Error | null, timedOut: boolean, stdout: Buffer, stderr: Buffer) => void): void {
+  const stdio: ('ignore' | 'pipe' | number)[] = [record?.in ?? 'ignore', 'pipe', 'pipe', ...(record?.out ? [record.out.fd] : [])];
+  let child;
+  try {
+    child = spawn(helper, args, { cwd, stdio });
+  } catch (e) {
+    done(e as Error, false, Buffer.alloc(0), Buffer.alloc(0));
+    return;
+  } finally {
+    if (record?.in !== undefined) closeSync(record.in);
+    if (record?.out) closeSync(record.out.fd);
+  }
+  const out: Buffer[] = [];
+  const err: Buffer[] = [];
+  let size = 0;
+  let timedOut = false;
+  let tooBig = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill('SIGKILL');
+  }, SEARCH_TIMEOUT_MS);
+  child.stdout!.on('data', (b: Buffer) => {
+    size += b.length;
+    if (size > MAX_OUTPUT) {
+      tooBig = true;
+      child.kill('SIGKILL');
+    } else out.push(b);
+  });
+  child.stderr!.on('data', (b: Buffer) => err.push(b));
+  let failed: Error | undefined;
+  child.on('error', (e) => { failed = e; });
+  child.on('close', (code, signal) => {
+    clearTimeout(timer);
+    const why = failed ?? (tooBig ? new Error(`its listing passed ${MAX_OUTPUT} bytes`) : code === 0 ? null : new Error(`exited ${code ?? signal}`));
+    done(why, timedOut, Buffer.concat(out), Buffer.concat(err));
   });
 }
 
@@ -216,9 +293,9 @@ export interface RootListing {
  * What another process lists below `at` to depth+2, relative: srt-init's walk (a fifth of rg's
  * and find's CPU time) where it is built, else rg and find; `timedOut` when it ran out of time.
  */
-export async function toolListing(at: string, depth: number): Promise<{ files: string[]; links: string[]; shut: string[]; timedOut: boolean }> {
+export async function toolListing(at: string, depth: number, home?: string): Promise<{ files: string[]; links: string[]; shut: string[]; timedOut: boolean }> {
   const helper = findInitHelper();
-  const [files, links, shut] = 'path' in helper ? await listWithHelper(helper.path, at, depth).then((l) => [l.files, l.links, l.shut] as const)
+  const [files, links, shut] = 'path' in helper ? await listWithHelper(helper.path, at, depth, home).then((l) => [l.files, l.links, l.shut] as const)
     : [...await Promise.all([rg(protectedSearchArgs(depth), at), findLinks(at, depth)]), []] as const;
   return { files: files.files.map((f) => f.replace(/^\.\//, '')), links: links.files, shut: [...shut], timedOut: files.timedOut || links.timedOut };
 }
@@ -227,10 +304,11 @@ export async function toolListing(at: string, depth: number): Promise<{ files: s
  * List protected names below every writable root (files and symlinks: a small tree walked in
  * this process, else toolListing; the same listing either way) to depth+2. With `watch`, each
  * root is searched through a descriptor of it, and every directory the search reads is watched
- * first (so the listing can be reused while nothing changed). Fails closed: an incomplete search
- * would leave protected paths writable.
+ * first (so the listing can be reused while nothing changed); without, given `home`, srt-init
+ * keeps a record of its walk there and reads again only the directories changed since. Fails
+ * closed: an incomplete search would leave protected paths writable.
  */
-export async function listProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, watch?: TreeWatch): Promise<RootListing[]> {
+export async function listProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, watch?: TreeWatch, home?: string): Promise<RootListing[]> {
   return Promise.all(roots.map(async ({ root, isGitDir }) => {
     const pinned = watch?.pin(root);
     try {
@@ -241,7 +319,7 @@ export async function listProtected(roots: { root: string; isGitDir?: boolean }[
       if (pinned) watch!.tree(at, depth + 1);
       // A small tree is walked in this process (search-walk.ts), a larger one by another.
       const listed: { files: string[]; links: string[]; shut?: string[]; timedOut?: boolean } =
-        !dir ? { files: [], links: [] } : walkProtected(at, depth + 2) ?? await toolListing(at, depth);
+        !dir ? { files: [], links: [] } : walkProtected(at, depth + 2) ?? await toolListing(at, depth, watch ? undefined : home);
       if (listed.timedOut) {
         throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
       }
@@ -255,7 +333,7 @@ export async function listProtected(roots: { root: string; isGitDir?: boolean }[
 
 /** Search every writable root for protected paths (listProtected, then readProtected). */
 export async function scanProtected(roots: { root: string; isGitDir?: boolean }[], depth: number, home: string): Promise<ProtectedScan> {
-  return readProtected(await listProtected(roots, depth), home);
+  return readProtected(await listProtected(roots, depth, undefined, home), home);
 }
 
 /**
