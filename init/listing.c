@@ -216,7 +216,7 @@ static void visit(const struct wanted *w, int fd, const struct stat *st, char *p
       if (it->kind == 'f' || it->kind == 'l') {
         emit(it->kind, path, n);
         put_item(it->kind, name, it->len);
-      } else subdir(w, fd, name, path, n, depth + 1, inside || among(name, w->dirs, w->ndirs), it->child);
+      } else if (depth < w->depth) subdir(w, fd, name, path, n, depth + 1, inside || among(name, w->dirs, w->ndirs), it->child);
     }
     if (fd >= 0) close(fd);
   } else {
@@ -393,20 +393,16 @@ int list_protected(int argc, char **argv) {
   struct timespec now;
   if (clock_gettime(CLOCK_REALTIME, &now) != 0) die_errno("clock_gettime");
   trust_before = now.tv_sec - TRUST_MARGIN_S;
+  static char cache_buf[1 << 16];
+  if (cached && (cache = fdopen(3, "w"))) setvbuf(cache, cache_buf, _IOFBF, sizeof cache_buf);
   int fd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) die_errno("--list-protected: open .");
   struct stat root;
   if (fstat(fd, &root) != 0) die_errno("--list-protected: stat .");
   root_dev = root.st_dev;
   local_fs = keeps_ctime(fd);
-  const struct node *old = NULL;
-  if (cached) {
-    old = read_record(argc, argv, &root);
-    static char cache_buf[1 << 16];
-    cache = fdopen(3, "w");
-    if (cache) setvbuf(cache, cache_buf, _IOFBF, sizeof cache_buf);
-    put_header(argc, argv, &root);
-  }
+  const struct node *old = cached ? read_record(argc, argv, &root) : NULL;
+  put_header(argc, argv, &root);
   visit(&w, fd, &root, path, 0, 1, 0, old);
   if (cache) {
     put("E", 1);

@@ -117,10 +117,8 @@ function listWithHelper(helper: string, root: string, depth: number, home?: stri
         }
         resolvePromise({ files: { files, timedOut }, links: { files: links, timedOut }, shut });
       } finally {
-        if (record?.out) {
-          if (written) record.out.commit();
-          else record.out.discard();
-        }
+        if (written) record?.out.commit();
+        else record?.out.discard();
       }
     });
   });
@@ -129,15 +127,16 @@ function listWithHelper(helper: string, root: string, depth: number, home?: stri
 /**
  * srt-init's record of its last walk of `root` (init/listing.c, --cache: each directory's names
  * with the stamp it had before they were read), under ~/.srt/cache/tree, which no sandbox can
- * write; `in` is read by the walk (absent: it reads everything), `out` receives the new one. A
- * record that is not the user's alone is not read, one that cannot be written is not kept.
+ * write; `in` is read by the walk (absent: it reads everything), `out` receives the new one,
+ * kept only when written whole. A record that is not the user's alone is not read; where none
+ * can be written (a directory on the way not the user's alone), the walk goes without.
  */
-function walkRecord(home: string, root: string, args: string[]): { in?: number; out?: NonNullable<ReturnType<typeof cacheFileWriter>> } {
-  const dir = join(home, '.srt', 'cache', 'tree');
-  const path = join(dir, `${fnv(`${root}\0${args.join('\0')}`)}.walk`);
-  const input = openCacheFile(home, path);
+function walkRecord(home: string, root: string, args: string[]): { in?: number; out: NonNullable<ReturnType<typeof cacheFileWriter>> } | undefined {
+  const path = join(home, '.srt', 'cache', 'tree', `${fnv(`${root}\0${args.join('\0')}`)}.walk`);
   const out = cacheFileWriter(home, path);
-  return { ...(input !== undefined ? { in: input } : {}), ...(out ? { out } : {}) };
+  if (!out) return undefined;
+  const input = openCacheFile(home, path);
+  return { ...(input !== undefined ? { in: input } : {}), out };
 }
 
 /** A 64-bit FNV-1a digest of a string's UTF-16 code units, in hex (names a record, nothing more:
@@ -152,7 +151,7 @@ function fnv(s: string): string {
  *  SEARCH_TIMEOUT_MS or past MAX_OUTPUT bytes of listing. */
 function runHelper(helper: string, args: string[], cwd: string, record: ReturnType<typeof walkRecord> | undefined,
   done: (err: Error | null, timedOut: boolean, stdout: Buffer, stderr: Buffer) => void): void {
-  const stdio: ('ignore' | 'pipe' | number)[] = [record?.in ?? 'ignore', 'pipe', 'pipe', ...(record?.out ? [record.out.fd] : [])];
+  const stdio: ('ignore' | 'pipe' | number)[] = [record?.in ?? 'ignore', 'pipe', 'pipe', ...(record ? [record.out.fd] : [])];
   let child;
   try {
     child = spawn(helper, args, { cwd, stdio });
@@ -161,7 +160,7 @@ function runHelper(helper: string, args: string[], cwd: string, record: ReturnTy
     return;
   } finally {
     if (record?.in !== undefined) closeSync(record.in);
-    if (record?.out) closeSync(record.out.fd);
+    if (record) closeSync(record.out.fd);
   }
   const out: Buffer[] = [];
   const err: Buffer[] = [];
