@@ -1,11 +1,11 @@
 // Files srt keeps between runs under ~/.srt/cache, which a later run reads back outside any
 // sandbox: V8 bytecode (src/code-cache.ts), settings files known valid (settings/valid-cache.ts),
 // the encoded roots of the Java trust store (proxy/trust.ts), srt-init's record of its last walk
-// of a tree (platform/search.ts). ~/.srt is never writable from a
-// sandbox; beyond that, an entry counts only when it and every directory from ~/.srt down to it
-// belong to this user and nobody else may write them (`sudo -E srt` with another user's HOME
-// reads nothing that user put there), read without following a symlink. Failing to read or to
-// write an entry is never an error: the work is done again.
+// of a tree (platform/search.ts). ~/.srt is never writable from a sandbox; beyond that, an entry
+// counts only when it and every directory from ~/.srt down to it belong to this user and nobody
+// else may write them (`sudo -E srt` with another user's HOME reads nothing that user put
+// there), read without following a symlink. Failing to read or to write an entry is never an
+// error: the work is done again.
 
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';

@@ -89,7 +89,7 @@ function findLinks(root: string, depth: number): Promise<RgResult> {
  */
 function listWithHelper(helper: string, root: string, depth: number, home?: string): Promise<{ files: RgResult; links: RgResult; shut: string[] }> {
   const args = protectedListArgs(depth);
-  const record = home !== undefined ? walkRecord(home, root, args) : undefined;
+  const record = home !== undefined ? walkRecord(home, root, depth) : undefined;
   return new Promise((resolvePromise, reject) => {
     runHelper(helper, record ? [...args, '--cache'] : args, root, record, (err, timedOut, stdout, stderr) => {
       let written = false;
@@ -131,13 +131,17 @@ function listWithHelper(helper: string, root: string, depth: number, home?: stri
  * kept only when written whole. A record that is not the user's alone is not read; where none
  * can be written (a directory on the way not the user's alone), the walk goes without.
  */
-function walkRecord(home: string, root: string, args: string[]): { in?: number; out: NonNullable<ReturnType<typeof cacheFileWriter>> } | undefined {
-  const path = join(home, '.srt', 'cache', 'tree', `${fnv(`${root}\0${args.join('\0')}`)}.walk`);
+function walkRecord(home: string, root: string, depth: number): { in?: number; out: NonNullable<ReturnType<typeof cacheFileWriter>> } | undefined {
+  const path = walkRecordPath(home, root, depth);
   const out = cacheFileWriter(home, path);
   if (!out) return undefined;
   const input = openCacheFile(home, path);
   return { ...(input !== undefined ? { in: input } : {}), out };
 }
+
+/** Where the record of srt-init's walk of `root` to `depth`+2 is kept. */
+const walkRecordPath = (home: string, root: string, depth: number) =>
+  join(home, '.srt', 'cache', 'tree', `${fnv(`${root}\0${protectedListArgs(depth).join('\0')}`)}.walk`);
 
 /** A 64-bit FNV-1a digest of a string's UTF-16 code units, in hex (names a record, nothing more:
  *  the record itself says which root and walk it is of). */
@@ -316,9 +320,11 @@ export async function listProtected(roots: { root: string; isGitDir?: boolean }[
       const at = pinned?.at ?? root;
       // rg --max-depth N reads the directories N-1 levels down at most; so does find -maxdepth N.
       if (pinned) watch!.tree(at, depth + 1);
-      // A small tree is walked in this process (search-walk.ts), a larger one by another.
-      const listed: { files: string[]; links: string[]; shut?: string[]; timedOut?: boolean } =
-        !dir ? { files: [], links: [] } : walkProtected(at, depth + 2) ?? await toolListing(at, depth, watch ? undefined : home);
+      // A small tree is walked in this process (search-walk.ts), a larger one by another; one
+      // that srt-init last walked (it has a record) goes to srt-init at once (the same listing).
+      const recorded = !watch && home !== undefined ? walkRecordPath(home, at, depth) : undefined;
+      const listed: { files: string[]; links: string[]; shut?: string[]; timedOut?: boolean } = !dir ? { files: [], links: [] }
+        : (recorded !== undefined && existsSync(recorded) ? undefined : walkProtected(at, depth + 2)) ?? await toolListing(at, depth, recorded !== undefined ? home : undefined);
       if (listed.timedOut) {
         throw new SearchError(`the protected-path search below ${root} did not finish within ${SEARCH_TIMEOUT_MS / 1000}s; run srt from a smaller directory, or lower mandatoryDenySearchDepth (srt config shows which file sets it; a repository may raise it, only your own settings can lower it)`);
       }

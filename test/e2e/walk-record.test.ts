@@ -6,7 +6,7 @@
 // before, by a host program, renamed into place, or in a directory whose mtime was set back — is
 // still protected in the next.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findInitHelper } from '../../src/platform/init-helper.js';
@@ -183,6 +183,15 @@ describe("srt-init's walk record", () => {
       expect(await list(), `${path} ${mode.toString(8)}`).toEqual(['d3/.bashrc']);
       chmodSync(path, path === file ? 0o600 : 0o700);
     }
+    // Shrunk below the in-process walk's budget, a tree with a record still goes to srt-init
+    // (its listing is the same); without the record it is walked in process, and none is kept.
+    for (let d = 1; d < 30; d++) if (d !== 3) rmSync(join(root, `d${d}`), { recursive: true });
+    await settle(root);
+    writeFileSync(file, encode(root, { dir: root, items: [['f', 'ghost']] }));
+    expect(await list()).toEqual(['ghost']);
+    rmSync(file);
+    expect(await list()).toEqual(['d3/.bashrc']);
+    expect(readdirSync(dir)).toEqual([]);
   });
 });
 
