@@ -11,7 +11,7 @@ import type { CredentialPlan } from '../credentials/plan.js';
 import type { Policy } from '../policy.js';
 import { srtSecretRules, srtSecretsDir } from '../profiles/access.js';
 import { cwdIsWriteRoot, tooWideForCwd, writeRootsOf } from '../profiles/write-roots.js';
-import { buildBwrapPlan } from '../profiles/bwrap.js';
+import { mountPlanner, type MountPlan } from '../profiles/bwrap.js';
 import { globRules, literalPaths, type BwrapFacts, type CredentialMounts, type SeccompLaunch, type SnapshotEntry } from '../profiles/bwrap-facts.js';
 import type { HostListen, RelayListen } from '../profiles/init-args.js';
 import type { Landing } from '../profiles/landing.js';
@@ -60,6 +60,8 @@ export interface LinuxFacts {
   /** srt-init and its architecture; absent when allowed to run without it. */
   helper?: { path: string; arch: SeccompArch };
   facts: BwrapFacts;
+  /** The mounts these facts make (each command's plan adds its command line). */
+  mounts: MountPlan;
   credentials: CredentialPlan;
   /** Protected paths that did not exist and could not be masked: set aside if the run creates them. */
   watched: string[];
@@ -384,6 +386,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
   // while it is where the run root still lands.
   const runDir = previous?.runDir && dirname(previous.runDir) === runRoot ? previous.runDir : join(runRoot, runDirName());
   let facts: BwrapFacts;
+  let mounts: MountPlan;
   let forwards: ForwardListen[] = [];
   let proxySockets: ProxySockets | undefined;
   let tls: LinuxFacts['tls'];
@@ -429,7 +432,8 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
     };
     // A first plan says which directories must be snapshots (listed now) and whether opens
     // must be checked (the filter then sends every open to the supervisor).
-    const first = buildBwrapPlan(policy, facts, ['true']);
+    const planner = mountPlanner(policy, facts);
+    const first = planner(undefined);
     const snapshots = new Map<string, SnapshotEntry[] | 'too-large'>();
     // With the supervisor, snapshots past a budget of entries in all are not worth their binds at
     // every start: the read gate holds those denies instead (the plan decides on 'too-large').
@@ -446,6 +450,8 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
       snapshots.set(d, listed === 'too-large' ? listed : listed.entries);
     }
     facts = { ...facts, snapshots };
+    // Without snapshots the listings change nothing: the first plan is the plan.
+    mounts = snapshots.size ? planner(snapshots) : first;
     if (seccompHelper) {
       filter = buildSeccompFilter({
         arch: seccompHelper.arch,
@@ -458,7 +464,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
     }
   }
   return {
-    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, credentials, watched, forwards,
+    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, watched, forwards,
     ...(proxySockets ? { proxySockets } : {}), rules: plan.rules,
     before: repositoriesBefore([...gitDirsOf(scanned), ...scanned.roots.flatMap((r) => r.gitFiles.map((f) => f.gitDir)), ...(worktree ? [worktree.gitDir] : [])]),
     ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), search, warnings,

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { describeCredentialPlan } from '../credentials/describe.js';
 import { NODE_PRELOAD_PATH } from '../paths.js';
 import type { Policy } from '../policy.js';
-import { buildBwrapPlan, type BwrapPlan } from '../profiles/bwrap.js';
+import { withCommand, type BwrapPlan } from '../profiles/bwrap.js';
 import { landedLines } from '../profiles/protected-plan.js';
 import { encodeRules } from '../profiles/supervisor.js';
 import { gitProxyScript, sandboxProxyEnv } from '../proxy/env.js';
@@ -95,7 +95,7 @@ function networkLines(policy: Policy, g: LinuxFacts): string[] {
 
 /** The bwrap plan and the SpawnPlan of `argv`; a SandboxError when srt cannot build a sandbox that keeps every deny. */
 export function linuxPlan(policy: Policy, g: LinuxFacts, argv: string[]): { bwrap: BwrapPlan; spawn: SpawnPlan } {
-  const plan = buildBwrapPlan(policy, g.facts, argv);
+  const plan = withCommand(policy, g.facts, g.mounts, argv);
   if (plan.errors.length) throw new SandboxError(plan.errors.join('\n'));
   const env = linuxEnvChanges(g);
   // One option per line with its values; the command after `--` on the last line.

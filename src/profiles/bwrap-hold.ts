@@ -53,8 +53,13 @@ export function holdDenies(low: Lowering, reads: ReadDenies, denyWrite: Set<stri
     }
     outside.set(path, { child, trust: Math.max(trust, outside.get(path)?.trust ?? -1) });
   };
+  // The way up from a name is the same for every name below it: each set walks it once.
+  const pinned = new Map<Set<string>, Set<string>>();
   const pin = (child: string, into: Set<string>) => {
-    for (let c = child, d = dirname(c); d !== '/'; c = d, d = dirname(d)) {
+    let walked = pinned.get(into);
+    if (!walked) pinned.set(into, (walked = new Set()));
+    for (let c = child, d = dirname(c); d !== '/' && !walked.has(c); c = d, d = dirname(d)) {
+      walked.add(c);
       if (!low.model.read(d)) break; // inside a mask: the entries there are the sandbox's own
       if (facts.replaceable?.has(c)) into.add(d);
     }
@@ -101,8 +106,14 @@ export function holdDenies(low: Lowering, reads: ReadDenies, denyWrite: Set<stri
   // What lies in a snapshot and has a mount of its own must get it (the tmpfs has nothing else).
   for (const p of nodes) if (p !== '/' && snapshotDirs.has(dirname(p))) mustMount.add(p);
   const holdsMounts = new Set<string>();
-  for (const p of [...nodes, ...maskedCopies]) {
-    for (let a = dirname(p); a !== '/'; a = dirname(a)) if (snapshotDirs.has(dirname(a))) holdsMounts.add(a);
+  if (snapshotDirs.size) {
+    const above = new Set<string>();
+    for (const p of [...nodes, ...maskedCopies]) {
+      for (let a = dirname(p); a !== '/' && !above.has(a); a = dirname(a)) {
+        above.add(a);
+        if (snapshotDirs.has(dirname(a))) holdsMounts.add(a);
+      }
+    }
   }
   const appeared = new Set([...missingReadDenies.values()].map((m) => m.firstMissing));
   const gated = gatedList(gatedDenies, reads);
@@ -138,15 +149,16 @@ function addRenameGuards(low: Lowering, denied: string[], { nodes, mustMount, ma
  *  part of it (a path re-opened whole is no deny). */
 function gatedList(gatedDenies: Map<string, number>, { allowRead, openTimeGlobs }: ReadDenies): GatedDeny[] {
   const gated: GatedDeny[] = [];
+  const allows = [...allowRead];
   for (const [d, trust] of gatedDenies) {
-    const reopeners = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
+    const reopeners = allows.filter(([a, aTrust]) => aTrust >= trust && isWithin(a, d));
     if (reopeners.some(([a]) => a === d)) continue; // readable after all
     gated.push({ path: d, reopened: reopeners.map(([a]) => a) });
   }
   for (const { glob, trust } of openTimeGlobs) {
     // Only a path at or below a match re-opens it, and every match lies below the glob's base.
     const base = globBase(glob);
-    const reopened = [...allowRead].filter(([a, aTrust]) => aTrust >= trust && a !== base && isWithin(a, base)).map(([a]) => a);
+    const reopened = allows.filter(([a, aTrust]) => aTrust >= trust && a !== base && isWithin(a, base)).map(([a]) => a);
     gated.push({ path: glob, glob: true, reopened });
   }
   return gated;

@@ -105,39 +105,63 @@ export interface MountTree {
   kindOf: Map<string, 'file' | 'dir'>;
 }
 
+/** The plan's mounts and what the platform needs around them: everything of a BwrapPlan but
+ *  the command line, which alone depends on the command (and on the network policy, which a
+ *  sandbox may replace between its commands). */
+export type MountPlan = Omit<BwrapPlan, 'args' | 'argGroups' | 'init' | 'launcher'>;
+
 export function buildBwrapPlan(policy: Policy, facts: BwrapFacts, command: string[]): BwrapPlan {
+  return withCommand(policy, facts, mountPlanner(policy, facts)(facts.snapshots), command);
+}
+
+/** A mount plan with its command line around it. */
+export function withCommand(policy: Policy, facts: BwrapFacts, mounts: MountPlan, command: string[]): BwrapPlan {
+  const { argGroups, init, launcher } = bwrapLaunch(policy, facts, mounts.ops, mounts.writable, command);
+  return { ...mounts, warnings: [...macOnlyWarnings(policy), ...mounts.warnings], args: argGroups.flat(), argGroups, ...(init ? { init } : {}), launcher };
+}
+
+/**
+ * The mount plans of one set of facts, for the snapshots' listings given: the access model and
+ * the deny targets are worked out once, so the first plan (which says what to list) and the plan
+ * with the listings share them; only how each deny holds, and the mounts, depend on the listings.
+ */
+export function mountPlanner(policy: Policy, facts: BwrapFacts): (snapshots: BwrapFacts['snapshots']) => MountPlan {
   const low = lowering(policy, facts);
-  const { warnings, errors, notes, writeRoots } = low;
   const writes = writeDenyTargets(low);
   const reads = readDenyTargets(low, writes.blockedDirs);
-  const kindOf = knownKinds(facts, writes.placeholders, writes.blockedDirs);
+  const kinds = knownKinds(facts, writes.placeholders, writes.blockedDirs);
   // Started in a repository's subdirectory: its .git is outside what the command may write, so
   // commits (and every git command that writes) fail inside. Say it once, with the remedy.
   if (!policy.filesystem.disabled && policy.root !== policy.cwd && !low.writableByRoots(join(policy.root, '.git'))) {
-    warnings.push(`the repository's .git (${join(policy.root, '.git')}) is outside the writable paths, so git commits fail inside; run srt from ${policy.root}, or add it to filesystem.allowWrite`);
+    low.warnings.push(`the repository's .git (${join(policy.root, '.git')}) is outside the writable paths, so git commits fail inside; run srt from ${policy.root}, or add it to filesystem.allowWrite`);
   }
-  const tree: MountTree = {
-    nodes: new Set([...writeRoots.keys(), ...writes.denyWrite, ...reads.denyRead.keys(), ...reads.allowRead.keys()]),
-    mustMount: new Set(), mayVanish: new Set(low.supervised ? [...writes.denyWrite].filter((p) => writes.protectedPaths.has(p) && !writes.blockedDirs.has(p)) : []), kindOf,
+  const nodes = [...low.writeRoots.keys(), ...writes.denyWrite, ...reads.denyRead.keys(), ...reads.allowRead.keys()];
+  const mayVanish = low.supervised ? [...writes.denyWrite].filter((p) => writes.protectedPaths.has(p) && !writes.blockedDirs.has(p)) : [];
+  const access = new Map<string, Access>();
+  const accessOf = (p: string): Access => {
+    let a = access.get(p);
+    if (!a) access.set(p, (a = { read: low.model.read(p), write: low.model.write(p) && !writes.inPlaceholder(p) }));
+    return a;
   };
-  const held = holdDenies(low, reads, writes.denyWrite, tree);
-  const accessOf = (p: string): Access => ({ read: low.model.read(p), write: low.model.write(p) && !writes.inPlaceholder(p) });
-  const { ops, writable } = mountOps(low, tree, held, accessOf);
-
-  const { argGroups, init, launcher } = bwrapLaunch(policy, facts, ops, writable, command);
-  const { snapshotDirs, maskSnapshots } = held;
-  return {
-    args: argGroups.flat(), argGroups, ops, access: low.access, ...(init ? { init } : {}), placeholders: [...writes.placeholders.values()], warnings, errors, notes, writable,
-    launcher,
-    chdir: policy.cwd, snapshots: [...[...snapshotDirs].filter((d) => maskSnapshots.has(d)).sort(), ...[...snapshotDirs].filter((d) => !maskSnapshots.has(d)).sort()], gated: held.gated,
-    protectedRoots: policy.filesystem.disabled ? [] : [...writeRoots.keys()].filter((w) => w !== facts.tmpDir),
-    protectedPaths: [...writes.protectedPaths],
+  return (snapshots) => {
+    // Each plan adds to the diagnostics and the tree of its own copies.
+    const own: Lowering = { ...low, facts: { ...facts, ...(snapshots ? { snapshots } : {}) }, warnings: [...low.warnings], errors: [...low.errors], notes: [...low.notes] };
+    const tree: MountTree = { nodes: new Set(nodes), mustMount: new Set(), mayVanish: new Set(mayVanish), kindOf: new Map(kinds) };
+    const held = holdDenies(own, reads, writes.denyWrite, tree);
+    const { ops, writable } = mountOps(own, tree, held, accessOf);
+    const { snapshotDirs, maskSnapshots } = held;
+    return {
+      ops, access: low.access, placeholders: [...writes.placeholders.values()], warnings: own.warnings, errors: own.errors, notes: own.notes, writable,
+      chdir: policy.cwd, snapshots: [...[...snapshotDirs].filter((d) => maskSnapshots.has(d)).sort(), ...[...snapshotDirs].filter((d) => !maskSnapshots.has(d)).sort()], gated: held.gated,
+      protectedRoots: policy.filesystem.disabled ? [] : [...low.writeRoots.keys()].filter((w) => w !== facts.tmpDir),
+      protectedPaths: [...writes.protectedPaths],
+    };
   };
 }
 
 /** The access model for this run, with the write roots and the warnings that need no mount. */
 function lowering(policy: Policy, facts: BwrapFacts): Lowering {
-  const warnings = macOnlyWarnings(policy);
+  const warnings: string[] = [];
   const errors: string[] = [];
   const notes: string[] = [];
   const landing = (p: string): Landing => facts.landings.get(p) ?? { real: p, kind: 'missing', firstMissing: p };

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { PathRule, Policy } from '../../src/policy.js';
 import { globToRegExp } from '../../src/glob.js';
 import { literalOf } from '../../src/profiles/access-rule.js';
-import { buildBwrapPlan } from '../../src/profiles/bwrap.js';
+import { buildBwrapPlan, mountPlanner, withCommand } from '../../src/profiles/bwrap.js';
 import { globRules, type BwrapFacts, type SnapshotEntry } from '../../src/profiles/bwrap-facts.js';
 import type { Landing } from '../../src/profiles/landing.js';
 import { encodeMounts, plannedMounts } from '../../src/profiles/mounts.js';
@@ -618,6 +618,15 @@ describe('denies that hold while the command runs (a host program replacing a de
       { kind: 'bind', dest: '/h/.aws/credentials', source: '/r/denied', ro: true, byHelper: true, deny: true },
       { kind: 'bind', dest: '/data/big/s1', source: '/r/denied', ro: true, byHelper: true, deny: true },
     ]));
+    // One planner for both plans (gatherLinux's): the same plans as planned apart, the second
+    // untouched by what the first added to its tree and diagnostics.
+    const listings = new Map<string, SnapshotEntry[] | 'too-large'>([['/h', listed(['.aws', '.config'])], ['/h/.config', listed(['gh'])], ['/h/.config/gh', listed(['hosts.yml'])], ['/data/big', listed(['s1', 's2'])], ['/h/.aws', listed(['credentials'])]]);
+    const planner = mountPlanner(p, f());
+    const first = planner(undefined);
+    expect(withCommand(p, f(), first, ['true'])).toEqual(buildBwrapPlan(p, f(), ['true']));
+    for (const snapshots of [listings, new Map([...listings, ['/data/big', 'too-large' as const]])]) {
+      expect(withCommand(p, f(), planner(snapshots), ['true'])).toEqual(buildBwrapPlan(p, f(snapshots), ['true']));
+    }
   });
 
   it('a read deny the read gate holds in a writable path needs no rename guards; a write deny keeps them', () => {
