@@ -32,6 +32,7 @@ import { commandMayWrite } from './reach.js';
 import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
 import { expandGlobPaths, globLandings, listProtected, readGitFile, readProtected, SearchError, type GlobPaths, type ProtectedScan, type RootListing } from './search.js';
+import { KeptLandings } from './kept-landings.js';
 import { TreeWatch } from './tree-watch.js';
 import { repositoriesBefore, type RepositoriesBefore } from './newrepos.js';
 import { loadProxyModule } from './session.js';
@@ -81,6 +82,8 @@ export interface LinuxFacts {
   filter?: Buffer;
   /** The tree search these facts came from (reused by the sandbox's next command while current). */
   search: TreeSearch;
+  /** The landings kept for the sandbox's next command (a sandbox for many commands). */
+  kept?: KeptLandings;
   warnings: string[];
 }
 
@@ -249,7 +252,20 @@ async function treeSearch(key: string, previous: TreeSearch | undefined, keep: b
  * `previous`: the search of this sandbox's last command, reused if still current, and the run
  * directory it keeps for its commands (a library sandbox's).
  */
-export async function gatherLinux(opts: SandboxOptions, previous?: { search: TreeSearch; runDir?: string }): Promise<LinuxFacts> {
+export async function gatherLinux(opts: SandboxOptions, previous?: { search: TreeSearch; runDir?: string; kept?: KeptLandings }): Promise<LinuxFacts> {
+  const runRoot = resolveLanding(join(opts.policy.home, '.srt', 'run')).real;
+  const keep = opts.oneCommand !== true && !opts.dryRun;
+  const kept = keep ? await KeptLandings.next(previous?.kept, runRoot) : undefined;
+  try {
+    return await gather(opts, runRoot, keep, kept, previous);
+  } catch (e) {
+    if (kept !== previous?.kept) kept?.close();
+    throw e;
+  }
+}
+
+async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept: KeptLandings | undefined,
+  previous: { search: TreeSearch; runDir?: string } | undefined): Promise<LinuxFacts> {
   const { policy } = opts;
   const warnings: string[] = opts.dryRun ? [] : createCacheDirs(policy);
   // The directory srt's secrets live in is hidden in every run: it must exist to be covered.
@@ -292,21 +308,28 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
   // The writable roots (as the mounts plan will have them), each searched for protected paths.
   const cwdGit = readGitFile(join(policy.cwd, '.git'));
   const worktree = cwdGit && cwdGit.commonDir !== cwdGit.gitDir ? { commonDir: cwdGit.commonDir, gitDir: cwdGit.gitDir } : undefined;
+  // Paths resolved together share the directories on their way (a policy can name thousands).
+  const newResolver = () => kept?.resolver() ?? landingResolver();
+  let resolver = newResolver();
   const landings = new Map<string, Landing>();
   const landing = (p: string): Landing => {
     let l = landings.get(p);
-    if (!l) landings.set(p, (l = resolveLanding(p)));
+    if (!l) landings.set(p, (l = resolver.resolve(p)));
     return l;
   };
-  const roots = writeRootsOf(policy, landing, worktree).roots.map((r) => r.region.base);
-  const searchRoots = roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true } : {}) }));
+  let roots: string[], searchRoots: { root: string; isGitDir?: true }[];
+  try {
+    roots = writeRootsOf(policy, landing, worktree).roots.map((r) => r.region.base);
+    searchRoots = roots.map((root) => ({ root, ...(worktree && root === landing(worktree.commonDir).real ? { isGitDir: true as const } : {}) }));
+  } finally {
+    resolver.close();
+  }
   const globPaths = globRules(policy, credentialMounts, { openTime: supervise }).map((r) => r.path);
-  const runRoot = resolveLanding(join(policy.home, '.srt', 'run')).real;
   let search: TreeSearch, bwrap: string;
   let termination: Termination | undefined;
   try {
     bwrap = findBubblewrap();
-    const searching = treeSearch(JSON.stringify([searchRoots, policy.mandatoryDenySearchDepth, globPaths]), previous?.search, opts.oneCommand !== true && !opts.dryRun, runRoot,
+    const searching = treeSearch(JSON.stringify([searchRoots, policy.mandatoryDenySearchDepth, globPaths]), previous?.search, keep, runRoot,
       (watch) => Promise.all([listProtected(searchRoots, policy.mandatoryDenySearchDepth, watch, policy.home), Promise.resolve(expandGlobPaths(globPaths, watch))]));
     // Compile the proxy (and make the TLS CA) while ripgrep runs on the other core; a proxy
     // load failure surfaces in run().
@@ -326,9 +349,8 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
     warnings.push('network.tlsTerminate has no effect: network.httpProxyPort and socksProxyPort send all traffic to your own proxies');
   }
 
-  // Resolved together: a policy can name thousands (they share their directories), and the
-  // protection plan looks at the home's files the literal paths name again: each path once.
-  const resolver = landingResolver();
+  // The protection plan looks at the home's files the literal paths name again: each path once.
+  resolver = newResolver();
   const resolved = new Map<string, Landing>();
   const resolveOnce = (p: string): Landing => {
     let l = resolved.get(p);
@@ -464,7 +486,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
     }
   }
   return {
-    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, watched, forwards,
+    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, ...(kept ? { kept } : {}), watched, forwards,
     ...(proxySockets ? { proxySockets } : {}), rules: plan.rules,
     before: repositoriesBefore([...gitDirsOf(scanned), ...scanned.roots.flatMap((r) => r.gitFiles.map((f) => f.gitDir)), ...(worktree ? [worktree.gitDir] : [])]),
     ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), search, warnings,

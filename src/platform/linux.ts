@@ -46,7 +46,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
 
   private constructor(policy: Policy, opts: SandboxOptions, gathered: LinuxFacts) {
     const keep = opts.oneCommand !== true && opts.dryRun !== true;
-    super(policy, opts, gathered, (o, previous) => gatherLinux(o, { search: previous.search, ...(keep ? { runDir: previous.facts.runDir } : {}) }),
+    super(policy, opts, gathered, (o, previous) => gatherLinux(o, { search: previous.search, ...(keep ? { runDir: previous.facts.runDir } : {}), ...(previous.kept ? { kept: previous.kept } : {}) }),
       (p, g, argv) => linuxPlan(p, g, argv).spawn);
     this.keep = keep;
     this.placeholders = new PlaceholderSet(policy.home);
@@ -303,6 +303,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
   /** The proxy closes first (it removes its sockets), then the kept run directory goes. */
   override async dispose(): Promise<void> {
     this.gathered.search.watch?.close();
+    this.gathered.kept?.close();
     await super.dispose();
     this.removeKept();
   }

@@ -45,7 +45,11 @@ export interface SpawnPlan {
   /** Details for `--debug`. */
   notes: string[];
   /** Linux: the search for protected paths and glob matches these facts come from (docs/library.md "Many commands"). */
-  treeSearch?: { searches: number; reused: boolean; watched: number; stale?: string };
+  treeSearch?: {
+    searches: number; reused: boolean; watched: number; stale?: string;
+    /** How many landings (where a path leads) this command took from earlier ones, unchanged since. */
+    landingsKept: number;
+  };
 }
 
 /** --dry-run's text: the sections, then the warnings as srt would print them. */

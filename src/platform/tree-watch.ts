@@ -47,6 +47,7 @@ export class TreeWatch {
   private readonly watchers: FSWatcher[] = [];
   private readonly pins: { path: string; dev: bigint; ino: bigint }[] = [];
   private readonly mountTable: string;
+  private table: { point: string; type: string }[] | undefined;
   private readonly budget = watchBudget();
   private readonly fenceDir: string;
   private readonly fence: FSWatcher;
@@ -87,17 +88,43 @@ export class TreeWatch {
   /** Watch one directory, before it is read. */
   dir(path: string): void {
     if (this.why) return;
+    try {
+      this.add(path);
+    } catch (e) {
+      this.fail(`cannot watch ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
+    }
+  }
+
+  /**
+   * Watch what `path` names now, if anything (a file's link count changes unseen by its
+   * directory's watch); nothing there, or a dangling or looping symlink, is no failure: the watch
+   * of the directory holding the name sees it appear.
+   */
+  name(path: string): void {
+    if (this.why) return;
+    try {
+      this.add(path);
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      if (code !== 'ENOENT' && code !== 'ENOTDIR' && code !== 'ELOOP') this.fail(`cannot watch ${path}: ${code ?? (e as Error).message}`);
+    }
+  }
+
+  /** The file system holding `real` (a real path) reports every change here. */
+  local(real: string): void {
+    const table = (this.table ??= mounts(this.mountTable));
+    const holder = table.filter((m) => within(real, m.point)).sort((a, b) => b.point.length - a.point.length)[0];
+    if (holder && !LOCAL_FILE_SYSTEMS.has(holder.type)) this.fail(`${holder.point} is a ${holder.type} file system (changes made elsewhere are not reported)`);
+  }
+
+  private add(path: string): void {
     if (this.watchers.length >= this.budget) {
       this.exhausted = true;
       return this.fail(`more than ${this.budget} directories to watch`);
     }
-    try {
-      const w = watch(path, { persistent: false }, () => this.fail('a watched directory changed'));
-      w.on('error', () => this.fail('a watch failed'));
-      this.watchers.push(w);
-    } catch (e) {
-      this.fail(`cannot watch ${path}: ${(e as NodeJS.ErrnoException).code ?? (e as Error).message}`);
-    }
+    const w = watch(path, { persistent: false }, () => this.fail('a watched directory changed'));
+    w.on('error', () => this.fail('a watch failed'));
+    this.watchers.push(w);
   }
 
   /**

@@ -5,7 +5,7 @@
 // it is still protected in the next command, with a control that is not; and that the search
 // really is reused when nothing changed (SpawnPlan.treeSearch, docs/library.md "Many commands").
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -29,7 +29,7 @@ function world(settings: object = {}): World {
 }
 
 type Step = { run: string } | { host: string };
-interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string }
+interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number }
 
 /** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
 function driver(w: World, steps: Step[], mode: SrtMode = {}) {
@@ -152,6 +152,37 @@ describe('a sandbox running many commands', () => {
     git(control, 'commit', '-q', '--allow-empty', '-m', 'x');
     expect(existsSync(marker('control'))).toBe(true);
   });
+  it('keeps where its paths land while nothing on their way changed; a symlink on the way re-pointed, a denied file renamed into place, a denied file made a directory, a directory replaced: each still denied in the next command', async () => {
+    const w = world();
+    const out = join(w.base, 'out');
+    for (const d of ['a', 'b', 'dir']) mkdirSync(join(out, d), { recursive: true });
+    writeFileSync(join(out, 'a', 'secret'), 'A-SECRET');
+    writeFileSync(join(out, 'b', 'secret'), 'B-SECRET');
+    writeFileSync(join(out, 'kind'), 'K-FILE');
+    writeFileSync(join(out, 'dir', 'secret'), 'D-OLD');
+    symlinkSync('a', join(out, 'link'));
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { denyRead: ['link/secret', 'new/secret', 'kind', 'dir/secret'].map((p) => join(out, p)) } }));
+    const look = (key: string, path: string) => `echo ${key}=$(cat ${join(out, path)} 2>/dev/null || echo denied)`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: `${look('a1', 'a/secret')}; ${look('b1', 'b/secret')}` },
+      { host: `ln -sfn b ${out}/link` },
+      { run: `${look('a2', 'a/secret')}; ${look('b2', 'b/secret')}` },
+      { host: `mkdir ${out}/new && echo N-SECRET > ${out}/new/.part && mv ${out}/new/.part ${out}/new/secret` },
+      { run: look('n', 'new/secret') },
+      { host: `rm ${out}/kind && mkdir ${out}/kind && echo K-DIR > ${out}/kind/inner` },
+      { run: look('k', 'kind/inner') },
+      { host: `mv ${out}/dir ${out}/dir-old && mkdir ${out}/dir && echo D-NEW > ${out}/dir/secret` },
+      { run: `${look('d', 'dir/secret')}; ${look('dold', 'dir-old/secret')}` }, { run: 'true' }, { run: 'true' }, { run: 'true' },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    // The deny follows the link to where it leads now; what it led to before is readable again.
+    expect(r.values).toMatchObject({ a1: 'denied', b1: 'B-SECRET', a2: 'A-SECRET', b2: 'denied', n: 'denied', k: 'denied', d: 'denied', dold: 'D-OLD' });
+    // Resolved again after each change; kept while nothing changed (the way to this test's
+    // directory passes /tmp, where other tests make and remove files, so not for every command).
+    expect(r.steps.slice(2, 6).map((s) => s.search.landingsKept)).toEqual([0, 0, 0, 0]);
+    expect(Math.max(...[1, 6, 7, 8].map((i) => r.steps[i]!.search.landingsKept))).toBeGreaterThan(4);
+  });
+
   it('keeps one run directory and one proxy for all its commands: each command has its own TMPDIR and refusals; nothing is left after dispose', async () => {
     const w = world();
     const fetch = (name: string) => `curl -s -o /dev/null -w '${name}=%{http_code}\\n' http://blocked.example/`;

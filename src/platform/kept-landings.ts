@@ -1,0 +1,71 @@
+// Where a library sandbox's paths land, kept for its next command while nothing they were
+// resolved through can have changed. Each directory a walk looks a name up in is watched with
+// inotify before the lookup, and so is what each name leads to (a file's link count changes
+// without an event in its directory); any event in any of them, a watch that cannot be set, a
+// file system that does not report every change locally or a change of the mount table makes
+// every kept landing stale (tree-watch.ts; docs/design-choices.md "Reusing the tree search" says
+// why the watch is sound). What is read from files' contents (git configuration, hooks paths) is
+// no landing, and is read again for every command.
+
+import type { Landing } from '../profiles/landing.js';
+import { landingResolver } from './landing.js';
+import { TreeWatch } from './tree-watch.js';
+
+export class KeptLandings {
+  private readonly landings = new Map<string, Landing>();
+  /** Directories and names watched, by real path. */
+  private readonly dirs = new Set<string>();
+  private readonly names = new Set<string>();
+  /** How many landings this command took from earlier ones. */
+  reused = 0;
+
+  constructor(readonly watch: TreeWatch) {}
+
+  /** Kept landings for the next command: these, while current; else new ones (none when the
+   *  last ones needed more watches than srt spends). */
+  static async next(previous: KeptLandings | undefined, runRoot: string): Promise<KeptLandings | undefined> {
+    if (previous && (await previous.watch.check()) === undefined) {
+      previous.reused = 0;
+      return previous;
+    }
+    previous?.watch.close();
+    if (previous?.watch.exhausted) return undefined;
+    return new KeptLandings(new TreeWatch(runRoot));
+  }
+
+  /** A resolver (landingResolver) answering from the kept landings, and keeping what it resolves. */
+  resolver(): { resolve: (path: string) => Landing; close: () => void } {
+    const watch = this.watch;
+    const r = landingResolver((dir, name) => {
+      const at = dir.fd >= 0 ? `/proc/self/fd/${dir.fd}` : dir.path;
+      if (!this.dirs.has(dir.path)) {
+        this.dirs.add(dir.path);
+        watch.local(dir.path);
+        watch.dir(at);
+      }
+      const path = dir.path === '/' ? `/${name}` : `${dir.path}/${name}`;
+      if (!this.names.has(path)) {
+        this.names.add(path);
+        watch.local(path);
+        watch.name(`${at}/${name}`);
+      }
+    });
+    return {
+      resolve: (path) => {
+        const kept = this.landings.get(path);
+        if (kept) {
+          this.reused++;
+          return kept;
+        }
+        const l = r.resolve(path);
+        if (watch.stale === undefined) this.landings.set(path, l);
+        return l;
+      },
+      close: r.close,
+    };
+  }
+
+  close(): void {
+    this.watch.close();
+  }
+}
