@@ -12,6 +12,8 @@
 //    client (the relay, splicers srt started and reaped) while each figure is measured: per
 //    request and per MB, the figures that hold when machine load makes the rates noisy
 // Usage: node scripts/bench/network.mjs [--vs LIST] [--requests N] [--connections N] [--bulk-mb N] [--rounds N]
+//   [--only proxy,connect,socks,http,forward] (a subset of the figures, e.g. `--only proxy` for
+//   keep-alive req/s, CPU per request and peak RSS alone)
 // With --vs (lib.mjs peersFromArgs), the same figures for the reference tool or another
 // srt-compatible CLI (e.g. a build of an older commit), interleaved round by round so machine
 // load hits all alike; Codex has no network inside its sandbox and is left out here.
@@ -237,6 +239,8 @@ async function main() {
   const connections = Number(arg('--connections', 20));
   const bulkMb = Number(arg('--bulk-mb', 200));
   const rounds = Number(arg('--rounds', 3));
+  const only = new Set(String(arg('--only', 'proxy,connect,socks,http,forward')).split(','));
+  for (const o of only) if (!['proxy', 'connect', 'socks', 'http', 'forward'].includes(o)) throw new Error(`--only: unknown figure ${o}`);
   const peers = peersFromArgs().filter((p) => p.settings);
   const bulkBytes = bulkMb * 1e6;
   const s = scratch();
@@ -299,15 +303,15 @@ async function main() {
   const add = (key, r) => (results[key] ??= []).push(r);
   try {
     for (let round = 0; round < rounds; round++) {
-      add('direct', await run('direct', originPort));
-      add('bulk-direct', await run('bulk-direct', bulkPort));
-      add('bulk-http-direct', await run('bulk-http-direct', originPort));
+      if (only.has('proxy')) add('direct', await run('direct', originPort));
+      if (only.has('connect') || only.has('socks') || only.has('forward')) add('bulk-direct', await run('bulk-direct', bulkPort));
+      if (only.has('http')) add('bulk-http-direct', await run('bulk-http-direct', originPort));
       for (const [name, cli] of clis) {
-        add(`${name} proxy`, await run('proxy', originPort, cli));
-        add(`${name} bulk-connect`, await run('bulk-connect', bulkPort, cli));
-        add(`${name} bulk-socks`, await run('bulk-socks', bulkPort, cli));
-        add(`${name} bulk-http`, await run('bulk-http', originPort, cli));
-        add(`${name} bulk-forward`, await run('bulk-forward', bulkPort, cli));
+        if (only.has('proxy')) add(`${name} proxy`, await run('proxy', originPort, cli));
+        if (only.has('connect')) add(`${name} bulk-connect`, await run('bulk-connect', bulkPort, cli));
+        if (only.has('socks')) add(`${name} bulk-socks`, await run('bulk-socks', bulkPort, cli));
+        if (only.has('http')) add(`${name} bulk-http`, await run('bulk-http', originPort, cli));
+        if (only.has('forward')) add(`${name} bulk-forward`, await run('bulk-forward', bulkPort, cli));
       }
     }
   } finally {
@@ -322,32 +326,30 @@ async function main() {
     const why = results[key].find((r) => r.why)?.why;
     return e ? ` (${e} errors${why ? `: ${why.slice(0, 80)}` : ''})` : '';
   };
-  const rows = [
-    [`direct on the host (req/s, ${requests} req, ${connections} keep-alive conns)`, `${Math.round(med('direct'))}${errs('direct')}`],
-    [`bulk direct on the host (MB/s, ${bulkMb} MB)`, `${Math.round(med('bulk-direct'))}${errs('bulk-direct')}`],
-    [`plain-HTTP bulk direct on the host (MB/s, one GET of ${bulkMb} MB)`, `${Math.round(med('bulk-http-direct'))}${errs('bulk-http-direct')}`],
-  ];
-  for (const [name] of clis) {
-    const label = name;
-    rows.push(
-      [`${label}: proxied req/s inside`, `${Math.round(med(`${name} proxy`))}${errs(`${name} proxy`)}`],
-      [`${label}: proxied / direct (target >= 0.4)`, (med(`${name} proxy`) / med('direct')).toFixed(2)],
-      [`${label}: CONNECT bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-connect`))}${errs(`${name} bulk-connect`)}`],
-      [`${label}: CONNECT bulk / direct (target >= 0.5)`, (med(`${name} bulk-connect`) / med('bulk-direct')).toFixed(2)],
-      [`${label}: plain-HTTP bulk through the proxy inside (MB/s)`, `${Math.round(med(`${name} bulk-http`))}${errs(`${name} bulk-http`)}`],
-      [`${label}: plain-HTTP bulk / direct (target >= 0.3)`, (med(`${name} bulk-http`) / med('bulk-http-direct')).toFixed(2)],
-      [`${label}: SOCKS5 bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-socks`))}${errs(`${name} bulk-socks`)}`],
-      [`${label}: SOCKS5 bulk / direct`, (med(`${name} bulk-socks`) / med('bulk-direct')).toFixed(2)],
-      [`${label}: forwarded-port bulk inside (MB/s)`, `${Math.round(med(`${name} bulk-forward`))}${errs(`${name} bulk-forward`)}`],
-      [`${label}: forwarded-port bulk / direct (target >= 0.5)`, (med(`${name} bulk-forward`) / med('bulk-direct')).toFixed(2)],
-      [`${label}: CPU per request, srt / its tree without the client (µs)`, `${Math.round((med(`${name} proxy`, 'cpuOwn') / requests) * 1e6)} / ${Math.round((med(`${name} proxy`, 'cpuTree') / requests) * 1e6)}`],
-      ...['bulk-connect', 'bulk-socks', 'bulk-forward', 'bulk-http'].map((m) => [
-        `${label}: CPU ms per MB, ${m}, srt / its tree without the client`,
-        `${((med(`${name} ${m}`, 'cpuOwn') / bulkMb) * 1e3).toFixed(2)} / ${((med(`${name} ${m}`, 'cpuTree') / bulkMb) * 1e3).toFixed(2)}`,
-      ]),
-      [`${label}: srt's own peak RSS under load (MB, target <= 70)`, med(`${name} proxy`, 'ownRss').toFixed(1)],
-      [`${label}: process tree peak RSS under load, client excluded (MB, target <= 90)`, med(`${name} proxy`, 'rss').toFixed(1)],
-    );
+  // Each row only for a figure this run measured (`--only`).
+  const rows = [];
+  const row = (key, label, value) => results[key] && rows.push([label, value()]);
+  row('direct', `direct on the host (req/s, ${requests} req, ${connections} keep-alive conns)`, () => `${Math.round(med('direct'))}${errs('direct')}`);
+  row('bulk-direct', `bulk direct on the host (MB/s, ${bulkMb} MB)`, () => `${Math.round(med('bulk-direct'))}${errs('bulk-direct')}`);
+  row('bulk-http-direct', `plain-HTTP bulk direct on the host (MB/s, one GET of ${bulkMb} MB)`, () => `${Math.round(med('bulk-http-direct'))}${errs('bulk-http-direct')}`);
+  for (const [label] of clis) {
+    const k = (m) => `${label} ${m}`;
+    row(k('proxy'), `${label}: proxied req/s inside`, () => `${Math.round(med(k('proxy')))}${errs(k('proxy'))}`);
+    row(k('proxy'), `${label}: proxied / direct (target >= 0.4)`, () => (med(k('proxy')) / med('direct')).toFixed(2));
+    row(k('bulk-connect'), `${label}: CONNECT bulk inside (MB/s)`, () => `${Math.round(med(k('bulk-connect')))}${errs(k('bulk-connect'))}`);
+    row(k('bulk-connect'), `${label}: CONNECT bulk / direct (target >= 0.5)`, () => (med(k('bulk-connect')) / med('bulk-direct')).toFixed(2));
+    row(k('bulk-http'), `${label}: plain-HTTP bulk through the proxy inside (MB/s)`, () => `${Math.round(med(k('bulk-http')))}${errs(k('bulk-http'))}`);
+    row(k('bulk-http'), `${label}: plain-HTTP bulk / direct (target >= 0.3)`, () => (med(k('bulk-http')) / med('bulk-http-direct')).toFixed(2));
+    row(k('bulk-socks'), `${label}: SOCKS5 bulk inside (MB/s)`, () => `${Math.round(med(k('bulk-socks')))}${errs(k('bulk-socks'))}`);
+    row(k('bulk-socks'), `${label}: SOCKS5 bulk / direct`, () => (med(k('bulk-socks')) / med('bulk-direct')).toFixed(2));
+    row(k('bulk-forward'), `${label}: forwarded-port bulk inside (MB/s)`, () => `${Math.round(med(k('bulk-forward')))}${errs(k('bulk-forward'))}`);
+    row(k('bulk-forward'), `${label}: forwarded-port bulk / direct (target >= 0.5)`, () => (med(k('bulk-forward')) / med('bulk-direct')).toFixed(2));
+    row(k('proxy'), `${label}: CPU per request, srt / its tree without the client (µs)`, () => `${Math.round((med(k('proxy'), 'cpuOwn') / requests) * 1e6)} / ${Math.round((med(k('proxy'), 'cpuTree') / requests) * 1e6)}`);
+    for (const m of ['bulk-connect', 'bulk-socks', 'bulk-forward', 'bulk-http']) {
+      row(k(m), `${label}: CPU ms per MB, ${m}, srt / its tree without the client`, () => `${((med(k(m), 'cpuOwn') / bulkMb) * 1e3).toFixed(2)} / ${((med(k(m), 'cpuTree') / bulkMb) * 1e3).toFixed(2)}`);
+    }
+    row(k('proxy'), `${label}: srt's own peak RSS under load (MB, target <= 70)`, () => med(k('proxy'), 'ownRss').toFixed(1));
+    row(k('proxy'), `${label}: process tree peak RSS under load, client excluded (MB, target <= 90)`, () => med(k('proxy'), 'rss').toFixed(1));
   }
   report(rows);
 }

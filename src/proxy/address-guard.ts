@@ -266,8 +266,12 @@ export async function guardDestination(
 function judgeResolved(host: string, resolved: readonly string[], port: number, opts: Omit<GuardOptions, 'resolver'>): GuardResult {
   const passed: string[] = [];
   const refused: string[] = [];
+  // This host's addresses are read once for all the answers of one resolution, when one needs them.
+  const read = opts.localAddresses ?? localAddresses;
+  let locals: string[] | undefined;
+  const once = { ...opts, localAddresses: () => (locals ??= read()) };
   for (const addr of resolved) {
-    const why = addressBlockReason(addr, port, opts);
+    const why = addressBlockReason(addr, port, once);
     if (why) refused.push(why);
     else if (!passed.includes(addr)) passed.push(addr);
   }

@@ -54,9 +54,14 @@ export function refusalReply(reply: Frontend['reply'], display: string, r: Refus
 /**
  * Every stream that is ever `msg.body` is watched from the moment it is set: a stage's stream (a
  * tripwire, a re-signer, a decoder) can fail before whoever reads it has attached, and an
- * 'error' event nobody listens to would end srt.
+ * 'error' event nobody listens to would end srt. `replaceable`: some stage may set another body
+ * (it has the hook that is given `msg`); without one only the body there now is watched.
  */
-function watchBodies(msg: { body: Readable | null }, onError: (e: Error) => void): void {
+function watchBodies(msg: { body: Readable | null }, onError: (e: Error) => void, replaceable: boolean): void {
+  if (!replaceable) {
+    msg.body?.on('error', onError);
+    return;
+  }
   const watched = new WeakSet<Readable>();
   const watch = (b: Readable | null) => {
     if (!b || watched.has(b)) return;
@@ -129,12 +134,15 @@ export async function exchange(front: Frontend, req: ProxyRequest, ctx: Exchange
     if (state === 'done' || front.signal.aborted) return settle(() => undefined);
     fail(502, `upstream ${req.target.display}: ${upstreamErrorReason(e)}`, 'upstream-error');
   };
-  watchBodies(req, bodyFailed);
+  const requestStages = ctx.stages.some((s) => s.request);
+  const responseStages = ctx.stages.some((s) => s.response);
+  // The request is in the request stages' hands until it is sent; the response stages also see it.
+  watchBodies(req, bodyFailed, requestStages || responseStages);
 
   try {
     let r: Refusal | undefined;
     try {
-      r = await runRequestStages(ctx.stages, req);
+      if (requestStages) r = await runRequestStages(ctx.stages, req);
     } catch (e) {
       if (e instanceof RefusedError) return refuse(e.refusal);
       return fail(502, `request stage failed: ${(e as Error).message}`, 'proxy-error');
@@ -152,9 +160,9 @@ export async function exchange(front: Frontend, req: ProxyRequest, ctx: Exchange
       return fail(502, `upstream ${req.target.display}: ${upstreamErrorReason(e)}`, 'upstream-error');
     }
     if (state !== 'pending') return dropReply();
-    watchBodies(reply.res, bodyFailed);
+    watchBodies(reply.res, bodyFailed, responseStages);
     try {
-      r = await runResponseStages(ctx.stages, reply.res, req);
+      if (responseStages) r = await runResponseStages(ctx.stages, reply.res, req);
     } catch (e) {
       r = e instanceof RefusedError ? e.refusal : { refuse: `response stage failed: ${(e as Error).message}`, status: 502, proxyError: 'proxy-error' };
     }

@@ -56,12 +56,15 @@ export function h1Frontend(res: http.ServerResponse): Frontend {
         return;
       }
       // The head goes out now, not with the first body chunk: a server-sent event stream's
-      // client needs it before the first event, which may be seconds away.
-      let wrote = false;
-      body.once('data', () => (wrote = true));
-      setImmediate(() => {
-        if (!wrote && !res.destroyed && !res.writableEnded) res.flushHeaders();
-      });
+      // client needs it before the first event, which may be seconds away. A body that has
+      // bytes or its end already buffered takes the head out with them at once.
+      if (body.readableLength === 0 && !body.readableEnded) {
+        let wrote = false;
+        body.once('data', () => (wrote = true));
+        setImmediate(() => {
+          if (!wrote && !res.destroyed && !res.writableEnded) res.flushHeaders();
+        });
+      }
       ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
       pump(body, res, () => res.end());
     },

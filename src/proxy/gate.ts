@@ -134,7 +134,7 @@ export class Gate {
     // that proxy's loopback is another machine's.
     const upstream = up && chained && !g.addresses.some(isLoopbackAddress) ? (via === 'http' ? up.plain : up.tunnel) : undefined;
     const through = upstream ? ` via upstream proxy ${upstream.host}` : '';
-    this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}${through}`);
+    if (this.opts.log) this.log(`proxy: ${via} allow ${display} (rule ${d.rule.text}) -> ${g.addresses.join(', ')}${through}`);
     allowed(g.addresses, through ? through.trim() : undefined);
     const target: Target = { host: d.host, port, addresses: g.addresses, display };
     if (upstream) target.upstream = upstream;

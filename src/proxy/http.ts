@@ -133,12 +133,18 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     }
     return agent;
   };
-  const context = (socket: Duplex): ExchangeContext => ({
-    stages: opts.stages,
-    upstream: { send: (req, signal) => sendH1(req, agentOf(socket), signal) },
-    refused: (t, r) => gate.refuse(t.host.host, t.port, r.refuse, 'http', r),
-    log: (l) => gate.log(l),
-  });
+  const refused: ExchangeContext['refused'] = (t, r) => gate.refuse(t.host.host, t.port, r.refuse, 'http', r);
+  const log: ExchangeContext['log'] = (l) => gate.log(l);
+  // One context per client connection, made with its first request.
+  const contexts = new WeakMap<Duplex, ExchangeContext>();
+  const context = (socket: Duplex): ExchangeContext => {
+    let ctx = contexts.get(socket);
+    if (!ctx) {
+      ctx = { stages: opts.stages, upstream: { send: (req, signal) => sendH1(req, agentOf(socket), signal) }, refused, log };
+      contexts.set(socket, ctx);
+    }
+    return ctx;
+  };
 
   server.on('connection', (socket: Socket) => {
     gate.track(socket);

@@ -68,7 +68,7 @@ export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal
       }
       // node:http undoes chunked; another transfer coding (`gzip, chunked`) is still on the body,
       // and Transfer-Encoding is hop-by-hop: srt removes it, or the client could not.
-      const transfer = codings([upRes.headers['transfer-encoding'] ?? '']).filter((c) => c !== 'chunked');
+      const transfer = codings(rawHeaderLines(upRes.rawHeaders, 'transfer-encoding')).filter((c) => c !== 'chunked');
       const body = decode(upRes, transfer);
       if ('unknown' in body) {
         upRes.destroy();
@@ -90,6 +90,14 @@ export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal
       body.pipe(upReq);
     }
   });
+}
+
+/** The values of every `name` (lower case) line of a raw header list, from node:http's rawHeaders
+ *  (its headers object is built on first use, and nothing else on this path needs it). */
+function rawHeaderLines(raw: readonly string[], name: string): string[] {
+  const out: string[] = [];
+  for (let i = 0; i < raw.length; i += 2) if (raw[i]!.length === name.length && raw[i]!.toLowerCase() === name) out.push(raw[i + 1]!);
+  return out;
 }
 
 function h1Response(upRes: http.IncomingMessage, body: Readable | null): ProxyResponse {

@@ -135,6 +135,23 @@ describe('guardDestination', () => {
     expect(resolver).toHaveBeenCalledTimes(1);
   });
 
+  it("reads this host's addresses once per resolution, for every answer it judges, and each time anew", async () => {
+    const locals = vi.fn(() => OWN);
+    const resolver = async () => ['93.184.216.34', '203.0.113.7', '2606:2800:220:1::1', '2001:db8::77'];
+    const r = await guardDestination({ host: 'example.com' }, 443, false, { ...base, localAddresses: locals, resolver });
+    expect(r).toEqual({ ok: true, addresses: ['93.184.216.34', '2606:2800:220:1::1'] });
+    expect(locals).toHaveBeenCalledTimes(1);
+    // The next request reads them again: an address this host gained meanwhile is refused.
+    const gained = vi.fn(() => [...OWN, '93.184.216.34']);
+    const next = await guardDestination({ host: 'example.com' }, 443, false, { ...base, localAddresses: gained, resolver });
+    expect(next).toEqual({ ok: true, addresses: ['2606:2800:220:1::1'] });
+    expect(gained).toHaveBeenCalledTimes(1);
+    // Answers the built-in ranges refuse need no read at all.
+    const none = vi.fn(() => OWN);
+    await guardDestination({ host: 'rebind.example' }, 443, false, { ...base, localAddresses: none, resolver: async () => ['127.0.0.1', '169.254.169.254'] });
+    expect(none).not.toHaveBeenCalled();
+  });
+
   it('refuses a name that resolves only to forbidden addresses (DNS rebinding to loopback/metadata)', async () => {
     const resolver = async () => ['127.0.0.1', '::ffff:169.254.169.254'];
     const r = await guardDestination({ host: 'rebind.example' }, 443, false, { ...base, resolver });

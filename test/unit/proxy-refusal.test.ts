@@ -182,3 +182,51 @@ describe("the credential stage's tripwire at every offset of a body", () => {
     });
   }
 });
+
+/** Fails with a plain error (a client or upstream connection that broke) after `at` bytes. */
+function brokenAt(body: Buffer, at: number, size: number): Readable {
+  const chunks = chunked(body.subarray(0, at), size);
+  return new Readable({
+    read() {
+      const c = chunks.shift();
+      if (c) this.push(c);
+      else this.destroy(new Error('ECONNRESET'));
+    },
+  });
+}
+
+// Without a stage that has a request or response hook nothing can put another body in place, so
+// the exchange watches only the bodies it is given: a failure of either is still one answer.
+describe('with no stage that can replace a body', () => {
+  const noHooks: Stage[][] = [[], [{ name: 'tunnel only', tunnel: () => undefined, screenHost: () => undefined }]];
+  for (const stages of noHooks) {
+    for (const reading of READINGS) {
+      it(`a request body that breaks is one answer, no refusal (${stages.length} stages, upstream reads ${reading})`, async () => {
+        for (const at of [0, 1, 30, BODY.length]) {
+          const refusals: Refusal[] = [];
+          const r = recorder();
+          const req: ProxyRequest = { scheme: 'http', target, method: 'POST', path: '/', authority: 'other.example', headers: [], body: brokenAt(BODY, at, 7), upgrade: undefined };
+          await exchange(r.front, req, { stages, upstream: upstream(reading, []), refused: (_t, x) => refusals.push(x), log: () => undefined });
+          await r.done;
+          await new Promise((res) => setTimeout(res, 5));
+          expect(refusals).toHaveLength(0);
+          expect(r.events.filter((e) => e.startsWith('reply') || e.startsWith('respond'))).toHaveLength(1);
+          if (reading === 'answers-first') expect(r.events).toEqual(expect.arrayContaining(['respond 200', 'reset']));
+          else expect(r.events).toEqual(['reply 502']);
+        }
+      });
+    }
+    it(`a response body that breaks after the answer began is a reset (${stages.length} stages)`, async () => {
+      for (const at of [0, 1, 30]) {
+        const r = recorder();
+        const req: ProxyRequest = { scheme: 'http', target, method: 'GET', path: '/', authority: 'other.example', headers: [], body: null, upgrade: undefined };
+        await exchange(r.front, req, { stages, upstream: upstream('at-once', [], () => brokenAt(BODY, at, 7)), refused: () => undefined, log: () => undefined });
+        await r.done;
+        await new Promise((res) => setTimeout(res, 5));
+        expect(r.events[0]).toBe('respond 200');
+        expect(r.events.at(-1)).toBe('reset');
+        expect(r.events).not.toContain('end');
+      }
+    });
+  }
+});
