@@ -51,34 +51,51 @@ export function refusalReply(reply: Frontend['reply'], display: string, r: Refus
   reply(status, status === 403 ? `Blocked by srt: ${r.refuse}` : r.refuse, body, { 'X-Proxy-Error': r.proxyError ?? BLOCKED });
 }
 
+/** Behind a watched `body`: the body now, the streams already watched, whom a failure tells. */
+interface BodyWatch {
+  body: Readable | null;
+  watched: Readable[];
+  onError: (e: Error) => void;
+}
+const WATCH = Symbol('body watch');
+type Watched = { body: Readable | null; [WATCH]?: BodyWatch };
+
+function watchOne(w: BodyWatch, b: Readable | null): void {
+  if (!b || w.watched.includes(b)) return;
+  w.watched.push(b);
+  b.on('error', w.onError);
+}
+
+// One accessor pair for every watched message, its state on the message: V8 gives them all one
+// shape (a pair of closures per message made each its own, and every access to it slow).
+const BODY_ACCESSOR: PropertyDescriptor = {
+  configurable: true,
+  enumerable: true,
+  get(this: Watched) {
+    return this[WATCH]!.body;
+  },
+  set(this: Watched, b: Readable | null) {
+    const w = this[WATCH]!;
+    w.body = b;
+    watchOne(w, b);
+  },
+};
+
 /**
  * Every stream that is ever `msg.body` is watched from the moment it is set: a stage's stream (a
  * tripwire, a re-signer, a decoder) can fail before whoever reads it has attached, and an
  * 'error' event nobody listens to would end srt. `replaceable`: some stage may set another body
  * (it has the hook that is given `msg`); without one only the body there now is watched.
  */
-function watchBodies(msg: { body: Readable | null }, onError: (e: Error) => void, replaceable: boolean): void {
+function watchBodies(msg: Watched, onError: (e: Error) => void, replaceable: boolean): void {
   if (!replaceable) {
     msg.body?.on('error', onError);
     return;
   }
-  const watched = new WeakSet<Readable>();
-  const watch = (b: Readable | null) => {
-    if (!b || watched.has(b)) return;
-    watched.add(b);
-    b.on('error', onError);
-  };
-  let body = msg.body;
-  watch(body);
-  Object.defineProperty(msg, 'body', {
-    configurable: true,
-    enumerable: true,
-    get: () => body,
-    set: (b: Readable | null) => {
-      body = b;
-      watch(b);
-    },
-  });
+  const w: BodyWatch = { body: msg.body, watched: [], onError };
+  watchOne(w, w.body);
+  msg[WATCH] = w;
+  Object.defineProperty(msg, 'body', BODY_ACCESSOR);
 }
 
 /**
