@@ -356,14 +356,15 @@ static struct node *read_record(int argc, char **argv, const struct stat *root) 
   return take(&r, &sum, sizeof sum) && sum == body && r.p == r.end ? top : NULL;
 }
 
-// File systems whose directories' ctimes this machine's kernel sets (no remote or FUSE server
-// reporting its own).
+// File systems whose directories' ctimes this machine's kernel sets on every change of their names
+// (no remote or FUSE server reporting its own). Not overlayfs: a directory in both layers shows
+// the upper one's ctime, and names written into the lower one directly appear without moving it.
 static int keeps_ctime(int fd) {
   struct statfs fs;
   if (fstatfs(fd, &fs) != 0) return 0;
   switch ((unsigned long)fs.f_type) {
   case EXT4_SUPER_MAGIC: case XFS_SUPER_MAGIC: case BTRFS_SUPER_MAGIC: case TMPFS_MAGIC: case F2FS_SUPER_MAGIC:
-  case OVERLAYFS_SUPER_MAGIC: case 0x2fc12fc1 /* zfs */: case 0xca451a4e /* bcachefs */: return 1;
+  case 0x2fc12fc1 /* zfs */: case 0xca451a4e /* bcachefs */: return 1;
   default: return 0;
   }
 }

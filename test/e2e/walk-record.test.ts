@@ -157,6 +157,29 @@ describe("srt-init's walk record", () => {
     expect(full.written).toBe(false);
   });
 
+  it('an overlayfs root is read every time: names written into the lower layer appear in a merged directory whose ctime (the upper one\'s) stays', (ctx) => {
+    const base = join(tmp.path, 'overlay');
+    for (const d of ['lower/sub', 'upper', 'work', 'merged']) mkdirSync(join(base, d), { recursive: true });
+    writeFileSync(join(base, 'lower/sub/a'), '');
+    const args = [...ARGS, '--cache'].map((a) => `'${a}'`).join(' ');
+    // In a user and mount namespace of its own (no root needed): record, wait until the merged
+    // directories are past the margin, record again (now trusted), then a program writes a
+    // protected file straight into the lower layer, and the walk with that record lists.
+    const script = `set -e
+      mount -t overlay overlay -o lowerdir=lower,upperdir=upper,workdir=work merged || exit 77
+      touch merged/sub/b
+      cd merged
+      "$0" ${args} </dev/null 3>../rec1 >/dev/null
+      while [ $(($(date +%s) - 2)) -le "$(stat -c %Z . sub | sort -n | tail -1)" ]; do sleep 0.1; done
+      "$0" ${args} <../rec1 3>../rec2 >/dev/null
+      mkdir ../lower/sub/.vscode && echo '{}' > ../lower/sub/.vscode/settings.json
+      "$0" ${args} <../rec2 3>../rec3`;
+    const r = spawnSync('unshare', ['--user', '--map-root-user', '--mount', 'sh', '-c', script, helper()], { cwd: base });
+    if (r.status === 77 || (r.status !== 0 && /unshare/.test(String(r.stderr)))) ctx.skip();
+    expect(r.status, String(r.stderr)).toBe(0);
+    expect(r.stdout.toString('utf8').split('\0')).toContain('fsub/.vscode/settings.json');
+  });
+
   it("srt keeps the record in ~/.srt/cache/tree, the user's alone, and reads none that others may write", async () => {
     const { home } = scratch();
     const root = join(tmp.path, 'big');
