@@ -412,6 +412,7 @@ function closedWithin(s: Socket | tls.TLSSocket): Promise<number> {
 describe('bad input and limits', () => {
   let p: ProxyHandle; // short handshake timeout
   let q: ProxyHandle; // short idle timeout, ordinary handshake timeout
+  let m: ProxyHandle; // ordinary timeouts: the tunnels the cap test holds must stay open however slow the machine
   let upstreamBytes = 0;
   let sink: Server;
   let SINK = 0;
@@ -440,10 +441,19 @@ describe('bad input and limits', () => {
       termination,
       idleTimeoutMs: 600,
     });
+    m = await startProxy({
+      network: tlsNetwork([...ALLOW, 'sink.test'], { maxTunnels: 2 }),
+      listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
+      resolver,
+      upstreamEnv: {},
+      testOnlyExemptAddresses: ['127.0.0.1'],
+      termination,
+    });
   });
   afterAll(async () => {
     await p?.close();
     await q?.close();
+    await m?.close();
     sink?.close();
   });
 
@@ -491,7 +501,7 @@ describe('bad input and limits', () => {
     const hello = await captureClientHello(`allowed.test`);
     // Clients that hang up half-way through the ClientHello, five times.
     for (let k = 0; k < 5; k++) {
-      const { socket } = await tunnel(q.httpPort!, `allowed.test:${H1}`);
+      const { socket } = await tunnel(m.httpPort!, `allowed.test:${H1}`);
       socket.write(hello.subarray(0, 20));
       socket.destroy();
       await closedWithin(socket);
@@ -499,7 +509,7 @@ describe('bad input and limits', () => {
     // Their slots come back as soon as srt sees them go (bounded wait).
     const terminated = async () => {
       for (let i = 0; ; i++) {
-        const t = await tlsThrough(q.httpPort!, `allowed.test:${H1}`).catch((e: Error) => e);
+        const t = await tlsThrough(m.httpPort!, `allowed.test:${H1}`).catch((e: Error) => e);
         if (!(t instanceof Error)) return t;
         if (i === 100 || !/503/.test(t.message)) throw t;
         await new Promise((r) => setTimeout(r, 20));
@@ -507,12 +517,12 @@ describe('bad input and limits', () => {
     };
     const a = await terminated();
     const b = await terminated();
-    const third = await tunnel(q.httpPort!, `allowed.test:${H1}`);
+    const third = await tunnel(m.httpPort!, `allowed.test:${H1}`);
     expect(third.status).toBe('HTTP/1.1 503 too many TLS tunnels open (network.tlsTerminate.maxTunnels: 2)');
     expect(third.head).toMatch(/\r\nX-Proxy-Error: too-many-tunnels\r\n/i);
     third.socket.destroy();
     // Tunnels to excludeDomains hosts are never terminated and do not count.
-    const excluded = await tunnel(q.httpPort!, `excluded.test:${EXCLUDED}`);
+    const excluded = await tunnel(m.httpPort!, `excluded.test:${EXCLUDED}`);
     expect(excluded.status).toBe('HTTP/1.1 200 Connection Established');
     excluded.socket.destroy();
     a.destroy();
