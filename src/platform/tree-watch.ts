@@ -11,8 +11,9 @@ import { nodeCrypto } from '../node-crypto.js';
 import { removeTree } from './remove.js';
 
 /** File systems whose every change to a name is made through this kernel (so inotify sees it):
- *  not network or FUSE ones, where another machine or a daemon changes names unseen. */
-const LOCAL_FILE_SYSTEMS = new Set(['ext2', 'ext3', 'ext4', 'xfs', 'btrfs', 'tmpfs', 'f2fs', 'overlay', 'zfs', 'bcachefs']);
+ *  not network or FUSE ones, where another machine or a daemon changes names unseen, nor overlayfs,
+ *  where a name written straight into a lower layer appears with no event. */
+const LOCAL_FILE_SYSTEMS = new Set(['ext2', 'ext3', 'ext4', 'xfs', 'btrfs', 'tmpfs', 'f2fs', 'zfs', 'bcachefs']);
 /** How long the fence may take to come back before the search is taken as stale. */
 const FENCE_TIMEOUT_MS = 5_000;
 
