@@ -24,8 +24,9 @@ export class Sandbox {
    * presets' cache directories, unless `dryRun` (a sandbox only to describe plans).
    */
   static async create(given: SandboxOptions): Promise<Sandbox> {
-    // Its own copy: updateNetwork replaces the sandbox's network policy, never the caller's.
-    const opts = { ...given, policy: { ...given.policy } };
+    // Its own copy, whole: neither updateNetwork nor a later change to the caller's object
+    // reaches the other.
+    const opts = { ...given, policy: structuredClone(given.policy) };
     const platform = opts.platform ?? hostPlatform();
     let backend: PlatformBackend;
     if (platform === 'macos') backend = await (await import('./platform/macos.js')).MacosSandbox.create(opts);
@@ -76,7 +77,7 @@ export class Sandbox {
   /** Replace the sandbox's network policy (`--control-fd`): the running command's new connections
    *  follow it, and so do later commands of this sandbox until the next call. */
   updateNetwork(network: Policy['network']): void {
-    this.backend.updateNetwork(network);
+    this.backend.updateNetwork(structuredClone(network));
   }
 
   /** Once the last run's command has ended (undefined before and while it runs; srt's end-of-run

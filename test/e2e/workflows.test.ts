@@ -294,13 +294,18 @@ describe('the library', () => {
         'await sandbox.run(get);',
         'sandbox.updateNetwork(policy.network);',
         'await sandbox.run(get);',
+        // The sandbox holds copies: the caller's objects changed afterwards change nothing inside.
+        'widened.network.allowedDomains.length = 0;',
+        'sandbox.updateNetwork(widened.network);',
+        "widened.network.allowedDomains.push(...load({ cwd: process.cwd(), home: " + JSON.stringify(home) + ", flags: { allowDomain: ['localhost:" + port + "'] } }).network.allowedDomains);",
+        'await sandbox.run(get);',
         'await sandbox.dispose();',
-      ]);
+      ], { prelude: [`import { loadPolicy as load } from ${JSON.stringify(join(REPO, 'dist', 'index.js'))};`] });
       expect(r.exitCode, r.stderr).toBe(0);
       // Unreachable (no such port inside), then forwarded for two commands in a row, then
       // unreachable again: the second call restores the policy given to create, which the first
       // did not change.
-      expect(r.stdout.split('\n').filter((l) => l.startsWith('got '))).toEqual(['got 000', 'got 200', 'got 200', 'got 000']);
+      expect(r.stdout.split('\n').filter((l) => l.startsWith('got '))).toEqual(['got 000', 'got 200', 'got 200', 'got 000', 'got 000']);
     } finally {
       server.close();
     }
