@@ -319,12 +319,15 @@ for pid in [p for p in os.listdir('/proc') if p.isdigit()]:
             found.append(f'srt itself is visible as pid {pid}')
     except OSError:
         pass
+# srt's code cache holds srt's own source, whose PEM handling names the 'PRIVATE KEY' label:
+# there only the key itself counts.
+code_cache = os.path.expanduser('~/.srt/cache/code')
 def walk(root, any_key):
     for dirpath, dirs, files in os.walk(root):
         if dirpath.startswith(os.getcwd()):
             continue
         for name in files:
-            check(os.path.join(dirpath, name), any_key)
+            check(os.path.join(dirpath, name), any_key and not dirpath.startswith(code_cache))
 walk(os.path.dirname(os.environ['TMPDIR']), True)
 walk(os.path.expanduser('~/.srt'), True)
 for name in os.listdir('/tmp'):  # the shared /tmp: only its top level (other programs' trees are not srt's)
