@@ -424,31 +424,18 @@ describe('bad input and limits', () => {
     });
     await new Promise<void>((r) => sink.listen(0, '127.0.0.1', r));
     SINK = (sink.address() as { port: number }).port;
-    p = await startProxy({
-      network: tlsNetwork([...ALLOW, 'sink.test'], { maxTunnels: 2, handshakeTimeoutMs: 400 }),
+    const start = (limits: { maxTunnels: number; handshakeTimeoutMs?: number }, idle: { idleTimeoutMs?: number } = {}) => startProxy({
+      network: tlsNetwork([...ALLOW, 'sink.test'], limits),
       listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
       resolver,
       upstreamEnv: {},
       testOnlyExemptAddresses: ['127.0.0.1'],
       termination,
+      ...idle,
     });
-    q = await startProxy({
-      network: tlsNetwork([...ALLOW, 'sink.test'], { maxTunnels: 2 }),
-      listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
-      resolver,
-      upstreamEnv: {},
-      testOnlyExemptAddresses: ['127.0.0.1'],
-      termination,
-      idleTimeoutMs: 600,
-    });
-    m = await startProxy({
-      network: tlsNetwork([...ALLOW, 'sink.test'], { maxTunnels: 2 }),
-      listen: { http: { host: '127.0.0.1', port: 0 }, socks: { host: '127.0.0.1', port: 0 } },
-      resolver,
-      upstreamEnv: {},
-      testOnlyExemptAddresses: ['127.0.0.1'],
-      termination,
-    });
+    p = await start({ maxTunnels: 2, handshakeTimeoutMs: 400 });
+    q = await start({ maxTunnels: 2 }, { idleTimeoutMs: 600 });
+    m = await start({ maxTunnels: 2 });
   });
   afterAll(async () => {
     await p?.close();
