@@ -132,14 +132,15 @@ export function cacheFileWriter(home: string, path: string): { fd: number; commi
 /** Write an entry whole (a temporary name, then renamed over it) into a trusted directory;
  *  false when it could not be. */
 export function writeCacheFile(home: string, path: string, data: Uint8Array | string): boolean {
-  if (!prepareCacheDir(home, dirname(path))) return false;
-  const tmp = `${path}.${process.pid}.tmp`;
+  const out = cacheFileWriter(home, path);
+  if (!out) return false;
   try {
-    writeFileSync(tmp, data, { mode: 0o600, flag: 'wx' });
-    renameSync(tmp, path);
-    return true;
+    writeFileSync(out.fd, data);
   } catch {
-    rmSync(tmp, { force: true });
+    out.discard();
     return false;
+  } finally {
+    closeSync(out.fd);
   }
+  return out.commit();
 }
