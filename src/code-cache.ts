@@ -16,7 +16,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createRequire, Module } from 'node:module';
 import { basename, dirname, join, sep } from 'node:path';
 import { Script } from 'node:vm';
-import { cacheDirChain, cacheReader, prepareCacheDir, untrustedDir, writeCacheFile } from './platform/private-cache.js';
+import { cacheDirChain, cacheReader, fnv64, prepareCacheDir, untrustedDir, writeCacheFile } from './platform/private-cache.js';
 
 /** Past this many entries the directory is emptied rather than grown (each srt install adds its chunks). */
 const MAX_ENTRIES = 200;
@@ -35,21 +35,6 @@ export interface NodeIdentity { version: string; arch: string; execArgv: readonl
 /** What an entry must have been made by: V8 rejects bytecode of another node or other V8 flags. */
 function identity(node: NodeIdentity): string {
   return `${node.version}\0${node.arch}\0${node.execArgv.join(' ')}\0${node.nodeOptions}`;
-}
-
-/** 64 bits of FNV-1a, as hex: only to spread names, never to tell contents apart. */
-function fnv64(text: string): string {
-  let lo = 0x84222325;
-  let hi = 0xcbf29ce4;
-  for (let i = 0; i < text.length; i++) {
-    lo = (lo ^ text.charCodeAt(i)) >>> 0;
-    // Multiply by the FNV prime 2^40 + 0x1b3, in 32-bit halves.
-    const l = lo * 0x1b3;
-    const h = hi * 0x1b3 + (lo << 8) + Math.floor(l / 0x100000000);
-    lo = l >>> 0;
-    hi = h >>> 0;
-  }
-  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
 }
 
 const ENTRY_NAME = /^[\w.-]+\.cjs-[0-9a-f]{16}$/;

@@ -144,3 +144,19 @@ export function writeCacheFile(home: string, path: string, data: Uint8Array | st
   }
   return out.commit();
 }
+
+/** 64 bits of FNV-1a of a string's UTF-16 code units, as hex: only to spread entries' names,
+ *  never to tell contents apart. */
+export function fnv64(text: string): string {
+  let lo = 0x84222325;
+  let hi = 0xcbf29ce4;
+  for (let i = 0; i < text.length; i++) {
+    lo = (lo ^ text.charCodeAt(i)) >>> 0;
+    // Multiply by the FNV prime 2^40 + 0x1b3, in 32-bit halves.
+    const l = lo * 0x1b3;
+    const h = hi * 0x1b3 + (lo << 8) + Math.floor(l / 0x100000000);
+    lo = l >>> 0;
+    hi = h >>> 0;
+  }
+  return hi.toString(16).padStart(8, '0') + lo.toString(16).padStart(8, '0');
+}

@@ -12,7 +12,7 @@ import { isProtectedDirName, isProtectedLink, protectedListArgs, protectedSearch
 import type { GitFile, RepoHooks, RootScan } from '../profiles/protected-plan.js';
 import { findSystemTool } from './deps.js';
 import { findInitHelper } from './init-helper.js';
-import { cacheFileWriter, openCacheFile } from './private-cache.js';
+import { cacheFileWriter, fnv64, openCacheFile } from './private-cache.js';
 import { resolveLanding } from './landing.js';
 import { walkProtected } from './search-walk.js';
 import { sandboxMay } from './reach.js';
@@ -141,15 +141,7 @@ function walkRecord(home: string, root: string, depth: number): { in?: number; o
 
 /** Where the record of srt-init's walk of `root` to `depth`+2 is kept. */
 const walkRecordPath = (home: string, root: string, depth: number) =>
-  join(home, '.srt', 'cache', 'tree', `${fnv(`${root}\0${protectedListArgs(depth).join('\0')}`)}.walk`);
-
-/** A 64-bit FNV-1a digest of a string's UTF-16 code units, in hex (names a record, nothing more:
- *  the record itself says which root and walk it is of). */
-function fnv(s: string): string {
-  let h = 0xcbf29ce484222325n;
-  for (let i = 0; i < s.length; i++) h = BigInt.asUintN(64, (h ^ BigInt(s.charCodeAt(i))) * 0x100000001b3n);
-  return h.toString(16).padStart(16, '0');
-}
+  join(home, '.srt', 'cache', 'tree', `${fnv64(`${root}\0${protectedListArgs(depth).join('\0')}`)}.walk`);
 
 /** srt-init's walk, with the record's descriptors as its stdin and descriptor 3; stopped after
  *  SEARCH_TIMEOUT_MS or past MAX_OUTPUT bytes of listing. */
