@@ -33,6 +33,7 @@ import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
 import { expandGlobPaths, globLandings, listProtected, readGitFile, readProtected, SearchError, type GlobPaths, type ProtectedScan, type RootListing } from './search.js';
 import { KeptLandings } from './kept-landings.js';
+import { ownFiles } from './self.js';
 import { TreeWatch } from './tree-watch.js';
 import { repositoriesBefore, type RepositoriesBefore } from './newrepos.js';
 import { loadProxyModule } from './session.js';
@@ -84,6 +85,8 @@ export interface LinuxFacts {
   search: TreeSearch;
   /** The landings kept for the sandbox's next command (a sandbox for many commands). */
   kept?: KeptLandings;
+  /** Where the directories of srt's own files land (selfWritableWarnings), resolved with the other landings. */
+  ownDirs: Map<string, string>;
   warnings: string[];
 }
 
@@ -358,6 +361,7 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
     return l;
   };
   let plan;
+  const ownDirs = new Map<string, string>();
   try {
     // Names, repositories, and what is protected where it lands (links out of protected
     // directories, home configuration linked into a writable root, git's include chains).
@@ -365,6 +369,7 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
     plan = protection.plan;
     warnings.push(...protection.warnings);
     for (const p of literalPaths(policy, plan.targets, worktree, credentialMounts)) if (!landings.has(p)) landings.set(p, resolveOnce(p));
+    for (const f of ownFiles()) ownDirs.set(dirname(f.path), resolveOnce(dirname(f.path)).real);
   } finally {
     resolver.close();
   }
@@ -486,7 +491,7 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
     }
   }
   return {
-    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, ...(kept ? { kept } : {}), watched, forwards,
+    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, ...(kept ? { kept } : {}), ownDirs, watched, forwards,
     ...(proxySockets ? { proxySockets } : {}), rules: plan.rules,
     before: repositoriesBefore([...gitDirsOf(scanned), ...scanned.roots.flatMap((r) => r.gitFiles.map((f) => f.gitDir)), ...(worktree ? [worktree.gitDir] : [])]),
     ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), search, warnings,

@@ -14,6 +14,7 @@ import { describeSource } from '../settings/report.js';
 import { shellQuote } from '../shell.js';
 import { SandboxError } from './backend.js';
 import type { LinuxFacts } from './linux-facts.js';
+import { resolveLanding } from './landing.js';
 import { selfWritableWarnings } from './runtime.js';
 import type { PlanFile, SpawnPlan } from './spawn-plan.js';
 
@@ -140,7 +141,7 @@ export function linuxPlan(policy: Policy, g: LinuxFacts, argv: string[]): { bwra
     });
   }
   const kept = policy.filesystem.disabled ? 'none' : g.facts.seccomp?.supervisor ? 'all' : 'not-links';
-  const warnings = [...new Set([...g.warnings, ...g.credentials.warnings, ...selfWritableWarnings(plan.writable, kept), ...plan.warnings])];
+  const warnings = [...new Set([...g.warnings, ...g.credentials.warnings, ...selfWritableWarnings(plan.writable, kept, (d) => g.ownDirs.get(d) ?? resolveLanding(d).real), ...plan.warnings])];
   return {
     bwrap: plan,
     spawn: {

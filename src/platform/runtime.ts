@@ -30,10 +30,11 @@ export function runtimeFiles(helperPath?: string): { path: string; kind: 'file' 
  * outside any sandbox (SPEC §8 lists this among doctor's checks; srt says it at start).
  * `kept`: what this backend keeps read-only for the run (Linux: all of it with the supervisor;
  * with the mounts alone not a symlink, such as ~/bin/srt -> the launcher, see self.ts).
+ * `land`: where their directories land (sandboxMayChange).
  */
-export function selfWritableWarnings(writable: string[], kept: 'all' | 'not-links' | 'none' = 'none'): string[] {
+export function selfWritableWarnings(writable: string[], kept: 'all' | 'not-links' | 'none' = 'none', land?: (dir: string) => string): string[] {
   const isLink = (p: string) => { try { return lstatSync(p).isSymbolicLink(); } catch { return false; } };
-  const exposed = ownFiles().filter((f) => sandboxMayChange(f.path, writable));
+  const exposed = ownFiles().filter((f) => sandboxMayChange(f.path, writable, land));
   const open = (f: { path: string }) => kept === 'none' || (kept === 'not-links' && isLink(f.path));
   const paths = (fs: { path: string }[]) => [...new Set(fs.map((f) => f.path))];
   const node = (f: { what: string }) => f.what === 'the node srt runs with';

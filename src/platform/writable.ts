@@ -29,9 +29,10 @@ export function insideWritable(path: string, roots: readonly string[]): boolean 
  * (or a directory above it, up to the writable root) through a directory it may write — unless
  * that directory is sticky and the entry is not the caller's. A root-owned checkout under a
  * writable /tmp is out of an unprivileged command's reach: nothing to warn about.
+ * `land`: where a directory lands (a sandbox's kept landings; else resolved now).
  */
-export function sandboxMayChange(path: string, roots: readonly string[]): boolean {
-  const real = join(resolveLanding(dirname(path)).real, basename(path));
+export function sandboxMayChange(path: string, roots: readonly string[], land: (dir: string) => string = (d) => resolveLanding(d).real): boolean {
+  const real = join(land(dirname(path)), basename(path));
   const root = roots.filter((r) => isWithin(real, r)).sort((a, b) => b.length - a.length)[0];
   if (root === undefined) return false;
   const st = (p: string): Stats | undefined => {

@@ -32,19 +32,19 @@ type Step = { run: string } | { host: string };
 interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number }
 
 /** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
-function driver(w: World, steps: Step[], mode: SrtMode = {}) {
+function driver(w: World, steps: Step[], mode: SrtMode = {}, path = process.env.PATH) {
   const spec = JSON.stringify({ cwd: w.cwd, home: w.home, settings: w.settings, steps });
   return execa(process.execPath, srtArgv([join(REPO, 'dist', 'index.js'), spec], mode, DRIVER), {
     cwd: w.cwd, reject: false, stdin: 'ignore', timeout: 120_000, extendEnv: false,
-    env: { PATH: process.env.PATH, HOME: w.home, LANG: 'C.UTF-8' },
+    env: { PATH: path, HOME: w.home, LANG: 'C.UTF-8' },
   });
 }
 
 interface StepResult { status: number; search: TreeSearch; runDir: string; violations: string[] }
 
 /** Run `steps` in one sandbox of the library: each run's status, tree search, run directory, violations. */
-async function inOneSandbox(w: World, steps: Step[], mode: SrtMode = {}) {
-  const r = await driver(w, steps, mode);
+async function inOneSandbox(w: World, steps: Step[], mode: SrtMode = {}, path?: string) {
+  const r = await driver(w, steps, mode, path);
   expect(r.exitCode, r.stderr).toBe(0);
   const at = r.stdout.lastIndexOf('\n@@');
   const out = JSON.parse(r.stdout.slice(at + 3)) as { steps: StepResult[]; messages: string[] };
@@ -181,6 +181,27 @@ describe('a sandbox running many commands', () => {
     // directory passes /tmp, where other tests make and remove files, so not for every command).
     expect(r.steps.slice(2, 6).map((s) => s.search.landingsKept)).toEqual([0, 0, 0, 0]);
     expect(Math.max(...[1, 6, 7, 8].map((i) => r.steps[i]!.search.landingsKept))).toBeGreaterThan(4);
+  });
+
+  it("warns in the next command when a directory on PATH holding srt's link is re-pointed into the project (where srt's own files land is kept with the landings)", async () => {
+    const w = world();
+    const launcher = join(REPO, 'bin', 'srt');
+    mkdirSync(join(w.base, 'bin-out'));
+    symlinkSync(launcher, join(w.base, 'bin-out', 'srt'));
+    symlinkSync(join(w.base, 'bin-out'), join(w.base, 'on-path'));
+    const warning = `srt is installed inside a path this sandbox may write (${join(w.base, 'on-path', 'srt')})`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' },
+      { host: `mkdir bin-in && ln -s ${launcher} bin-in/srt && ln -sfn ${join(w.cwd, 'bin-in')} ${join(w.base, 'on-path')}` },
+      { run: 'true' },
+      { host: `mkdir ${w.base}/bin-new && ln -s ${launcher} ${w.base}/bin-new/srt && ln -s ${w.base}/bin-new ${w.base}/.on-path && mv -T ${w.base}/.on-path ${w.base}/on-path` },
+      { run: 'true' }, { run: 'true' },
+    ], {}, `${join(w.base, 'on-path')}:${process.env.PATH}`);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0]);
+    // Only the command after the re-pointing warns: the one before, and those after the link was
+    // renamed back out of the project, do not.
+    expect(r.messages.filter((m) => m.includes(warning))).toHaveLength(1);
+    expect(r.steps[1]!.search.landingsKept).toBeGreaterThan(0);
   });
 
   it('keeps one run directory and one proxy for all its commands: each command has its own TMPDIR and refusals; nothing is left after dispose', async () => {
