@@ -5,7 +5,7 @@
 // stale (the command may have created anything): the next run gathers them again, reusing the
 // tree search only while its watch shows that nothing changed (tree-watch.ts).
 
-import { closeSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, openSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentialEnv } from '../credentials/env.js';
 import type { Policy } from '../policy.js';
@@ -24,7 +24,7 @@ import { gatherLinux, gitDirsOf, type LinuxFacts } from './linux-facts.js';
 import { linuxPlan } from './linux-plan.js';
 import { materialise } from './materialise.js';
 import { disableNewRepositories, disableRebaseExec, newGitDirs } from './newrepos.js';
-import { removeTree } from './remove.js';
+import { removeFile, removeTree } from './remove.js';
 import { launch, signalExit } from './run.js';
 import { scanProtected } from './search.js';
 import { SandboxBase } from './sandbox-base.js';
@@ -120,7 +120,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       }
       try {
         if ('error' in encoded) throw new Error(encoded.error);
-        rmSync(mountsPath, { force: true }); // the last command's, in a kept run directory
+        removeFile(mountsPath); // the last command's, in a kept run directory
         writeFileSync(mountsPath, encoded.data, { mode: 0o400, flag: 'wx' });
       } catch (e) {
         out.say(`srt: cannot plan the sandbox's mounts: ${(e as Error).message}`);
@@ -281,7 +281,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
   private cleanupSync(g: LinuxFacts): void {
     this.placeholders.cleanup();
     if (this.keptRunDir !== g.facts.runDir) return this.reportLeft(g.facts.runDir, removeTree(g.facts.runDir));
-    for (const name of ['report', 'git-excludes']) rmSync(join(g.facts.runDir, name), { force: true });
+    for (const name of ['report', 'git-excludes']) removeFile(join(g.facts.runDir, name));
     let names: string[] = [];
     try { names = readdirSync(g.facts.tmpDir); } catch { /* gone: the next run stops on it */ }
     for (const name of names) this.reportLeft(join(g.facts.tmpDir, name), removeTree(join(g.facts.tmpDir, name)));

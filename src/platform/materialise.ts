@@ -5,9 +5,10 @@
 // commands use the directory its first one made (`kept`): each file is written anew, and its
 // directories (TMPDIR) must be there and empty, as the command before left them.
 
-import { lstatSync, mkdirSync, readdirSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { SandboxError } from './backend.js';
+import { removeFile } from './remove.js';
 import type { SpawnPlan } from './spawn-plan.js';
 
 export function materialise(plan: Pick<SpawnPlan, 'runDir' | 'files'>, kept = false): void {
@@ -33,7 +34,7 @@ export function materialise(plan: Pick<SpawnPlan, 'runDir' | 'files'>, kept = fa
     if (f.path === plan.runDir) continue;
     if (f.content !== undefined) {
       // Read-only files (0400, 0444): written anew, never through an existing name.
-      if (kept) rmSync(f.path, { force: true });
+      if (kept) removeFile(f.path);
       writeFileSync(f.path, f.content, { mode: f.mode, flag: 'wx' });
     } else if (!kept || !lstatSync(f.path, { throwIfNoEntry: false })) {
       mkdirSync(f.path, { mode: f.mode });

@@ -3,7 +3,7 @@
 // left without permissions; coreutils' rm and chmod walk by descriptor (fts) and do not.
 
 import { spawnSync } from 'node:child_process';
-import { lstatSync, rmSync } from 'node:fs';
+import { lstatSync, rmSync, unlinkSync } from 'node:fs';
 import { findSystemTool } from './deps.js';
 
 /**
@@ -25,4 +25,14 @@ export function removeTree(path: string): string | null {
   const r = spawnSync(rm, ['-rf', oneFs, '--', path], { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8' });
   if (!lstatSync(path, { throwIfNoEntry: false })) return null;
   return r.stderr.trim().split('\n')[0] || `rm exited with ${r.status}`;
+}
+
+/** Remove the file `path` if it is there (one unlink: rmSync stats it first and goes through its
+ *  tree removal); any other error is thrown. */
+export function removeFile(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+  }
 }
