@@ -130,6 +130,7 @@ export function setAside(path: string): string | null {
 }
 
 function pidAlive(pid: number): boolean {
+  if (pid === process.pid) return true; // this run's own (a library sandbox's run directory and watches)
   if (processStartTime(pid) !== null) return true;
   if (process.platform === 'linux') return false;
   // No /proc (macOS): signal 0 tells whether the pid exists (EPERM: it does, another user's).
@@ -139,6 +140,17 @@ function pidAlive(pid: number): boolean {
   } catch (e) {
     return (e as NodeJS.ErrnoException).code === 'EPERM';
   }
+}
+
+/** The run directories (and watch fences) under `runRoot` whose owner is gone: each pid looked up once. */
+function deadRunDirNames(runRoot: string): string[] {
+  const alive = new Map<string, boolean>();
+  return readdirSync(runRoot).filter((n) => {
+    const pid = /^(\d+)-/.exec(n)?.[1];
+    if (pid === undefined) return false;
+    if (!alive.has(pid)) alive.set(pid, pidAlive(Number(pid)));
+    return !alive.get(pid);
+  });
 }
 
 /** What runs killed with SIGKILL left behind (read only; `reapStale` removes it). */
@@ -162,7 +174,7 @@ export function findStale(home: string): StaleState {
   const placeholders = dead.flatMap(({ state }) => state.placeholders).filter((ph) => !liveHeld.has(ph.path) && isPlaceholder(ph));
   let runDirs: string[] = [];
   try {
-    runDirs = readdirSync(runRoot).filter((n) => /^\d+-/.test(n) && !pidAlive(Number(n.split('-')[0]))).map((n) => join(runRoot, n));
+    runDirs = deadRunDirNames(runRoot).map((n) => join(runRoot, n));
   } catch { /* no run dir yet */ }
   const watched = [...new Set(dead.flatMap(({ state }) => state.watched ?? []))].filter((p) => lstatSync(p, { throwIfNoEntry: false }));
   return { placeholders: [...new Map(placeholders.map((p) => [p.path, p])).values()], runDirs, stateFiles: dead.map((d) => d.file), watched };
@@ -178,7 +190,7 @@ export function reapStale(home: string): string[] {
   const deadStates = readStates(home).filter(({ state }) => !isLive(state));
   let deadRunDirs: string[] = [];
   try {
-    deadRunDirs = readdirSync(runRoot).filter((n) => /^\d+-/.test(n) && !pidAlive(Number(n.split('-')[0])));
+    deadRunDirs = deadRunDirNames(runRoot);
   } catch { /* no run dir yet */ }
   if (deadStates.length === 0 && deadRunDirs.length === 0) return [];
   const notes: string[] = [];
