@@ -21,10 +21,11 @@ export class KeptLandings {
 
   constructor(readonly watch: TreeWatch) {}
 
-  /** Kept landings for the next command: these, while current; else new ones (none when the
-   *  last ones needed more watches than srt spends). */
-  static async next(previous: KeptLandings | undefined, runRoot: string): Promise<KeptLandings | undefined> {
-    if (previous && (await previous.watch.check()) === undefined) {
+  /** Kept landings for the next command: these, while current (`previous`'s watch checked
+   *  just before: TreeWatch.checkAll); else new ones (none when the last ones needed more
+   *  watches than srt spends). */
+  static next(previous: KeptLandings | undefined, runRoot: string): KeptLandings | undefined {
+    if (previous && previous.watch.stale === undefined) {
       previous.reused = 0;
       return previous;
     }

@@ -221,14 +221,14 @@ function hostHasIpv6Loopback(): boolean {
 export interface ProxySockets { http: string; socks: string }
 
 /**
- * The tree search for `key`: the earlier one while its watch shows nothing changed, else a new
- * one (watched when `keep`, for the commands after this one).
+ * The tree search for `key`: the earlier one while its watch (checked by gatherLinux) shows
+ * nothing changed, else a new one (watched when `keep`, for the commands after this one).
  */
 async function treeSearch(key: string, previous: TreeSearch | undefined, keep: boolean, runRoot: string,
   search: (watch?: TreeWatch) => Promise<[RootListing[], Map<string, GlobPaths>]>): Promise<TreeSearch> {
   let stale: string | undefined;
   if (previous?.watch) {
-    stale = previous.key === key ? await previous.watch.check() : 'the policy searches other places now';
+    stale = previous.key === key ? previous.watch.stale : 'the policy searches other places now';
     if (stale === undefined) {
       const { stale: _, ...same } = previous;
       return { ...same, reused: true };
@@ -258,7 +258,9 @@ async function treeSearch(key: string, previous: TreeSearch | undefined, keep: b
 export async function gatherLinux(opts: SandboxOptions, previous?: { search: TreeSearch; runDir?: string; kept?: KeptLandings }): Promise<LinuxFacts> {
   const runRoot = resolveLanding(join(opts.policy.home, '.srt', 'run')).real;
   const keep = opts.oneCommand !== true && !opts.dryRun;
-  const kept = keep ? await KeptLandings.next(previous?.kept, runRoot) : undefined;
+  // Both watches of the last command (the search's, the landings') checked with one fence.
+  await TreeWatch.checkAll([previous?.kept?.watch, previous?.search.watch].filter((w) => w !== undefined));
+  const kept = keep ? KeptLandings.next(previous?.kept, runRoot) : undefined;
   try {
     return await gather(opts, runRoot, keep, kept, previous);
   } catch (e) {

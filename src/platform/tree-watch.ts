@@ -183,9 +183,36 @@ export class TreeWatch {
    * and the fence file written here comes back through the same queue after them.
    */
   async check(): Promise<string | undefined> {
-    if (this.why) return this.why;
+    await TreeWatch.checkAll([this]);
+    return this.why;
+  }
+
+  /**
+   * check() for several watches with one fence: all of this process's watches share one inotify
+   * queue (libuv's, one per event loop), so when the fence's event comes back every change made
+   * before it has been delivered to every watch. Each watch's `stale` says the outcome.
+   */
+  static async checkAll(watches: readonly TreeWatch[]): Promise<void> {
+    const live = watches.filter((w) => !w.why);
+    if (!live.length) return;
+    let table: string | undefined;
     try {
-      if (readFileSync('/proc/self/mountinfo', 'utf8') !== this.mountTable) this.fail('the mount table changed');
+      table = readFileSync('/proc/self/mountinfo', 'utf8');
+    } catch (e) {
+      for (const w of live) w.fail(`cannot check: ${(e as Error).message}`);
+      return;
+    }
+    for (const w of live) w.checkPins(table);
+    const fencer = live.find((w) => !w.why);
+    if (!fencer) return;
+    const why = await fencer.fenceBack();
+    if (why) for (const w of live) w.fail(why);
+  }
+
+  /** The mount table is the one watched under, and each pinned path still leads to its directory. */
+  private checkPins(table: string): void {
+    try {
+      if (table !== this.mountTable) this.fail('the mount table changed');
       for (const p of this.pins) {
         const st = statSync(p.path, { bigint: true, throwIfNoEntry: false });
         if (!st || st.dev !== p.dev || st.ino !== p.ino) this.fail(`${p.path} now leads to another directory`);
@@ -193,23 +220,24 @@ export class TreeWatch {
     } catch (e) {
       this.fail(`cannot check: ${(e as Error).message}`);
     }
-    if (this.why) return this.why;
+  }
+
+  /** Write a fence file and wait for its event; why not, if it did not come back. */
+  private async fenceBack(): Promise<string | undefined> {
     const name = nodeCrypto().randomBytes(9).toString('base64url');
-    const back = new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), FENCE_TIMEOUT_MS);
-      this.fenceWaiter = { name, done: () => { clearTimeout(timer); resolve(true); } };
-    });
     try {
       writeFileSync(join(this.fenceDir, name), '');
     } catch (e) {
-      this.fail(`cannot write the fence: ${(e as Error).message}`);
-      return this.why;
+      return `cannot write the fence: ${(e as Error).message}`;
     }
-    const arrived = await back;
+    // Its event is delivered on a later turn of the loop: the waiter is in place before.
+    const arrived = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), FENCE_TIMEOUT_MS);
+      this.fenceWaiter = { name, done: () => { clearTimeout(timer); resolve(true); } };
+    });
     this.fenceWaiter = undefined;
     try { unlinkSync(join(this.fenceDir, name)); } catch { /* removed with the directory */ }
-    if (!arrived) this.fail('the fence did not come back (events were lost)');
-    return this.why;
+    return arrived ? undefined : 'the fence did not come back (events were lost)';
   }
 
   private release(): void {
