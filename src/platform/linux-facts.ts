@@ -33,6 +33,7 @@ import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
 import { expandGlobPaths, globLandings, listProtected, readGitFile, readProtected, SearchError, type GlobPaths, type ProtectedScan, type RootListing } from './search.js';
 import { KeptLandings } from './kept-landings.js';
+import { policyFields, samePolicy, sameValue, type KeptPlan } from './kept-plan.js';
 import { ownFiles } from './self.js';
 import { TreeWatch } from './tree-watch.js';
 import { repositoriesBefore, type RepositoriesBefore } from './newrepos.js';
@@ -87,6 +88,10 @@ export interface LinuxFacts {
   kept?: KeptLandings;
   /** Where the directories of srt's own files land (selfWritableWarnings), resolved with the other landings. */
   ownDirs: Map<string, string>;
+  /** The plans made from these facts, for the sandbox's next command (kept-plan.ts). */
+  plan?: KeptPlan;
+  /** Whether these facts' plans are the last command's (the same policy and facts). */
+  planKept: boolean;
   warnings: string[];
 }
 
@@ -255,7 +260,7 @@ async function treeSearch(key: string, previous: TreeSearch | undefined, keep: b
  * `previous`: the search of this sandbox's last command, reused if still current, and the run
  * directory it keeps for its commands (a library sandbox's).
  */
-export async function gatherLinux(opts: SandboxOptions, previous?: { search: TreeSearch; runDir?: string; kept?: KeptLandings }): Promise<LinuxFacts> {
+export async function gatherLinux(opts: SandboxOptions, previous?: { search: TreeSearch; runDir?: string; kept?: KeptLandings; plan?: KeptPlan }): Promise<LinuxFacts> {
   const runRoot = resolveLanding(join(opts.policy.home, '.srt', 'run')).real;
   const keep = opts.oneCommand !== true && !opts.dryRun;
   // Both watches of the last command (the search's, the landings') checked with one fence.
@@ -270,7 +275,7 @@ export async function gatherLinux(opts: SandboxOptions, previous?: { search: Tre
 }
 
 async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept: KeptLandings | undefined,
-  previous: { search: TreeSearch; runDir?: string } | undefined): Promise<LinuxFacts> {
+  previous: { search: TreeSearch; runDir?: string; plan?: KeptPlan } | undefined): Promise<LinuxFacts> {
   const { policy } = opts;
   const warnings: string[] = opts.dryRun ? [] : createCacheDirs(policy);
   // The directory srt's secrets live in is hidden in every run: it must exist to be covered.
@@ -420,6 +425,8 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
   let proxySockets: ProxySockets | undefined;
   let tls: LinuxFacts['tls'];
   let filter: Buffer | undefined;
+  let keptPlan: KeptPlan | undefined;
+  let planKept = false;
   {
     // Certificates only (the CA key stays in srt's memory or its own, denied file): the run
     // directory is readable inside the sandbox.
@@ -460,9 +467,13 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
       replaceable: replaceableNames([...landings.values(), ...globs.flatMap(([, g]) => [...g.matches, ...g.undecodable, ...g.unreadable])]),
     };
     // A first plan says which directories must be snapshots (listed now) and whether opens
-    // must be checked (the filter then sends every open to the supervisor).
-    const planner = mountPlanner(policy, facts);
-    const first = planner(undefined);
+    // must be checked (the filter then sends every open to the supervisor). The last command's
+    // plans, if made from the same policy and facts (kept-plan.ts).
+    const same = previous?.plan && samePolicy(previous.plan, policy) && sameValue(previous.plan.facts, facts) ? previous.plan : undefined;
+    const planner = same?.planner ?? mountPlanner(policy, facts);
+    const first = same?.first ?? planner(undefined);
+    planKept = same !== undefined;
+    const planFacts = facts;
     const snapshots = new Map<string, SnapshotEntry[] | 'too-large'>();
     // With the supervisor, snapshots past a budget of entries in all are not worth their binds at
     // every start: the read gate holds those denies instead (the plan decides on 'too-large').
@@ -479,9 +490,11 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
       snapshots.set(d, listed === 'too-large' ? listed : listed.entries);
     }
     facts = { ...facts, snapshots };
+    const again = same && sameValue(same.snapshots, snapshots) && same.arch === seccompHelper?.arch ? same : undefined;
     // Without snapshots the listings change nothing: the first plan is the plan.
-    mounts = snapshots.size ? planner(snapshots) : first;
-    if (seccompHelper) {
+    mounts = again?.mounts ?? (snapshots.size ? planner(snapshots) : first);
+    filter = again?.filter;
+    if (seccompHelper && !again) {
       filter = buildSeccompFilter({
         arch: seccompHelper.arch,
         allowUnixSockets: policy.network.allowAllUnixSockets,
@@ -491,9 +504,10 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
         gateReads: supervise && (first.gated.length > 0 || [...snapshots.values()].includes('too-large')),
       });
     }
+    if (keep) keptPlan = { policy, fields: policyFields(policy), facts: planFacts, planner, first, snapshots, mounts, filter, arch: seccompHelper?.arch };
   }
   return {
-    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, ...(kept ? { kept } : {}), ownDirs, watched, forwards,
+    bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, ...(kept ? { kept } : {}), ...(keptPlan ? { plan: keptPlan } : {}), planKept, ownDirs, watched, forwards,
     ...(proxySockets ? { proxySockets } : {}), rules: plan.rules,
     before: repositoriesBefore([...gitDirsOf(scanned), ...scanned.roots.flatMap((r) => r.gitFiles.map((f) => f.gitDir)), ...(worktree ? [worktree.gitDir] : [])]),
     ...(tls ? { tls } : {}), ...(filter ? { filter } : {}), search, warnings,

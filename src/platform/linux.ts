@@ -46,7 +46,9 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
 
   private constructor(policy: Policy, opts: SandboxOptions, gathered: LinuxFacts) {
     const keep = opts.oneCommand !== true && opts.dryRun !== true;
-    super(policy, opts, gathered, (o, previous) => gatherLinux(o, { search: previous.search, ...(keep ? { runDir: previous.facts.runDir } : {}), ...(previous.kept ? { kept: previous.kept } : {}) }),
+    super(policy, opts, gathered, (o, previous) => gatherLinux(o, {
+      search: previous.search, ...(keep ? { runDir: previous.facts.runDir } : {}), ...(previous.kept ? { kept: previous.kept } : {}), ...(previous.plan ? { plan: previous.plan } : {}),
+    }),
       (p, g, argv) => linuxPlan(p, g, argv).spawn);
     this.keep = keep;
     this.placeholders = new PlaceholderSet(policy.home);

@@ -29,7 +29,7 @@ function world(settings: object = {}): World {
 }
 
 type Step = { run: string } | { host: string };
-interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number }
+interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number; planKept: boolean }
 
 /** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
 function driver(w: World, steps: Step[], mode: SrtMode = {}, path = process.env.PATH) {
@@ -181,6 +181,9 @@ describe('a sandbox running many commands', () => {
     // directory passes /tmp, where other tests make and remove files, so not for every command).
     expect(r.steps.slice(2, 6).map((s) => s.search.landingsKept)).toEqual([0, 0, 0, 0]);
     expect(Math.max(...[1, 6, 7, 8].map((i) => r.steps[i]!.search.landingsKept))).toBeGreaterThan(4);
+    // The mounts are planned again after each change (the facts differ), and kept from the
+    // command before while the facts are the same.
+    expect(r.steps.map((s) => s.search.planKept)).toEqual([false, true, false, false, false, false, true, true, true]);
   });
 
   it("warns in the next command when a directory on PATH holding srt's link is re-pointed into the project (where srt's own files land is kept with the landings)", async () => {
