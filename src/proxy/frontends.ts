@@ -29,8 +29,11 @@ function pump(from: Readable, to: NodeJS.WritableStream & { on(e: 'drain', l: ()
 /** An HTTP/1.1 response (plain proxy requests and terminated HTTP/1.1 connections). */
 export function h1Frontend(res: http.ServerResponse): Frontend {
   const ac = new AbortController();
+  let body: Readable | null = null;
   res.on('close', () => {
-    if (!res.writableFinished) ac.abort();
+    if (res.writableFinished) return;
+    ac.abort();
+    body?.destroy();
   });
   const reply: Frontend['reply'] = (status, statusPhrase, body, headers) => {
     if (res.headersSent) {
@@ -43,6 +46,7 @@ export function h1Frontend(res: http.ServerResponse): Frontend {
   };
   return {
     signal: ac.signal,
+    stop: () => ac.abort(),
     reply,
     respond(r) {
       if (res.destroyed) {
@@ -50,7 +54,7 @@ export function h1Frontend(res: http.ServerResponse): Frontend {
         return;
       }
       res.writeHead(r.status, r.statusMessage || undefined, r.headers.flat() as unknown as http.OutgoingHttpHeaders);
-      const body = r.body;
+      body = r.body;
       if (!body) {
         res.end();
         return;
@@ -65,7 +69,8 @@ export function h1Frontend(res: http.ServerResponse): Frontend {
           if (!wrote && !res.destroyed && !res.writableEnded) res.flushHeaders();
         });
       }
-      ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
+      // The client going away destroys it (the close listener above); a stop by the exchange
+      // comes with the exchange destroying it.
       pump(body, res, () => res.end());
     },
     upgrade(_r, socket) {
@@ -97,6 +102,7 @@ export function upgradeFrontend(client: Duplex, splice: (a: Duplex, b: Duplex) =
   client.on('close', () => ac.abort());
   return {
     signal: ac.signal,
+    stop: () => ac.abort(),
     reply: (status, statusPhrase, body, headers) => rawReply(client, status, statusPhrase, body, headers),
     respond(r) {
       if (client.destroyed) {
@@ -142,6 +148,7 @@ export function h2Frontend(stream: ServerHttp2Stream): Frontend {
   stream.on('error', () => undefined); // a reset by the client; 'close' follows
   return {
     signal: ac.signal,
+    stop: () => ac.abort(),
     reply(status, _statusPhrase, body, headers) {
       if (stream.destroyed || stream.closed) return;
       if (stream.headersSent) {

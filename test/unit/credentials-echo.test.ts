@@ -157,8 +157,10 @@ async function roundTrip(stage: CredentialStage, rnd: (n: number) => number, c: 
   };
   let settle!: (r: { status: string; headers: Header[]; trailers: () => Header[]; body: Readable | null }) => void;
   const got = new Promise<{ status: string; headers: Header[]; trailers: () => Header[]; body: Readable | null }>((r) => (settle = r));
+  const ac = new AbortController();
   const front: Frontend = {
-    signal: new AbortController().signal,
+    signal: ac.signal,
+    stop: () => ac.abort(),
     reply: (status, phrase, body) => settle({ status: `${status} ${phrase}`, headers: [], trailers: () => [], body: Readable.from([Buffer.from(body)]) }),
     respond: (res) => settle({ status: `${res.status} ${res.statusMessage}`, headers: res.headers, trailers: () => res.trailers(), body: res.body }),
     upgrade: () => { throw new Error('not an upgrade'); },

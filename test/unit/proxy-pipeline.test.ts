@@ -30,6 +30,7 @@ function recorder() {
   const done = new Promise<void>((r) => (settle = r));
   const front: Frontend = {
     signal: ac.signal,
+    stop: () => ac.abort(),
     reply(status, phrase, body, headers) {
       Object.assign(got, { status, phrase, headers, body: Promise.resolve(body) });
       settle();

@@ -23,6 +23,7 @@ function recorder() {
   const done = new Promise<void>((r) => (settle = r));
   const front: Frontend = {
     signal: ac.signal,
+    stop: () => ac.abort(),
     reply(status) {
       events.push(`reply ${status}`);
       settle();
