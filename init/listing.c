@@ -10,7 +10,8 @@
 //
 // With --cache, the last walk's record comes in on stdin (srt's own file under ~/.srt, or
 // nothing) and this walk's record goes out on descriptor 3; `C` on stdout says it was written
-// whole. The record holds each directory's names with the (device, inode, ctime) it had just
+// whole, `K` that it is byte for byte the one that came in, and nothing was written (the walk
+// of an unchanged tree rewrites no record). The record holds each directory's names with the (device, inode, ctime) it had just
 // before they were read. A directory whose stamp is unchanged is not read again: its listing is
 // the recorded one. Every create, unlink or rename in a directory moves its ctime to the clock's
 // now, and no unprivileged process can set a ctime back (utimes sets it to now too), so an
@@ -68,6 +69,9 @@ struct item {
 
 static FILE *cache; // the record being written, or NULL
 static int cache_failed;
+// The last walk's record (valid) and how much of it the record being written repeats so far;
+// same is NULL once they differ (the repeated part is then written out first).
+static const unsigned char *last, *same, *last_end;
 static int local_fs;
 static dev_t root_dev;
 static time_t trust_before; // ctimes from this second on are too recent to trust
@@ -101,9 +105,23 @@ static uint64_t digest(uint64_t h, const void *p, size_t n) {
 #define DIGEST_SEED 0xcbf29ce484222325ULL
 static uint64_t written = DIGEST_SEED;
 
+// The record being written no longer repeats the last one: the part it repeated is written out.
+static void diverge(void) {
+  size_t k = (size_t)(same - last);
+  same = NULL;
+  if (fwrite(last, 1, k, cache) != k) cache_failed = 1;
+}
+
 static void put(const void *p, size_t n) {
   if (!cache) return;
   written = digest(written, p, n);
+  if (same) {
+    if ((size_t)(last_end - same) >= n && memcmp(same, p, n) == 0) {
+      same += n;
+      return;
+    }
+    diverge();
+  }
   if (fwrite(p, 1, n, cache) != n) cache_failed = 1;
 }
 
@@ -353,7 +371,10 @@ static struct node *read_record(int argc, char **argv, const struct stat *root) 
   char tail;
   if (!top || !take(&r, &tail, 1) || tail != 'E') return NULL;
   uint64_t sum, body = digest(DIGEST_SEED, buf, (size_t)(r.p - buf));
-  return take(&r, &sum, sizeof sum) && sum == body && r.p == r.end ? top : NULL;
+  if (!take(&r, &sum, sizeof sum) || sum != body || r.p != r.end) return NULL;
+  last = same = buf;
+  last_end = r.end;
+  return top;
 }
 
 // File systems whose directories' ctimes this machine's kernel sets on every change of their names
@@ -409,7 +430,11 @@ int list_protected(int argc, char **argv) {
     put("E", 1);
     uint64_t sum = written;
     put(&sum, sizeof sum);
-    if (fflush(cache) == 0 && !cache_failed && !ferror(cache)) emit('C', "", 0);
+    if (same && same == last_end) emit('K', "", 0);
+    else {
+      if (same) diverge();
+      if (fflush(cache) == 0 && !cache_failed && !ferror(cache)) emit('C', "", 0);
+    }
   }
   if (fflush(stdout) != 0 || ferror(stdout)) die_errno("--list-protected: write");
   return 0;

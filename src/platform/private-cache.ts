@@ -7,7 +7,7 @@
 // there), read without following a symlink. Failing to read or to write an entry is never an
 // error: the work is done again.
 
-import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, renameSync, unlinkSync, writeFileSync } from 'node:fs';
 import { dirname, isAbsolute, join, relative, sep } from 'node:path';
 
 export type Untrusted = 'missing' | 'not a directory' | 'not yours' | 'others may write it';
@@ -113,7 +113,9 @@ export function cacheFileWriter(home: string, path: string): { fd: number; commi
   } catch {
     return undefined;
   }
-  const discard = () => rmSync(tmp, { force: true });
+  const discard = () => {
+    try { unlinkSync(tmp); } catch { /* never made or gone already */ }
+  };
   return {
     fd,
     commit: () => {

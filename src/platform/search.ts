@@ -100,8 +100,9 @@ function listWithHelper(helper: string, root: string, depth: number, home?: stri
         const shut: string[] = [];
         for (let at = 0, end = stdout.indexOf(0); end >= 0; at = end + 1, end = stdout.indexOf(0, at)) {
           const kind = String.fromCharCode(stdout[at]!);
-          if (kind === 'C') {
-            written = !timedOut;
+          // 'K': the record that came in stands (nothing was written); the empty one is dropped.
+          if (kind === 'C' || kind === 'K') {
+            written = kind === 'C' && !timedOut;
             continue;
           }
           const raw = stdout.subarray(at + 1, end);
@@ -128,7 +129,7 @@ function listWithHelper(helper: string, root: string, depth: number, home?: stri
  * srt-init's record of its last walk of `root` (init/listing.c, --cache: each directory's names
  * with the stamp it had before they were read), under ~/.srt/cache/tree, which no sandbox can
  * write; `in` is read by the walk (absent: it reads everything), `out` receives the new one,
- * kept only when written whole. A record that is not the user's alone is not read; where none
+ * kept only when written whole (none is written when it would repeat `in` byte for byte). A record that is not the user's alone is not read; where none
  * can be written (a directory on the way not the user's alone), the walk goes without.
  */
 function walkRecord(home: string, root: string, depth: number): { in?: number; out: NonNullable<ReturnType<typeof cacheFileWriter>> } | undefined {

@@ -26,7 +26,7 @@ const helper = (): string => {
 const ARGS = protectedListArgs(3);
 
 /** srt-init's walk of `dir` with `record` on stdin; its listing (sorted) and the record it wrote. */
-function walk(dir: string, record?: Buffer, output = join(tmp.path, 'out.rec')): { listing: string[]; written: boolean; record: Buffer } {
+function walk(dir: string, record?: Buffer, output = join(tmp.path, 'out.rec')): { listing: string[]; written: boolean; kept: boolean; record: Buffer } {
   const input = join(tmp.path, 'in.rec');
   writeFileSync(input, record ?? '');
   if (output !== '/dev/full') writeFileSync(output, '');
@@ -35,7 +35,7 @@ function walk(dir: string, record?: Buffer, output = join(tmp.path, 'out.rec')):
     const r = spawnSync(helper(), [...ARGS, '--cache'], { cwd: dir, stdio: [fds[0]!, 'pipe', 'pipe', fds[1]!] });
     expect(r.status, String(r.stderr)).toBe(0);
     const records = r.stdout.toString('utf8').split('\0').slice(0, -1);
-    return { listing: records.filter((x) => x !== 'C').sort(), written: records.includes('C'), record: output === '/dev/full' ? Buffer.alloc(0) : readFileSync(output) };
+    return { listing: records.filter((x) => x !== 'C' && x !== 'K').sort(), written: records.includes('C'), kept: records.includes('K'), record: output === '/dev/full' ? Buffer.alloc(0) : readFileSync(output) };
   } finally {
     for (const fd of fds) closeSync(fd);
   }
@@ -112,9 +112,27 @@ describe("srt-init's walk record", () => {
     const first = walk(tree);
     expect(first.written).toBe(true);
     expect(first.listing).toEqual(truth);
+    // Walked again unchanged, it would write the same record: it writes none and says the one
+    // that came in stands.
     const again = walk(tree, first.record);
     expect(again.listing).toEqual(truth);
-    expect(again.record.equals(first.record)).toBe(true);
+    expect(again).toMatchObject({ written: false, kept: true, record: Buffer.alloc(0) });
+    // Any change of stamp writes a whole new record, not only from where it differs: one of
+    // the root's (its first directory) and one of a's (after the root's items).
+    writeFileSync(join(tree, 'a/extra'), '');
+    await settle(tree);
+    const changed = walk(tree, first.record);
+    expect(changed).toMatchObject({ written: true, kept: false, listing: truth });
+    expect(changed.record.equals(first.record)).toBe(false);
+    expect(walk(tree, changed.record)).toMatchObject({ kept: true, listing: truth });
+    expect(walk(tree, changed.record.subarray(0, changed.record.length - 1))).toMatchObject({ written: true, record: changed.record });
+    writeFileSync(join(tree, 'new.txt'), '');
+    await settle(tree);
+    const root = walk(tree, changed.record);
+    expect(root).toMatchObject({ written: true, kept: false });
+    expect(walk(tree, root.record)).toMatchObject({ kept: true, listing: truth });
+    rmSync(join(tree, 'a/extra'));
+    rmSync(join(tree, 'new.txt'));
   });
 
   it('a directory changed within the margin before the walk (2 s: the clock tick of a ctime) is recorded as not to be trusted', async () => {
@@ -221,6 +239,20 @@ describe("srt-init's walk record", () => {
     expect(more).toEqual([]);
     const file = join(dir, name!);
     expect(statSync(file).mode & 0o777).toBe(0o600);
+    // The tree unchanged: the walk repeats the record, which stays as it is (no temporary left).
+    const ino = statSync(file).ino;
+    expect(await list()).toEqual(['d3/.bashrc']);
+    expect(readdirSync(dir)).toEqual([name]);
+    expect(statSync(file).ino).toBe(ino);
+    // A host program's new protected file: a new record, in which it is found next time too.
+    writeFileSync(join(root, 'd7', '.zshrc'), '');
+    await settle(root);
+    expect(await list()).toEqual(['d3/.bashrc', 'd7/.zshrc']);
+    expect(statSync(file).ino).not.toBe(ino);
+    expect(await list()).toEqual(['d3/.bashrc', 'd7/.zshrc']);
+    expect(readdirSync(dir)).toEqual([name]);
+    rmSync(join(root, 'd7', '.zshrc'));
+    await settle(root);
     // A planted record is read (proof that the record is used) while it is the user's alone.
     writeFileSync(file, encode(root, { dir: root, items: [['f', 'ghost']] }));
     expect(await list()).toEqual(['ghost']);
