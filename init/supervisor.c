@@ -32,6 +32,7 @@
 #include <limits.h>
 #include <linux/audit.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -527,6 +528,11 @@ static int recv_listener(int sock) {
   return fd;
 }
 
+static int orphaned(int fd) {
+  struct pollfd p = {.fd = fd, .events = POLLIN};
+  return poll(&p, 1, 0) == 1 && (p.revents & POLLHUP);
+}
+
 static void *serve(void *arg) {
   (void)arg;
   listener = recv_listener(sup_sock[0]);
@@ -544,6 +550,10 @@ static void *serve(void *arg) {
   for (;;) {
     memset(n, 0, size);
     if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, n) != 0) {
+      // Once no process is under the filter (the command and all it started are gone) the
+      // kernel answers ENOENT at once, again and again, and the listener shows POLLHUP: no call
+      // can come any more (a filter without users never gains one), so stop rather than spin.
+      if (errno == ENOENT && orphaned(listener)) break;
       if (errno == EINTR || errno == ENOENT) continue;
       // Unanswered calls would hang the command: end the sandbox instead (fail closed).
       die_errno("supervisor: SECCOMP_IOCTL_NOTIF_RECV");
@@ -558,6 +568,8 @@ static void *serve(void *arg) {
     else reply(&late, 0, EPERM);
     pthread_mutex_unlock(&handling);
   }
+  free(n);
+  return NULL;
 }
 
 // In init, before the command is forked; the thread inherits init's Landlock domain, blocked

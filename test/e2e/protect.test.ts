@@ -826,6 +826,15 @@ describe('the supervisor itself', () => {
     expect(lines[10]).toBe('srt: … and 4 more refused writes to protected paths');
   });
 
+  it('the supervisor stops only once no process is under the filter: after every child of the command ended, its calls are still judged', async () => {
+    const { home, cwd } = scratch();
+    const r = await srt(['-c', 'for i in 1 2 3; do (true); sh -c true & wait; done; echo x > .bashrc; echo rc=$?'], { home, cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    expect(r.stdout.trim()).toBe('rc=1');
+    expect(lstatSync(join(cwd, '.bashrc'), { throwIfNoEntry: false })).toBeUndefined();
+    expect(r.stderr).toContain('srt: refused writing .bashrc (protected)');
+  });
+
   it('fails closed: when the supervisor dies, the command dies with it and nothing more is written', async () => {
     const { home, cwd } = scratch();
     const bg = await startBackground(['-c', 'echo; echo ready; for i in $(seq 1 100); do sleep 0.1; echo $i > f$i; done'], home, cwd);
