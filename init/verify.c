@@ -433,18 +433,23 @@ void verify_fill_snapshots(void) {
     if (plan[i].kind == 'S') fill_snapshot(&plan[i]);
     if (plan[i].kind == 'K') area = plan[i].dest;
   }
-  // Denied files outside the snapshots: over the file that is there.
+  // Denied files outside the snapshots: over the file that is there, the directory holding the
+  // last one kept open for the next in it. Where each bind lands is the check's to judge
+  // (verify_mounts walks every destination again), so a directory moved meanwhile fails the run.
+  held.on = 1;
   for (int i = 0; i < nplan; i++) {
     if (plan[i].kind != 'B' || !plan[i].deny || in_snapshot(plan[i].dest)) continue;
-    int parent;
-    int fd = walk_nofollow(plan[i].dest, &parent);
+    int parent, own;
+    int fd = walk_held(plan[i].dest, &parent, &own);
     if (fd < 0 || parent < 0)
       die("the sandbox's denied file %s: %s: a path changed while the sandbox was being set up; nothing ran, try again",
           plan[i].dest, fd < 0 ? strerror(-fd) : "is /");
     close(fd);
     bind_denied(parent, strrchr(plan[i].dest, '/') + 1, plan[i].dest, 0);
-    close(parent);
+    if (own) close(parent);
   }
+  held_drop();
+  held.on = 0;
   if (denied_fd >= 0) close(denied_fd);
   if (area && mount("tmpfs", area, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
     die("srt-init: cannot cover the snapshots' stages at %s: %s", area, strerror(errno));

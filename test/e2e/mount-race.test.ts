@@ -84,15 +84,18 @@ describe('a directory swapped with a symlink between srt\'s plan and the mounts'
     expect(listing(join(project, 'web.real'))).toEqual(['index.html']);
   });
 
-  it('the directory holding a read-denied file swapped with a decoy while bwrap mounts, and back: the mask is never placed elsewhere', async () => {
+  it('the directory holding read-denied files swapped with a decoy while bwrap mounts, and back: the mask is never placed elsewhere', async () => {
     const { home, project } = scratch();
     const web = join(project, 'web');
     mkdirSync(web);
+    // Two in one directory: the helper binds the second through the directory held for the first.
     writeFileSync(join(web, 'secret'), 'TOP-SECRET\n');
+    writeFileSync(join(web, 'secret2'), 'TOP-SECRET\n');
     mkdirSync(join(project, 'decoy'));
     writeFileSync(join(project, 'decoy', 'secret'), 'decoy\n');
-    const held = await startHeld(home, project, ['--deny-read', join(web, 'secret'), '--',
-      'sh', '-c', 'touch started; while [ ! -e go ]; do sleep 0.05; done; cat web/secret']);
+    writeFileSync(join(project, 'decoy', 'secret2'), 'decoy\n');
+    const held = await startHeld(home, project, ['--deny-read', join(web, 'secret'), '--deny-read', join(web, 'secret2'), '--',
+      'sh', '-c', 'touch started; while [ ! -e go ]; do sleep 0.05; done; cat web/secret web/secret2']);
     renameSync(web, join(project, 'web.real'));
     symlinkSync('decoy', web);
     held.release();
