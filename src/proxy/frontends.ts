@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Duplex, Readable } from 'node:stream';
-import type { Frontend } from './exchange.js';
+import { Stopper, type Frontend } from './exchange.js';
 import { toH2Headers } from './h2-headers.js';
 import { upgradedTo } from './upstream-send.js';
 
@@ -28,11 +28,11 @@ function pump(from: Readable, to: NodeJS.WritableStream & { on(e: 'drain', l: ()
 
 /** An HTTP/1.1 response (plain proxy requests and terminated HTTP/1.1 connections). */
 export function h1Frontend(res: http.ServerResponse): Frontend {
-  const ac = new AbortController();
+  const stopper = new Stopper();
   let body: Readable | null = null;
   res.on('close', () => {
     if (res.writableFinished) return;
-    ac.abort();
+    stopper.stop();
     body?.destroy();
   });
   const reply: Frontend['reply'] = (status, statusPhrase, body, headers) => {
@@ -45,8 +45,7 @@ export function h1Frontend(res: http.ServerResponse): Frontend {
     res.end(body);
   };
   return {
-    signal: ac.signal,
-    stop: () => ac.abort(),
+    stopper,
     reply,
     respond(r) {
       if (res.destroyed) {
@@ -98,11 +97,10 @@ export function rawReply(socket: Duplex, status: number, statusPhrase: string, b
  * closed (it can carry nothing else after an upgrade request).
  */
 export function upgradeFrontend(client: Duplex, splice: (a: Duplex, b: Duplex) => void): Frontend {
-  const ac = new AbortController();
-  client.on('close', () => ac.abort());
+  const stopper = new Stopper();
+  client.on('close', () => stopper.stop());
   return {
-    signal: ac.signal,
-    stop: () => ac.abort(),
+    stopper,
     reply: (status, statusPhrase, body, headers) => rawReply(client, status, statusPhrase, body, headers),
     respond(r) {
       if (client.destroyed) {
@@ -118,7 +116,7 @@ export function upgradeFrontend(client: Duplex, splice: (a: Duplex, b: Duplex) =
         return;
       }
       const body = r.body;
-      ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
+      stopper.on(() => body.destroy());
       pump(body, client, () => client.end());
     },
     upgrade(r, socket, head) {
@@ -141,14 +139,13 @@ export function upgradeFrontend(client: Duplex, splice: (a: Duplex, b: Duplex) =
 
 /** One HTTP/2 stream of a terminated connection. */
 export function h2Frontend(stream: ServerHttp2Stream): Frontend {
-  const ac = new AbortController();
+  const stopper = new Stopper();
   stream.on('close', () => {
-    if (!stream.writableFinished || stream.rstCode !== 0) ac.abort();
+    if (!stream.writableFinished || stream.rstCode !== 0) stopper.stop();
   });
   stream.on('error', () => undefined); // a reset by the client; 'close' follows
   return {
-    signal: ac.signal,
-    stop: () => ac.abort(),
+    stopper,
     reply(status, _statusPhrase, body, headers) {
       if (stream.destroyed || stream.closed) return;
       if (stream.headersSent) {
@@ -176,7 +173,7 @@ export function h2Frontend(stream: ServerHttp2Stream): Frontend {
       stream.respond(h, { waitForTrailers: true });
       // With none, an empty trailer block ends the stream (close() would reset it instead).
       stream.once('wantTrailers', () => stream.sendTrailers(toH2Headers(r.trailers())));
-      ac.signal.addEventListener('abort', () => body.destroy(), { once: true });
+      stopper.on(() => body.destroy());
       pump(body, stream, () => stream.end());
     },
     upgrade(_r, socket) {

@@ -140,7 +140,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
   const context = (socket: Duplex): ExchangeContext => {
     let ctx = contexts.get(socket);
     if (!ctx) {
-      ctx = { stages: opts.stages, upstream: { send: (req, signal) => sendH1(req, agentOf(socket), signal) }, refused, log };
+      ctx = { stages: opts.stages, upstream: { send: (req, stopper) => sendH1(req, agentOf(socket), stopper) }, refused, log };
       contexts.set(socket, ctx);
     }
     return ctx;
@@ -215,8 +215,8 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     if (!upgrade && hasBody(req)) return rawReply(client, 400, DROPPED_UPGRADE_WITH_BODY, `srt: ${DROPPED_UPGRADE_WITH_BODY}\n`);
     // Bytes the client sent after its upgrade request go upstream once the upgrade is answered.
     const upstream: Upstream = {
-      send: async (r, signal) => {
-        const reply = await sendH1(r, agentOf(client), signal);
+      send: async (r, stopper) => {
+        const reply = await sendH1(r, agentOf(client), stopper);
         if (reply.kind === 'upgrade' && head.length > 0) reply.socket.write(head);
         return reply;
       },

@@ -5,7 +5,7 @@
 import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
-import type { Upstream, UpstreamReply } from './exchange.js';
+import type { Stopper, Upstream, UpstreamReply } from './exchange.js';
 import { DialAgent, sendH1, sendH2 } from './upstream-send.js';
 import type { Gate, Target } from './gate.js';
 import type { ProxyRequest } from './pipeline.js';
@@ -58,10 +58,10 @@ export class TlsUpstream implements Upstream {
   readonly failure: Error | undefined;
   private protocol: 'h2' | 'http/1.1' = 'http/1.1';
 
-  send(req: ProxyRequest, signal: AbortSignal): Promise<UpstreamReply> {
+  send(req: ProxyRequest, stopper: Stopper): Promise<UpstreamReply> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.protocol === 'h2') return this.session().then((s) => (s ? sendH2(req, s, signal) : sendH1(req, this.h1Agent(), signal)));
-    return sendH1(req, this.h1Agent(), signal);
+    if (this.protocol === 'h2') return this.session().then((s) => (s ? sendH2(req, s, stopper) : sendH1(req, this.h1Agent(), stopper)));
+    return sendH1(req, this.h1Agent(), stopper);
   }
 
   /** The HTTP/2 session, reconnected when the last one went away; null if the new one is HTTP/1.1. */

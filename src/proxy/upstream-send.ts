@@ -5,7 +5,7 @@ import http from 'node:http';
 import type { ClientHttp2Session } from 'node:http2';
 import type { Duplex, Readable } from 'node:stream';
 import { codings, DECODABLE, decode } from './codings.js';
-import type { UpstreamReply } from './exchange.js';
+import type { Stopper, UpstreamReply } from './exchange.js';
 import type { Target } from './gate.js';
 import { fromH2Headers, toH2Headers } from './h2-headers.js';
 import { endToEndHeaders, headerValue, type Header, type ProxyRequest, type ProxyResponse } from './pipeline.js';
@@ -41,7 +41,7 @@ export class DialAgent extends http.Agent {
 }
 
 /** Forward over HTTP/1.1 through `agent`. */
-export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal): Promise<UpstreamReply> {
+export function sendH1(req: ProxyRequest, agent: http.Agent, stopper: Stopper): Promise<UpstreamReply> {
   const headers: string[] = ['Host', req.authority];
   for (const [k, v] of req.headers) if (k.toLowerCase() !== 'te') headers.push(k, v);
   if (req.upgrade) headers.push('Connection', 'Upgrade', 'Upgrade', req.upgrade);
@@ -56,9 +56,9 @@ export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal
       srtTarget: req.target,
     } as http.RequestOptions);
     const abort = () => upReq.destroy();
-    signal.addEventListener('abort', abort, { once: true });
+    stopper.on(abort);
     upReq.on('response', (upRes) => {
-      upRes.once('close', () => signal.removeEventListener('abort', abort));
+      upRes.once('close', () => stopper.off(abort));
       // A response to HEAD, a 204 or a 304 has no body (RFC 9110 §6.4.1), whatever its
       // Content-Length says: response stages must not treat that length as one they may change.
       const bodiless = req.method === 'HEAD' || upRes.statusCode === 204 || upRes.statusCode === 304;
@@ -77,7 +77,7 @@ export function sendH1(req: ProxyRequest, agent: http.Agent, signal: AbortSignal
       resolve({ kind: 'response', res: h1Response(upRes, body) });
     });
     upReq.on('upgrade', (upRes, socket, head) => {
-      signal.removeEventListener('abort', abort);
+      stopper.off(abort);
       const res = h1Response(upRes, null);
       if (upRes.headers.upgrade) upgradedTo.set(res, upRes.headers.upgrade);
       resolve({ kind: 'upgrade', res, socket, head });
@@ -111,15 +111,15 @@ function h1Response(upRes: http.IncomingMessage, body: Readable | null): ProxyRe
 }
 
 /** Forward one request as a stream of an HTTP/2 session. */
-export function sendH2(req: ProxyRequest, session: ClientHttp2Session, signal: AbortSignal): Promise<UpstreamReply> {
+export function sendH2(req: ProxyRequest, session: ClientHttp2Session, stopper: Stopper): Promise<UpstreamReply> {
   if (req.upgrade) return Promise.reject(new Error(`an HTTP/1.1 upgrade (${req.upgrade}) cannot be sent to an HTTP/2 upstream`));
   const h = toH2Headers(req.headers);
   Object.assign(h, { ':method': req.method, ':path': req.path, ':scheme': 'https', ':authority': req.authority });
   return new Promise((resolve, reject) => {
     const stream = session.request(h, { endStream: req.body === null });
     const abort = () => stream.close(0x8); // CANCEL
-    signal.addEventListener('abort', abort, { once: true });
-    stream.once('close', () => signal.removeEventListener('abort', abort));
+    stopper.on(abort);
+    stream.once('close', () => stopper.off(abort));
     let trailers: Header[] = [];
     stream.on('trailers', (t) => (trailers = fromH2Headers(t)));
     stream.on('response', (headers) => {

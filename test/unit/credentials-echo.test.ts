@@ -12,7 +12,7 @@ import { describe, expect, it } from 'vitest';
 import type { Secret } from '../../src/credentials/plan.js';
 import { CredentialStage } from '../../src/credentials/stage.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
-import { exchange, type Frontend, type Upstream } from '../../src/proxy/exchange.js';
+import { exchange, Stopper, type Frontend, type Upstream } from '../../src/proxy/exchange.js';
 import type { Target } from '../../src/proxy/gate.js';
 import type { Header, ProxyRequest, ProxyResponse } from '../../src/proxy/pipeline.js';
 
@@ -157,10 +157,8 @@ async function roundTrip(stage: CredentialStage, rnd: (n: number) => number, c: 
   };
   let settle!: (r: { status: string; headers: Header[]; trailers: () => Header[]; body: Readable | null }) => void;
   const got = new Promise<{ status: string; headers: Header[]; trailers: () => Header[]; body: Readable | null }>((r) => (settle = r));
-  const ac = new AbortController();
   const front: Frontend = {
-    signal: ac.signal,
-    stop: () => ac.abort(),
+    stopper: new Stopper(),
     reply: (status, phrase, body) => settle({ status: `${status} ${phrase}`, headers: [], trailers: () => [], body: Readable.from([Buffer.from(body)]) }),
     respond: (res) => settle({ status: `${res.status} ${res.statusMessage}`, headers: res.headers, trailers: () => res.trailers(), body: res.body }),
     upgrade: () => { throw new Error('not an upgrade'); },

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { PassThrough, Readable, Transform } from 'node:stream';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
-import { exchange, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
+import { exchange, Stopper, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
 import { DialAgent, sendH1 } from '../../src/proxy/upstream-send.js';
 import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../../src/proxy/pipeline.js';
 import type { Target } from '../../src/proxy/gate.js';
@@ -24,13 +24,12 @@ async function text(body: NodeJS.ReadableStream | null): Promise<string> {
 
 /** A frontend that records what the client would have received. */
 function recorder() {
-  const ac = new AbortController();
+  const stopper = new Stopper();
   const got: { status?: number; phrase?: string; headers?: Header[] | Record<string, string>; body?: Promise<string> } = {};
   let settle!: () => void;
   const done = new Promise<void>((r) => (settle = r));
   const front: Frontend = {
-    signal: ac.signal,
-    stop: () => ac.abort(),
+    stopper,
     reply(status, phrase, body, headers) {
       Object.assign(got, { status, phrase, headers, body: Promise.resolve(body) });
       settle();
@@ -46,7 +45,7 @@ function recorder() {
       throw new Error('no answer was begun');
     },
   };
-  return { front, got, done, abort: () => ac.abort() };
+  return { front, got, done, abort: () => stopper.stop() };
 }
 
 /** An upstream that echoes what it received: the request line, headers and body. */
@@ -285,11 +284,11 @@ describe('transfer codings from an HTTP/1.1 upstream', () => {
     const agent = new DialAgent(async () => connect((server.address() as AddressInfo).port, '127.0.0.1'));
     try {
       for (const path of ['/gzip-chunked', '/two-lines', '/until-close']) {
-        const reply = await sendH1(request({ method: 'GET', path, body: null }), agent, new AbortController().signal);
+        const reply = await sendH1(request({ method: 'GET', path, body: null }), agent, new Stopper());
         expect(reply.res.headers.map(([k]) => k.toLowerCase()), path).not.toContain('transfer-encoding');
         expect(await text(reply.res.body), path).toBe(plain);
       }
-      await expect(sendH1(request({ method: 'GET', path: '/compress', body: null }), agent, new AbortController().signal)).rejects.toThrow('Transfer-Encoding compress, which srt cannot decode (it decodes gzip, deflate, br)');
+      await expect(sendH1(request({ method: 'GET', path: '/compress', body: null }), agent, new Stopper())).rejects.toThrow('Transfer-Encoding compress, which srt cannot decode (it decodes gzip, deflate, br)');
     } finally {
       agent.destroy();
       server.close();
@@ -319,5 +318,21 @@ describe('header helpers', () => {
     expect(formatAuthority({ host: 'example.com' }, 8443, 443)).toBe('example.com:8443');
     expect(formatAuthority({ host: '::1', ip: 6 }, 443, 443)).toBe('[::1]');
     expect(formatAuthority({ host: '::1', ip: 6 }, 80, 443)).toBe('[::1]:80');
+  });
+});
+
+describe('Stopper', () => {
+  it('runs each listener once when stopped, at once when added after, and never one taken off', () => {
+    const s = new Stopper();
+    const ran: string[] = [];
+    const off = () => ran.push('off');
+    s.on(() => ran.push('a'));
+    s.on(off);
+    s.off(off);
+    s.stop();
+    s.stop();
+    s.on(() => ran.push('late'));
+    expect(ran).toEqual(['a', 'late']);
+    expect(s.stopped).toBe(true);
   });
 });

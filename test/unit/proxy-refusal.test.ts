@@ -10,20 +10,19 @@ import type { Secret } from '../../src/credentials/plan.js';
 import { CredentialStage } from '../../src/credentials/stage.js';
 import { parseDomainEntry } from '../../src/proxy/domains.js';
 import type { Target } from '../../src/proxy/gate.js';
-import { exchange, type Frontend, type Upstream } from '../../src/proxy/exchange.js';
+import { exchange, Stopper, type Frontend, type Upstream } from '../../src/proxy/exchange.js';
 import { RefusedError, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../../src/proxy/pipeline.js';
 
 const target: Target = { host: { host: 'other.example' }, port: 443, addresses: ['192.0.2.1'], display: 'other.example:443' };
 
 /** What the client got, in order: `reply 403`, `respond 200`, `data`, `end`, `reset`. */
 function recorder() {
-  const ac = new AbortController();
+  const stopper = new Stopper();
   const events: string[] = [];
   let settle!: () => void;
   const done = new Promise<void>((r) => (settle = r));
   const front: Frontend = {
-    signal: ac.signal,
-    stop: () => ac.abort(),
+    stopper,
     reply(status) {
       events.push(`reply ${status}`);
       settle();
@@ -75,14 +74,14 @@ type Reading = 'at-once' | 'late' | 'answers-first' | 'never-listens';
  * An upstream that reads the request body in one of four ways and records the bytes it got:
  * at once (like sendH1), only after a delay (an HTTP/2 session still connecting), after it has
  * already answered with a streaming body, or without ever listening for the body's errors
- * (it only learns of a failure from the abort signal).
+ * (it only learns of a failure from the stopper).
  */
 function upstream(reading: Reading, got: Buffer[], responseBody: () => Readable = () => Readable.from([Buffer.from('response body')])): Upstream {
   return {
-    send: (req: ProxyRequest, signal: AbortSignal) =>
+    send: (req: ProxyRequest, stopper: Stopper) =>
       new Promise((resolve, reject) => {
         const res = (body: Readable): { kind: 'response'; res: ProxyResponse } => ({ kind: 'response', res: { status: 200, statusMessage: 'OK', headers: [], body, trailers: () => [] } });
-        signal.addEventListener('abort', () => reject(new Error('aborted')), { once: true });
+        stopper.on(() => reject(new Error('aborted')));
         const read = (onEnd: () => void) => {
           const body = req.body;
           if (!body) return onEnd();
