@@ -177,9 +177,9 @@ int gate_moves(const char *from, const char *to);
 
 // init.c: PID 1 of the nested PID namespace; writable NULL leaves Landlock out, pty NULL leaves
 // the command on the helper's own stdio; protect: run the supervisor (rules loaded), reporting
-// on report_fd (-1: none).
+// on report_fd (-1: none); go_fd: the command starts only after one byte there (-1: at once).
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
              const int *writable_fds, int nwritable, struct pty *pty, int protect, int report_fd,
-             const sigset_t *set);
+             int go_fd, const sigset_t *set);
 
 #endif

@@ -50,10 +50,21 @@ static void exec_command(char **cmd, const struct sock_fprog *prog, const struct
   _exit(126);
 }
 
+// Whether srt said go: one byte (its proxy listens). End of file or an error: srt failed to start
+// the proxy, or died, or was signalled; srt says why (if it can), so this says nothing.
+static int srt_said_go(int fd) {
+  char byte;
+  ssize_t n;
+  do n = read(fd, &byte, 1);
+  while (n < 0 && errno == EINTR);
+  close(fd);
+  return n == 1;
+}
+
 // PID 1 of the nested PID namespace.
 int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writable,
              const int *writable_fds, int nwritable, struct pty *pty, int protect, int report_fd,
-             const sigset_t *set) {
+             int go_fd, const sigset_t *set) {
   if (unshare(CLONE_NEWNS) != 0) die_errno("unshare(CLONE_NEWNS)");
   // Private: nothing mounted here propagates back to bwrap's mount namespace.
   if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) die_errno("make mounts private");
@@ -88,6 +99,8 @@ int run_init(char **cmd, const struct sock_fprog *prog, const char *const *writa
   // read another's memory only from an enclosing domain). The stdio rules cover init's stdio;
   // a descriptor the command gets the pty on instead is under /dev/pts, writable anyway.
   if (writable) restrict_writes(writable, writable_fds, nwritable);
+  // Last before anything of the command's: all set-up above overlaps srt's start of its proxy.
+  if (go_fd >= 0 && !srt_said_go(go_fd)) return 125;
   int sup_fd = -1;
   if (protect) {
     sup_fd = supervisor_socket();

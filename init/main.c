@@ -2,8 +2,8 @@
 //
 //   srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
 //               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO]
-//               [--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N --filter FILE
-//               -- CMD ARGS...
+//               [--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N [--go-fd N]
+//               --filter FILE -- CMD ARGS...
 //   srt-init --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
 //   srt-init --splice PARENTPID                               (outside: one tunnel, splice.c)
@@ -28,7 +28,10 @@
 //     from FILE and execs CMD; with --pty, on its own terminal, relayed to srt (pty.c); with
 //     --protect, the filter's user notifications go to the protected-path supervisor, a thread
 //     of init (supervisor.c), which performs the creating calls itself after checking them
-//     against RULES, and reports refusals on descriptor N;
+//     against RULES, and reports refusals on descriptor N; with --go-fd, init forks the command
+//     only once srt writes one byte on descriptor N (srt's proxy listens by then; srt starts it
+//     while bwrap and this helper set the sandbox up): end of file instead means srt failed or
+//     is gone, and init exits 125 without running anything;
 //  3. forwards signals (outer → init → the command's process group), reaps, and exits with the command's status
 //     (128+N when killed by signal N). When the outer process exits, the kernel kills everything
 //     left in the sandbox, the relay included.
@@ -50,7 +53,7 @@
 static void usage(void) {
   die("srt-init: usage: srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
       "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
-      "[--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N "
+      "[--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N [--go-fd N] "
       "--filter FILE -- CMD ARGS...");
 }
 
@@ -76,7 +79,7 @@ int main(int argc, char **argv) {
   int use_pty = 0;
   int nrelays = 0;
   const char *filter_path = NULL, *protect_path = NULL, *verify_path = NULL;
-  int report_fd = -1;
+  int report_fd = -1, go_fd = -1;
   long max_procs = -1;
   const char **writable = calloc(argc, sizeof *writable);
   if (!writable) die_errno("calloc");
@@ -120,6 +123,11 @@ int main(int argc, char **argv) {
       long fd = strtol(argv[++i], &end, 10);
       if (*end || fd < 3 || fd > 1024) die("srt-init: --report-fd %s: want a descriptor >= 3", argv[i]);
       report_fd = (int)fd;
+    } else if (strcmp(argv[i], "--go-fd") == 0 && go_fd < 0) {
+      char *end;
+      long fd = strtol(argv[++i], &end, 10);
+      if (*end || fd < 3 || fd > 1024) die("srt-init: --go-fd %s: want a descriptor >= 3", argv[i]);
+      go_fd = (int)fd;
     } else if (strcmp(argv[i], "--max-procs") == 0 && max_procs < 0) {
       char *end;
       max_procs = strtol(argv[++i], &end, 10);
@@ -146,14 +154,15 @@ int main(int argc, char **argv) {
   if (report_fd >= 0 && !protect_path) die("srt-init: --report-fd needs --protect");
   char **cmd = argv + i + 1;
   // Kept: the pty's two descriptors, the exposed ports' listeners and the supervisor's report
-  // descriptor (which init keeps; the command never holds it), ascending.
-  int *keep = calloc((size_t)nrelays + 3, sizeof *keep);
+  // descriptor and the go descriptor (which init keeps; the command never holds them), ascending.
+  int *keep = calloc((size_t)nrelays + 4, sizeof *keep);
   if (!keep) die_errno("calloc");
   int nkeep = 0;
   if (use_pty) keep[nkeep++] = pty.channel, keep[nkeep++] = pty.parent_stat;
   for (int r = 0; r < nrelays; r++)
     if (relays[r].kind == RELAY_TO_SANDBOX) keep[nkeep++] = relays[r].listen_fd;
   if (report_fd >= 0) keep[nkeep++] = report_fd;
+  if (go_fd >= 0) keep[nkeep++] = go_fd;
   sort_fds(keep, nkeep);
   for (int k = 1; k < nkeep; k++)
     if (keep[k] == keep[k - 1]) die("srt-init: descriptor %d given twice", keep[k]);
@@ -161,6 +170,8 @@ int main(int argc, char **argv) {
   free(keep);
   if (report_fd >= 0 && fcntl(report_fd, F_SETFD, FD_CLOEXEC) != 0)
     die("srt-init: --report-fd %d: %s", report_fd, strerror(errno));
+  if (go_fd >= 0 && fcntl(go_fd, F_SETFD, FD_CLOEXEC) != 0)
+    die("srt-init: --go-fd %d: %s", go_fd, strerror(errno));
   if (protect_path) supervisor_load_rules(protect_path);
   // Landlock's directories, opened now (verified, and while CAP_DAC_READ_SEARCH lets the walk
   // pass directories the user cannot search); init makes its rules of them.
@@ -187,10 +198,11 @@ int main(int argc, char **argv) {
   if (init < 0) die_errno("fork");
   if (init == 0)
     _exit(run_init(cmd, &prog, landlock ? writable : NULL, writable_fds, nwritable, use_pty ? &pty : NULL,
-                   protect_path != NULL, report_fd, &set));
+                   protect_path != NULL, report_fd, go_fd, &set));
   if (use_pty) pty_started(&pty, init);
   for (int w = 0; landlock && w < nwritable; w++) close(writable_fds[w]);
   if (report_fd >= 0) close(report_fd);
+  if (go_fd >= 0) close(go_fd);
   drop_capabilities();
   int status = forward_until_exit(init, 0, &set);
   if (use_pty) pty_finish(&pty, &set);

@@ -444,6 +444,8 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
         ...(stdio ? { terminal: { channelFd: TERMINAL_CHANNEL_FD, parentStatFd: PARENT_STAT_FD, stdio } } : {}),
         // The report descriptor comes after the exposed ports' (from 6 up, see relayPlan).
         ...(supervise ? { supervisor: { rulesPath: join(runDir, 'protect.rules'), reportFd: PARENT_STAT_FD + 1 + exposes.length } } : {}),
+        // After the sentinel copies' descriptors.
+        goFd: PARENT_STAT_FD + 2 + exposes.length + credentialMounts.masked.length,
         mountsPath: join(runDir, 'mounts'),
         stageDir: join(runDir, 'stage'),
       };

@@ -130,21 +130,25 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       }
     }
 
-    const sup = g.facts.seccomp?.supervisor;
+    const seccomp = g.facts.seccomp;
+    const sup = seccomp?.supervisor;
     let reportFd: number | undefined;
     try {
       if (sup) reportFd = openSync(join(g.facts.runDir, 'report'), 'a', 0o600);
-      if (g.proxySockets) {
-        await this.session.startProxy(g.credentials, { http: { socketPath: g.proxySockets.http }, socks: { socketPath: g.proxySockets.socks }, forwards: g.forwards },
-          { ...(g.tls ? { termination: g.tls.termination } : {}), ...(g.facts.seccomp ? { splicer: { helperPath: g.facts.seccomp.helperPath } } : {}) }, this.keep);
-      }
     } catch (e) {
-      if (reportFd !== undefined) closeSync(reportFd);
-      out.say(`srt: cannot start the network proxy: ${(e as Error).message}`);
+      out.say(`srt: cannot open the supervisor's report: ${(e as Error).message}`);
       return 125;
     }
+    // The proxy starts once bwrap is spawned, while bwrap and srt-init set the sandbox up;
+    // srt-init starts the command only on srt's go, after the proxy listens (launch's `go`).
+    const sockets = g.proxySockets;
+    let proxyStarted: Promise<boolean> | undefined;
+    let proxyError: Error | undefined;
+    const startProxy = (): Promise<boolean> => (proxyStarted = this.session.startProxy(g.credentials, { http: { socketPath: sockets!.http }, socks: { socketPath: sockets!.socks }, forwards: g.forwards },
+      { ...(g.tls ? { termination: g.tls.termination } : {}), ...(seccomp ? { splicer: { helperPath: seccomp.helperPath } } : {}) }, this.keep)
+      .then(() => true, (e: unknown) => { proxyError = e as Error; return false; }));
 
-    const stdio = g.facts.seccomp?.terminal?.stdio;
+    const stdio = seccomp?.terminal?.stdio;
     let terminal: Terminal | undefined;
     try {
       terminal = stdio ? new Terminal(stdio) : undefined;
@@ -155,11 +159,17 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
           ? { bwrap: plan.launcher[0]!, args: [...plan.launcher.slice(1), g.bwrap, ...plan.args] }
           : { bwrap: g.bwrap, args: plan.args }),
         env, cwd: this.policy.cwd,
-        viaHelper: g.facts.seccomp !== undefined,
+        viaHelper: seccomp !== undefined,
         ...(terminal ? { terminal } : {}),
         ...(reportFd !== undefined && sup ? { report: { fd: reportFd, at: sup.reportFd } } : {}),
         data: g.facts.credentials!.masked.map((m, i) => ({ fd: m.fd, bytes: g.credentials.maskFiles[i]!.content })),
+        ...(sockets && seccomp ? { go: { fd: seccomp.goFd, start: startProxy } } : {}),
       });
+      await proxyStarted;
+      if (proxyError) {
+        out.say(`srt: cannot start the network proxy: ${proxyError.message}`);
+        return 125;
+      }
       if (!res.started) {
         if (res.signal) return signalExit(res.signal);
         // The helper's own failure before bwrap ran (an exposed port is taken): it said why.
@@ -170,6 +180,7 @@ export class LinuxSandbox extends SandboxBase<LinuxFacts> {
       }
       return res.status;
     } finally {
+      await proxyStarted;
       terminal?.close();
       this.session.commandEnded(terminal?.leftMidLine());
       if (reportFd !== undefined) closeSync(reportFd);

@@ -36,6 +36,10 @@ export interface LaunchOptions {
   report?: { fd: number; at: number };
   /** Contents bwrap reads from these descriptors (`--ro-bind-data`): pipes, no file anywhere. */
   data?: { fd: number; bytes: Buffer }[];
+  /** srt-init's `--go-fd`: `start` runs once bwrap is spawned, while it and srt-init set the
+   *  sandbox up; srt-init starts the command on its true, and on false (or a signal first, or
+   *  srt's death: the pipe's end of file) ends without running anything. */
+  go?: { fd: number; start: () => Promise<boolean> };
 }
 
 function childrenOf(pid: number): number[] {
@@ -99,9 +103,11 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
   let received: NodeJS.Signals | undefined;
   const pending: NodeJS.Signals[] = [];
   let deliver = (sig: NodeJS.Signals) => { pending.push(sig); };
+  let withholdGo = () => {};
   const signalled = new AbortController();
   const detach = opts.signals.listen((sig) => {
     received ??= sig;
+    withholdGo();
     deliver(sig);
     terminal?.end();
     signalled.abort();
@@ -125,8 +131,25 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
       stdio: withDescriptors(terminal ? terminal.spawnStdio() : plainStdio(), [
         ...(opts.report ? [{ at: opts.report.at, value: opts.report.fd }] : []),
         ...(opts.data ?? []).map((d) => ({ at: d.fd, value: 'pipe' as const })),
+        ...(opts.go ? [{ at: opts.go.fd, value: 'pipe' as const }] : []),
       ]),
     });
+    if (opts.go) {
+      const pipe = child.stdio[opts.go.fd] as import('node:stream').Writable;
+      pipe.on('error', () => { /* srt-init is gone: bwrap's status says how it ended */ });
+      let decided = false;
+      withholdGo = () => {
+        if (decided) return;
+        decided = true;
+        pipe.destroy();
+      };
+      void opts.go.start().then((go) => {
+        if (!go || received !== undefined) return withholdGo();
+        if (decided) return;
+        decided = true;
+        pipe.end(Buffer.of(1));
+      });
+    }
     for (const d of opts.data ?? []) {
       const pipe = child.stdio[d.fd] as import('node:stream').Writable;
       pipe.on('error', () => { /* bwrap failed before reading it: its own error says why */ });

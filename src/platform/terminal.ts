@@ -274,8 +274,12 @@ export class Terminal {
   async prepare(abort: AbortSignal): Promise<boolean> {
     while (this.relaysInput && !this.foreground()) {
       const continued = once(process, 'SIGCONT', { signal: abort }).catch(() => undefined);
+      // A signal listener does not keep node running, and nothing else may yet (the proxy starts
+      // once bwrap runs): without this node would end here, the command never run.
+      const alive = setInterval(() => {}, 1 << 30);
       this.stopSelf('SIGTTIN');
       await continued;
+      clearInterval(alive);
       if (abort.aborted) return false;
     }
     if (abort.aborted) return false;

@@ -16,6 +16,9 @@ export interface SeccompLaunch {
   terminal?: { channelFd: number; parentStatFd: number; stdio: string };
   /** The protected-path supervisor: its rules file and the descriptor it reports on. */
   supervisor?: { rulesPath: string; reportFd: number };
+  /** The descriptor srt-init waits on for srt's one byte before it starts the command (`--go-fd`):
+   *  srt starts its proxy while bwrap and srt-init set the sandbox up. */
+  goFd: number;
   /** The sandbox's process bound (`--max-procs`): hostProcessBound(). */
   maxProcs: number;
   /** Where srt writes the mount plan the helper checks before anything runs (`--verify`). */

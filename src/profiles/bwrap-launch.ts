@@ -43,6 +43,7 @@ export function bwrapLaunch(policy: Policy, facts: BwrapFacts, ops: MountOp[], w
     ...(launch.terminal ? { pty: launch.terminal } : {}),
     ...(launch.supervisor ? { protect: launch.supervisor } : {}),
     ...(launch.mountsPath !== undefined ? { verify: launch.mountsPath } : {}),
+    goFd: launch.goFd,
     maxProcs: launch.maxProcs,
     filter: launch.filterPath,
   };

@@ -32,6 +32,8 @@ export interface InitArgs {
   pty?: { channelFd: number; parentStatFd: number; stdio: string };
   /** The protected-path supervisor: its rules file and the descriptor it reports on. */
   protect?: { rulesPath: string; reportFd: number };
+  /** The descriptor srt-init reads srt's go from before it starts the command. */
+  goFd?: number;
   /** The mount plan srt-init checks before anything runs. */
   verify?: string;
   /** The sandbox's RLIMIT_NPROC at most (init/limits.c): a quarter of the host's PID space, read
@@ -53,6 +55,7 @@ export function initArgv(a: InitArgs): string[] {
     ...(a.protect ? ['--protect', a.protect.rulesPath, '--report-fd', String(a.protect.reportFd)] : []),
     ...(a.verify !== undefined ? ['--verify', a.verify] : []),
     '--max-procs', String(a.maxProcs),
+    ...(a.goFd !== undefined ? ['--go-fd', String(a.goFd)] : []),
     '--filter', a.filter, '--',
   ];
 }

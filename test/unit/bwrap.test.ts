@@ -64,20 +64,20 @@ describe('bwrap argv', () => {
 
   it('launches through srt-init with the capabilities it needs', () => {
     const relays = [{ address: '127.0.0.1', port: 3128, socketPath: '/r/http.sock' }];
-    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays, exposes: [] } }), ['ls', '-l']);
     const { args } = plan;
     expect(args.join(' ')).toContain('--as-pid-1 --cap-drop ALL --cap-add CAP_SYS_ADMIN --cap-add CAP_SETPCAP --cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SYS_RESOURCE --ro-bind');
     expect(args.slice(args.indexOf('--'))).toEqual(['--', '/h/srt-init', '--relay', '127.0.0.1:3128:/r/http.sock',
-      '--writable', '/w', '--writable', '/r/tmp', '--max-procs', '8192', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
+      '--writable', '/w', '--writable', '/r/tmp', '--max-procs', '8192', '--go-fd', '9', '--filter', '/r/f.bpf', '--', 'ls', '-l']);
     expect(mounts(args)).not.toContain('ro-bind /proc/sys'); // the helper mounts its own /proc
     expect(plan.launcher).toEqual([]); // nothing exposed: bwrap runs directly
   });
 
   it('a terminal on stdin: the helper gets --pty with the channel, srt\'s stat descriptor and the stdio on the pty; bwrap keeps --new-session', () => {
     const terminal = { channelFd: 4, parentStatFd: 5, stdio: '02' };
-    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], terminal } }), ['bash']);
+    const { args } = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], terminal } }), ['bash']);
     expect(args.slice(args.indexOf('/h/srt-init'))).toEqual(['/h/srt-init', '--writable', '/w', '--writable', '/r/tmp',
-      '--pty', '4:5:02', '--max-procs', '8192', '--filter', '/r/f.bpf', '--', 'bash']);
+      '--pty', '4:5:02', '--max-procs', '8192', '--go-fd', '9', '--filter', '/r/f.bpf', '--', 'bash']);
     expect(args).toContain('--new-session');
   });
 
@@ -88,7 +88,7 @@ describe('bwrap argv', () => {
       { address: '::1', port: 80, socketPath: '/r/fwd-0.sock' },
     ];
     const exposes = [{ fd: 6, hostAddress: '127.0.0.1', hostPort: 3000, sandboxPort: 3000 }, { fd: 7, hostAddress: '::1', hostPort: 8080, sandboxPort: 80 }];
-    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
+    const plan = buildBwrapPlan(policy(), facts({}, { seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays, exposes } }), ['true']);
     expect(plan.args.join(' ')).toContain('--cap-add CAP_DAC_READ_SEARCH --cap-add CAP_SYS_RESOURCE --cap-add CAP_NET_BIND_SERVICE');
     expect(plan.args.slice(plan.args.indexOf('/h/srt-init'), plan.args.indexOf('--writable'))).toEqual(['/h/srt-init',
       '--relay', '127.0.0.1:3128:/r/http.sock', '--relay', '127.0.0.1:80:/r/fwd-0.sock', '--relay', '[::1]:80:/r/fwd-0.sock',
@@ -96,7 +96,7 @@ describe('bwrap argv', () => {
     expect(plan.launcher).toEqual(['/h/srt-init', '--host-listen', '6:127.0.0.1:3000', '--host-listen', '7:[::1]:8080', '--']);
   });
 
-  const seccomp = { seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [] } };
+  const seccomp = { seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [] } };
   const helperArgs = (args: string[]) => args.slice(args.indexOf('/h/srt-init') + 1, args.lastIndexOf('--max-procs'));
 
   it('passes the helper exactly the read-write binds (outermost only) for Landlock', () => {
@@ -403,7 +403,7 @@ describe('deny globs with names bwrap cannot be given', () => {
 });
 
 describe('deny globs with the supervisor: judged at each open', () => {
-  const sup = { seccomp: { helperPath: '/h/srt-seccomp', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
+  const sup = { seccomp: { helperPath: '/h/srt-seccomp', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
 
   it('nothing is expanded or mounted: each glob goes to the read gate with the paths that re-open inside it', () => {
     const scoped = (path: string, scope: 'user' | 'project'): PathRule => ({ ...rule(path), source: { scope } });
@@ -430,7 +430,7 @@ describe('deny globs with the supervisor: judged at each open', () => {
 
 describe('every writable root and the protected-path supervisor', () => {
   const via = (link: string, target: string, system = false) => ({ link, target, system });
-  const sup = { seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
+  const sup = { seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/protect.rules', reportFd: 6 } } };
 
   it('an allowWrite entry through a symlink a sandbox could have planted is refused, naming the link', () => {
     const p = policy({ allowWrite: [rule('/w/build'), rule('/var/run/x'), rule('/h/sys/x')] });
@@ -460,9 +460,9 @@ describe('every writable root and the protected-path supervisor', () => {
     expect(plan.protectedRoots).toEqual(['/w', '/data']);
     expect(plan.protectedPaths).toEqual(expect.arrayContaining(['/w/.env', '/w/.bashrc', '/w/dotfiles/bashrc', '/w/.vscode', '/w/.git/hooks']));
     const args = plan.args.slice(plan.args.indexOf('/h/srt-init'));
-    expect(args.join(' ')).toContain('--protect /r/protect.rules --report-fd 6 --max-procs 8192 --filter /r/f.bpf --');
+    expect(args.join(' ')).toContain('--protect /r/protect.rules --report-fd 6 --max-procs 8192 --go-fd 9 --filter /r/f.bpf --');
     // Without it, the same plan needs the placeholders.
-    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [] } }, ['true']);
+    const fallback = buildBwrapPlan(p, { ...f, seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [] } }, ['true']);
     expect(fallback.placeholders.map((ph) => ph.path)).toEqual(['/w/.env', '/w/.vscode', '/w/.git']);
   });
 
@@ -495,7 +495,7 @@ describe('the mount plan the helper checks', () => {
   });
 
   it('is handed to the helper (--verify) and encoded as NUL-terminated records; a source that changed stops the run', () => {
-    const seccomp = { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], mountsPath: '/r/mounts' };
+    const seccomp = { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], mountsPath: '/r/mounts' };
     const plan = buildBwrapPlan(policy(), facts({}, { seccomp }), ['true']);
     expect(plan.args.slice(plan.args.indexOf('/h/srt-init'))).toContain('--verify');
     expect(plan.args[plan.args.indexOf('--verify') + 1]).toBe('/r/mounts');
@@ -519,7 +519,7 @@ describe('the mount plan the helper checks', () => {
 });
 
 describe('denies that hold while the command runs (a host program replacing a denied path)', () => {
-  const sup = { seccomp: { helperPath: '/h/srt-init', maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/rules', reportFd: 9 } } };
+  const sup = { seccomp: { helperPath: '/h/srt-init', goFd: 9, maxProcs: 8192, filterPath: '/r/f.bpf', relays: [], exposes: [], supervisor: { rulesPath: '/r/rules', reportFd: 9 } } };
   it('outside the writable paths: each replaceable directory on the way becomes a read-only snapshot with its entries bound back', () => {
     const plan = buildBwrapPlan(policy({ denyRead: [rule('/h/.aws/credentials')] }), facts({ '/h/.aws/credentials': file('/h/.aws/credentials') }, {
       replaceable: new Set(['/h/.aws/credentials', '/h/.aws']), // /h itself sits in root's /
