@@ -26,7 +26,7 @@ import tls, { type SecureContext, type TLSSocket } from 'node:tls';
 import type { NormalizedHost } from './domains.js';
 import type { Gate } from './gate.js';
 import { runTunnelStages, type Stage } from './pipeline.js';
-import { TlsUpstream, upstreamTls, type UpstreamTrust } from './tls-upstream.js';
+import { TLS_BUFFER, TlsUpstream, upstreamTls, type UpstreamTrust } from './tls-upstream.js';
 import { guardTunnel, splice, type AdmittedTunnel, type Deadline, type TlsTerminator } from './tunnel.js';
 import { Session, TunnelHttp } from './tunnel-http.js';
 
@@ -127,6 +127,8 @@ export class Terminator implements TlsTerminator {
       isServer: true,
       secureContext: context,
       ...(alpn.length ? { ALPNProtocols: alpn } : {}),
+      // Read by node (both directions), missing from @types/node.
+      ...({ highWaterMark: TLS_BUFFER } as object),
     });
     const abandon = () => {
       if (!(up instanceof Error)) up.destroy();

@@ -117,6 +117,10 @@ export class TlsUpstream implements Upstream {
   }
 }
 
+/** Bytes a terminated tunnel's TLS socket (either side) buffers before it pushes back: node's
+ *  16 KiB default is one TLS record, so every record paused and resumed the body's pump. */
+export const TLS_BUFFER = 256 * 1024;
+
 /** TLS to the upstream over `raw`: SNI and verification against the target's own name/address. */
 export function upstreamTls(raw: Duplex, target: Target, trust: UpstreamTrust, alpn: string[] | undefined): Promise<TLSSocket> {
   return new Promise((resolve, reject) => {
@@ -128,6 +132,8 @@ export function upstreamTls(raw: Duplex, target: Target, trust: UpstreamTrust, a
       ...(target.host.ip === undefined ? { servername: name } : { host: name }),
       ...(alpn?.length ? { ALPNProtocols: alpn } : {}),
       rejectUnauthorized: true,
+      // Read by node (both directions), missing from @types/node.
+      ...({ highWaterMark: TLS_BUFFER } as object),
     });
     const fail = (e: NodeJS.ErrnoException) => {
       socket.destroy();
