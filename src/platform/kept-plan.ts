@@ -2,9 +2,9 @@
 // policy and the same facts, value for value. The planner (profiles/bwrap.ts) is pure: it reads
 // nothing but its arguments, so equal arguments give an equal plan. The facts themselves are
 // gathered anew for every command (or taken from the watched landings and search); only the
-// planning over them is spared. The policy is compared by identity and by the identity of each
-// of its fields: a sandbox's policy changes at run time only by a field replaced whole
-// (`updateNetwork`), and never in place deeper down.
+// planning over them is spared. The policy is compared by value with a copy taken when the plan
+// was made: `sandbox.policy` is the sandbox's own object, which a caller can change in place at
+// any depth between commands (not only `updateNetwork`, which replaces its network whole).
 
 import type { Policy } from '../policy.js';
 import type { mountPlanner, MountPlan } from '../profiles/bwrap.js';
@@ -12,8 +12,8 @@ import type { BwrapFacts } from '../profiles/bwrap-facts.js';
 import type { SeccompArch } from '../profiles/seccomp.js';
 
 export interface KeptPlan {
+  /** A copy of the policy the plans were made from (keptPolicy). */
   policy: Policy;
-  fields: unknown[];
   /** The facts the first plan was made from (no snapshots), their planner and that plan. */
   facts: BwrapFacts;
   planner: ReturnType<typeof mountPlanner>;
@@ -26,15 +26,19 @@ export interface KeptPlan {
   arch: SeccompArch | undefined;
 }
 
-/** The policy's identity and its fields' (see the header). */
-export function policyFields(policy: Policy): unknown[] {
-  return Object.values(policy);
+/** The copy of `policy` a plan is kept with; none (the plan is not kept) for a policy that
+ *  cannot be copied (a caller put a function in it). */
+export function keptPolicy(policy: Policy): Policy | undefined {
+  try {
+    return structuredClone(policy);
+  } catch {
+    return undefined;
+  }
 }
 
-/** Whether `kept` was planned from this very policy. */
+/** Whether `kept` was planned from a policy of the same value as this one (see the header). */
 export function samePolicy(kept: KeptPlan, policy: Policy): boolean {
-  const fields = policyFields(policy);
-  return kept.policy === policy && fields.length === kept.fields.length && fields.every((f, i) => f === kept.fields[i]);
+  return sameValue(kept.policy, policy);
 }
 
 /**

@@ -33,7 +33,7 @@ import { STATUS_FD } from './run.js';
 import { prepareTls, runCredentialPlan, runtimeFiles } from './runtime.js';
 import { expandGlobPaths, globLandings, listProtected, readGitFile, readProtected, SearchError, type GlobPaths, type ProtectedScan, type RootListing } from './search.js';
 import { KeptLandings } from './kept-landings.js';
-import { policyFields, samePolicy, sameValue, type KeptPlan } from './kept-plan.js';
+import { keptPolicy, samePolicy, sameValue, type KeptPlan } from './kept-plan.js';
 import { ownFiles } from './self.js';
 import { TreeWatch } from './tree-watch.js';
 import { repositoriesBefore, type RepositoriesBefore } from './newrepos.js';
@@ -506,7 +506,9 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
         gateReads: supervise && (first.gated.length > 0 || [...snapshots.values()].includes('too-large')),
       });
     }
-    if (keep) keptPlan = { policy, fields: policyFields(policy), facts: planFacts, planner, first, snapshots, mounts, filter, arch: seccompHelper?.arch };
+    // The copy of the policy only when the plan is new: a kept one was made from this value.
+    const planPolicy = !keep ? undefined : same ? same.policy : keptPolicy(policy);
+    if (planPolicy) keptPlan = { policy: planPolicy, facts: planFacts, planner, first, snapshots, mounts, filter, arch: seccompHelper?.arch };
   }
   return {
     bwrap, ...(seccompHelper ? { helper: seccompHelper } : {}), facts, mounts, credentials, ...(kept ? { kept } : {}), ...(keptPlan ? { plan: keptPlan } : {}), planKept, ownDirs, watched, forwards,

@@ -186,6 +186,27 @@ describe('a sandbox running many commands', () => {
     expect(r.steps.map((s) => s.search.planKept)).toEqual([false, true, false, false, false, false, true, true, true]);
   });
 
+  it("follows its policy changed in place between commands (sandbox.policy, at any depth): a file moved from allowRead to denyRead is denied, unix sockets taken back are refused; the plan is kept only while the policy's value stays", async () => {
+    const w = world();
+    const secret = join(w.base, 'out', 'secret');
+    mkdirSync(join(w.base, 'out'));
+    writeFileSync(secret, 'THE-SECRET');
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { allowRead: [secret] }, network: { allowAllUnixSockets: true } }));
+    const look = (key: string) => `echo ${key}=$(cat ${secret} 2>/dev/null || echo denied)`;
+    const unix = (key: string) => `echo ${key}=$(python3 -c 'import socket; socket.socket(socket.AF_UNIX); print("made")' 2>/dev/null || echo refused)`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: `${look('r1')}; ${unix('u1')}` },
+      { policy: 'policy.filesystem.denyRead.push(policy.filesystem.allowRead.pop())' },
+      { run: look('r2') }, { run: 'true' },
+      { policy: 'policy.network.allowAllUnixSockets = false' },
+      { run: unix('u2') }, { run: 'true' },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(r.values).toMatchObject({ r1: 'THE-SECRET', u1: 'made', r2: 'denied', u2: 'refused' });
+    // Planned again after each change in place, kept while the policy and facts are the same.
+    expect(r.steps.map((s) => s.search.planKept)).toEqual([false, true, false, true, false, true]);
+  });
+
   it("warns in the next command when a directory on PATH holding srt's link is re-pointed into the project (where srt's own files land is kept with the landings)", async () => {
     const w = world();
     const launcher = join(REPO, 'bin', 'srt');
