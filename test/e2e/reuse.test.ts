@@ -28,7 +28,7 @@ function world(settings: object = {}): World {
   return w;
 }
 
-type Step = { run: string } | { host: string };
+type Step = { run: string } | { host: string } | { policy: string };
 interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number; planKept: boolean }
 
 /** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
