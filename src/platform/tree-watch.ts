@@ -4,6 +4,12 @@
 // any of them, a watch that could not be set, a search root whose path now leads elsewhere, a
 // change of the mount table or a file system that does not report every change locally makes
 // the search stale. docs/design-choices.md "Reusing the tree search" says why this is sound.
+// Every watch of this process shares libuv's one inotify queue, and events lost when that queue
+// overflows are lost without a word (libuv drops the kernel's overflow notice). An overflow needs
+// the queue's limit of events pending at once, and those arrive before anything is dropped: so
+// every event in any watch of the process is counted, a watch that failed keeps counting (its
+// directories stay watched while any other watch is live), and a watch that saw half the limit
+// delivered since its last check is stale.
 
 import { closeSync, constants, fstatSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, realpathSync, statSync, unlinkSync, watch, writeFileSync, type FSWatcher } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -44,6 +50,21 @@ export interface PinnedTree {
   close(): void;
 }
 
+/** Every watch of this process not closed yet (they share one inotify queue, see the header). */
+const open = new Set<TreeWatch>();
+/** Events delivered to any watch of this process so far. */
+let delivered = 0;
+/** Events since a watch's last check past which an overflow of the queue cannot be ruled out:
+ *  half the queue's limit (the rest may be the embedding program's own watches'); where the limit
+ *  cannot be read, any event. */
+const OVERFLOW_BOUND = (() => {
+  try {
+    return Math.max(1, Math.floor(Number(readFileSync('/proc/sys/fs/inotify/max_queued_events', 'utf8').trim()) / 2) || 1);
+  } catch {
+    return 1;
+  }
+})();
+
 export class TreeWatch {
   private readonly watchers: FSWatcher[] = [];
   private readonly pins: { path: string; dev: bigint; ino: bigint }[] = [];
@@ -54,6 +75,8 @@ export class TreeWatch {
   private readonly fence: FSWatcher;
   private fenceWaiter: { name: string; done: () => void } | undefined;
   private why: string | undefined;
+  /** `delivered` when this watch was last shown current (made, or its fence came back). */
+  private seen = delivered;
   /** More directories than the budget: watching this sandbox's trees again would fail again. */
   exhausted = false;
 
@@ -67,6 +90,24 @@ export class TreeWatch {
       if (this.fenceWaiter && name === this.fenceWaiter.name) this.fenceWaiter.done();
     });
     this.fence.on('error', () => this.fail('the watch of its fence failed'));
+    open.add(this);
+  }
+
+  /** An event in a watched directory of `to`; counted for every watch (see the header). Once no
+   *  watch is live, nothing needs counting: every watch lets its directories go. */
+  private static event(to: TreeWatch): void {
+    to.fail('a watched directory changed');
+    delivered++;
+    let live = false;
+    for (const w of open) {
+      w.overflowCheck();
+      live ||= !w.why;
+    }
+    if (!live) for (const w of open) w.release();
+  }
+
+  private overflowCheck(): void {
+    if (delivered - this.seen >= OVERFLOW_BOUND) this.fail('too many events to rule out an overflow of the inotify queue');
   }
 
   /** Why the search is stale already, if it is. */
@@ -74,16 +115,15 @@ export class TreeWatch {
     return this.why;
   }
 
-  /** How many directories are watched. */
+  /** How many directories are watched for the next command (none once stale). */
   get size(): number {
-    return this.watchers.length;
+    return this.why ? 0 : this.watchers.length;
   }
 
-  /** The search can no longer be shown to be current: it is done again for the next command. */
+  /** The search can no longer be shown to be current: it is done again for the next command.
+   *  Its directories stay watched until close(): their events make the other watches stale. */
   fail(why: string): void {
-    if (this.why) return;
-    this.why = why;
-    this.release();
+    this.why ??= why;
   }
 
   /** Watch one directory, before it is read. */
@@ -123,7 +163,7 @@ export class TreeWatch {
       this.exhausted = true;
       return this.fail(`more than ${this.budget} directories to watch`);
     }
-    const w = watch(path, { persistent: false }, () => this.fail('a watched directory changed'));
+    const w = watch(path, { persistent: false }, () => TreeWatch.event(this));
     w.on('error', () => this.fail('a watch failed'));
     this.watchers.push(w);
   }
@@ -206,7 +246,11 @@ export class TreeWatch {
     const fencer = live.find((w) => !w.why);
     if (!fencer) return;
     const why = await fencer.fenceBack();
-    if (why) for (const w of live) w.fail(why);
+    for (const w of live) {
+      if (why) w.fail(why);
+      w.overflowCheck();
+      w.seen = delivered;
+    }
   }
 
   /** The mount table is the one watched under, and each pinned path still leads to its directory. */
@@ -246,6 +290,7 @@ export class TreeWatch {
 
   close(): void {
     this.why ??= 'closed';
+    open.delete(this);
     this.release();
     this.fence.close();
     removeTree(this.fenceDir);

@@ -28,7 +28,7 @@ function world(settings: object = {}): World {
   return w;
 }
 
-type Step = { run: string } | { host: string } | { policy: string };
+type Step = { run: string } | { host: string; busyMs?: number } | { policy: string };
 interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number; planKept: boolean }
 
 /** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
@@ -205,6 +205,23 @@ describe('a sandbox running many commands', () => {
     expect(r.values).toMatchObject({ r1: 'THE-SECRET', u1: 'made', r2: 'denied', u2: 'refused' });
     // Planned again after each change in place, kept while the policy and facts are the same.
     expect(r.steps.map((s) => s.search.planKept)).toEqual([false, true, false, true, false, true]);
+  });
+
+  it('a change lost in an overflow of the inotify queue (a host program floods a searched directory while the caller is busy) leaves no landing kept', async () => {
+    const w = world();
+    const out = join(w.base, 'out');
+    for (const d of [join(out, 'a'), join(out, 'b'), join(w.cwd, 'sub')]) mkdirSync(d, { recursive: true });
+    writeFileSync(join(out, 'a', 'secret'), 'A-SECRET');
+    writeFileSync(join(out, 'b', 'secret'), 'B-SECRET');
+    symlinkSync('a', join(out, 'link'));
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { denyRead: [join(out, 'link', 'secret')] } }));
+    const flood = `cd sub && : > x && : > y && python3 -c "import os\nfor i in range(20000): os.utime('x'); os.utime('y')"`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' },
+      { host: `sleep 0.2 && ${flood} && ln -sfn b ${out}/link`, busyMs: 3000 },
+      { run: `echo b=$(cat ${out}/b/secret 2>/dev/null || echo denied)` },
+    ]);
+    expect(r.values).toMatchObject({ b: 'denied' });
   });
 
   it("warns in the next command when a directory on PATH holding srt's link is re-pointed into the project (where srt's own files land is kept with the landings)", async () => {

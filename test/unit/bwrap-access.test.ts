@@ -98,7 +98,7 @@ function factsFor(t: Tree, p: Policy, more: { protectedTargets?: ProtectedTarget
     replaceable: new Set(names.filter((n) => isWithin(n, H) && n !== H)),
     ...(more.credentials ? { credentials: more.credentials } : {}),
     seccomp: {
-      helperPath: HELPER, maxProcs: 8192, filterPath: `${RUN}/filter.bpf`, relays: [], exposes: [], mountsPath: `${RUN}/mounts`, stageDir: `${RUN}/stage`,
+      helperPath: HELPER, goFd: 9, maxProcs: 8192, filterPath: `${RUN}/filter.bpf`, relays: [], exposes: [], mountsPath: `${RUN}/mounts`, stageDir: `${RUN}/stage`,
       ...(more.supervisor ? { supervisor: { rulesPath: `${RUN}/protect.rules`, reportFd: 6 } } : {}),
     },
   };
