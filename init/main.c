@@ -2,7 +2,7 @@
 //
 //   srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... [--writable PATH]...
 //               [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO]
-//               [--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N [--go-fd N]
+//               [--protect RULES [--report-fd N]] [--verify PLAN] [--go-fd N] --max-procs N
 //               --filter FILE -- CMD ARGS...
 //   srt-init --host-listen FD:ADDR:PORT... -- BWRAP ARGS...   (outside, see relays.c)
 //   srt-init --connect PROXYADDR:PORT HOST PORT               (ssh ProxyCommand, connect.c)
@@ -53,7 +53,7 @@
 static void usage(void) {
   die("srt-init: usage: srt-init [--relay ADDR:PORT:SOCKETPATH]... [--expose FD:PORT]... "
       "[--writable PATH]... [--socket-files] [--no-landlock] [--pty CHANNELFD:STATFD:STDIO] "
-      "[--protect RULES [--report-fd N]] [--verify PLAN] --max-procs N [--go-fd N] "
+      "[--protect RULES [--report-fd N]] [--verify PLAN] [--go-fd N] --max-procs N "
       "--filter FILE -- CMD ARGS...");
 }
 

@@ -44,6 +44,7 @@ const FULL: InitArgs = {
   pty: { channelFd: 4, parentStatFd: 5, stdio: '012' },
   protect: { rulesPath: '/r/protect.rules', reportFd: 8 },
   verify: '/r/mounts',
+  goFd: 9,
   maxProcs: 8192,
   filter: '/r/filter.bpf',
 };
@@ -84,7 +85,7 @@ describe('srt-init\'s options as srt writes them', () => {
     expect(full.get('--relay')).toEqual(['127.0.0.1:3128:/r/http.sock', '[::1]:1080:/r/socks.sock']);
     expect(full.get('--expose')).toEqual(['6:3000', '7:80']);
     // Options main() takes once are written once.
-    for (const once of ['--pty', '--protect', '--report-fd', '--verify', '--max-procs', '--filter']) expect(full.get(once), once).toHaveLength(1);
+    for (const once of ['--pty', '--protect', '--report-fd', '--verify', '--go-fd', '--max-procs', '--filter']) expect(full.get(once), once).toHaveLength(1);
   });
 
   it('--no-landlock never comes with --writable or --socket-files (main() refuses the pair)', () => {
