@@ -32,7 +32,8 @@ let grpcServer: grpc.Server;
 const servers: Array<https.Server | http2.Http2SecureServer | Server> = [];
 const hasJava = (() => {
   try {
-    execFileSync('java', ['-version'], { stdio: 'ignore' });
+    // Without perf data: the JVM would leave /tmp/hsperfdata_USER behind.
+    execFileSync('java', ['-XX:-UsePerfData', '-version'], { stdio: 'ignore' });
     return true;
   } catch {
     return false;
