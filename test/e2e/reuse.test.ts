@@ -232,17 +232,19 @@ describe('a sandbox running many commands', () => {
     symlinkSync(join(w.base, 'bin-out'), join(w.base, 'on-path'));
     const warning = `srt is installed inside a path this sandbox may write (${join(w.base, 'on-path', 'srt')})`;
     const r = await inOneSandbox(w, [
-      { run: 'true' }, { run: 'true' },
+      { run: 'true' }, { run: 'true' }, { run: 'true' }, { run: 'true' }, { run: 'true' }, { run: 'true' },
       { host: `mkdir bin-in && ln -s ${launcher} bin-in/srt && ln -sfn ${join(w.cwd, 'bin-in')} ${join(w.base, 'on-path')}` },
       { run: 'true' },
       { host: `mkdir ${w.base}/bin-new && ln -s ${launcher} ${w.base}/bin-new/srt && ln -s ${w.base}/bin-new ${w.base}/.on-path && mv -T ${w.base}/.on-path ${w.base}/on-path` },
       { run: 'true' }, { run: 'true' },
     ], {}, `${join(w.base, 'on-path')}:${process.env.PATH}`);
-    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0]);
-    // Only the command after the re-pointing warns: the one before, and those after the link was
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    // Only the command after the re-pointing warns: those before, and those after the link was
     // renamed back out of the project, do not.
     expect(r.messages.filter((m) => m.includes(warning))).toHaveLength(1);
-    expect(r.steps[1]!.search.landingsKept).toBeGreaterThan(0);
+    // Kept for some command before the re-pointing (the way to this test's directory passes /tmp,
+    // where other tests make and remove files, so not for every command).
+    expect(Math.max(...r.steps.slice(1, 6).map((s) => s.search.landingsKept)), JSON.stringify(r.steps.map((s) => s.search.stale))).toBeGreaterThan(0);
   });
 
   it('keeps one run directory and one proxy for all its commands: each command has its own TMPDIR and refusals; nothing is left after dispose', async () => {

@@ -668,6 +668,7 @@ describe('job control with the user\'s shell', () => {
     const counter = () => readFileSync(join(dir.cwd, 'counter'), 'utf8').trim();
     process.kill(srtPid, 'SIGSTOP');
     await sh.waitFor(/Stopped\s+.*srt -- sh -c/, from);
+    await sh.waitFor('OUTER$ ', from); // a line typed before the prompt is echoed ahead of it
     await frozen(srtPid); // srt's helper notices within 200 ms
     const [c, d] = [counter(), lines(join(dir.cwd, 'detached'))];
     await sleep(STILL_MS);
@@ -785,6 +786,7 @@ while True:
     await sh.raw();
     sh.type('\x1a');
     await sh.waitFor(/Stopped\s+.*srt -- sleep/, from);
+    await sh.waitFor('OUTER$ ', from); // a line typed before the prompt is echoed ahead of it
     await frozen(srtPid);
     from = sh.mark();
     // bash's `wait` refuses a job it still thinks stopped: wait until it saw it continue (bounded
@@ -811,6 +813,7 @@ while True:
     await moves(join(dir.cwd, 'own'));
     sh.type('\x1a'); // the terminal's own SIGTSTP, to srt
     await sh.waitFor(/Stopped\s+.*srt -- sh -c/, from);
+    await sh.waitFor('OUTER$ ', from); // a line typed before the prompt is echoed ahead of it
     await frozen(srtPid);
     const at = [lines(join(dir.cwd, 'detached')), lines(join(dir.cwd, 'own'))];
     await sleep(STILL_MS);
