@@ -121,7 +121,8 @@ export class TreeWatch {
   }
 
   /** The search can no longer be shown to be current: it is done again for the next command.
-   *  Its directories stay watched until close(): their events make the other watches stale. */
+   *  Its directories stay watched while another watch is live (their events count towards an
+   *  overflow, see the header), and are let go at close() or once no watch is live. */
   fail(why: string): void {
     this.why ??= why;
   }
