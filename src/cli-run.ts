@@ -69,7 +69,7 @@ export async function runAction(spec: CommandSpec, opts: RunOptions): Promise<nu
     }
     let policy = report.policy;
     if (opts.controlFd !== undefined) stopControl = (await import('./control-fd.js')).followControlFd(opts.controlFd, report, sandbox, (p) => { policy = p; });
-    const restoreHeap = proxyHeap();
+    const restoreHeap = await proxyHeap();
     let code: number;
     try {
       code = await sandbox.run(spec);
@@ -169,14 +169,22 @@ async function reportRefusals(sandbox: Sandbox, policy: Policy, suggest: boolean
  * line costs every start its builtins' code cache) and for the CLI only (an embedder's process
  * is its own); the defaults are back before the code cache is written at exit, as V8 stamps the
  * bytecode it serializes with the flags then in force.
+ * While a body streams through the proxy in bulk, V8 grows the old generation its own way again:
+ * its buffers (off the V8 heap) count against that generation's limit until a scavenge frees
+ * them, which V8 does only once young ones reach 32 MB; with the limit at twice what is live,
+ * every ~16 MB of them started a full mark-compact of the whole heap.
  */
-function proxyHeap(): () => void {
+async function proxyHeap(): Promise<() => void> {
   setFlagsFromString('--semi-space-growth-factor=1');
   setFlagsFromString('--heap-growing-percent=100');
+  // Loaded already, with the proxy.
+  const { onBulkBodies } = await import('./proxy/bulk.js');
+  const stopHearing = onBulkBodies((streaming) => setFlagsFromString(`--heap-growing-percent=${streaming ? 0 : 100}`));
   let restored = false;
   const restore = () => {
     if (restored) return;
     restored = true;
+    stopHearing();
     process.off('exit', restore);
     setFlagsFromString('--semi-space-growth-factor=2');
     setFlagsFromString('--heap-growing-percent=0');

@@ -4,6 +4,7 @@
 import http from 'node:http';
 import type { OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import type { Duplex, Readable } from 'node:stream';
+import { bulkCounter } from './bulk.js';
 import { Stopper, type Frontend } from './exchange.js';
 import { toH2Headers } from './h2-headers.js';
 import { upgradedTo } from './upstream-send.js';
@@ -19,7 +20,9 @@ function phrase(text: string): string {
  * answer (it watches every body).
  */
 function pump(from: Readable, to: NodeJS.WritableStream & { on(e: 'drain', l: () => void): unknown }, onEnd: () => void): void {
+  const count = bulkCounter(from);
   from.on('data', (chunk: Buffer) => {
+    count(chunk.length);
     if (!to.write(chunk)) from.pause();
   });
   to.on('drain', () => from.resume());
