@@ -1,7 +1,7 @@
 // One HTTP exchange through the pipeline (pipeline.ts): request stages → forward → response
 // stages → the client. The client side ("frontend") is an HTTP/1.1 response, an HTTP/1.1
 // upgrade on a raw socket, or an HTTP/2 stream; the upstream side speaks HTTP/1.1 (node:http
-// over any socket an agent hands it: plain TCP from the gate, or verified TLS) or HTTP/2.
+// on a connection held per client connection: plain TCP from the gate, or verified TLS) or HTTP/2.
 // Every direction streams with backpressure: nothing is buffered beyond stream high-water marks.
 // The frontends are in frontends.ts, the upstream senders in upstream-send.ts.
 

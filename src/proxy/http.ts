@@ -14,7 +14,7 @@ import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { exchange, refusalReply, type ExchangeContext, type Upstream } from './exchange.js';
 import { h1Frontend, rawReply, upgradeFrontend } from './frontends.js';
-import { DialAgent, sendH1 } from './upstream-send.js';
+import { HeldConnections, sendH1 } from './upstream-send.js';
 import { upstreamErrorReason, type Gate } from './gate.js';
 import { endToEndHeaders, formatAuthority, upgradeToForward, type Refusal, type Stage } from './pipeline.js';
 import { splice, type Tunnels } from './tunnel.js';
@@ -124,14 +124,14 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     keepAliveTimeout: 5000,
   });
   // Upstream connections of one client connection: reused across its requests, freed with it.
-  const agents = new WeakMap<Duplex, DialAgent>();
-  const agentOf = (socket: Duplex) => {
-    let agent = agents.get(socket);
-    if (!agent) {
-      agent = new DialAgent((t) => gate.dial(t));
-      agents.set(socket, agent);
+  const held = new WeakMap<Duplex, HeldConnections>();
+  const heldOf = (socket: Duplex) => {
+    let h = held.get(socket);
+    if (!h) {
+      h = new HeldConnections((t) => gate.dial(t));
+      held.set(socket, h);
     }
-    return agent;
+    return h;
   };
   const refused: ExchangeContext['refused'] = (t, r) => gate.refuse(t.host.host, t.port, r.refuse, 'http', r);
   const log: ExchangeContext['log'] = (l) => gate.log(l);
@@ -140,7 +140,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
   const context = (socket: Duplex): ExchangeContext => {
     let ctx = contexts.get(socket);
     if (!ctx) {
-      ctx = { stages: opts.stages, upstream: { send: (req, stopper) => sendH1(req, agentOf(socket), stopper) }, refused, log };
+      ctx = { stages: opts.stages, upstream: { send: (req, stopper) => sendH1(req, heldOf(socket), stopper) }, refused, log };
       contexts.set(socket, ctx);
     }
     return ctx;
@@ -148,7 +148,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
 
   server.on('connection', (socket: Socket) => {
     gate.track(socket);
-    socket.once('close', () => agents.get(socket)?.destroy());
+    socket.once('close', () => held.get(socket)?.destroy());
   });
 
   server.on('clientError', (err: NodeJS.ErrnoException, socket: Duplex) => {
@@ -216,7 +216,7 @@ export function createHttpProxy(gate: Gate, opts: HttpProxyOptions): http.Server
     // Bytes the client sent after its upgrade request go upstream once the upgrade is answered.
     const upstream: Upstream = {
       send: async (r, stopper) => {
-        const reply = await sendH1(r, agentOf(client), stopper);
+        const reply = await sendH1(r, heldOf(client), stopper);
         if (reply.kind === 'upgrade' && head.length > 0) reply.socket.write(head);
         return reply;
       },

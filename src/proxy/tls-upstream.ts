@@ -6,7 +6,7 @@ import http2, { type ClientHttp2Session } from 'node:http2';
 import type { Duplex } from 'node:stream';
 import tls, { type SecureContext, type TLSSocket } from 'node:tls';
 import type { Stopper, Upstream, UpstreamReply } from './exchange.js';
-import { DialAgent, sendH1, sendH2 } from './upstream-send.js';
+import { HeldConnections, sendH1, sendH2 } from './upstream-send.js';
 import type { Gate, Target } from './gate.js';
 import type { ProxyRequest } from './pipeline.js';
 
@@ -38,7 +38,7 @@ export class TlsUpstream implements Upstream {
   private first: TLSSocket | undefined;
   private h2: ClientHttp2Session | undefined;
   private h2Pending: Promise<ClientHttp2Session | null> | undefined;
-  private agent: DialAgent | undefined;
+  private held: HeldConnections | undefined;
   private closed = false;
 
   constructor(
@@ -60,8 +60,8 @@ export class TlsUpstream implements Upstream {
 
   send(req: ProxyRequest, stopper: Stopper): Promise<UpstreamReply> {
     if (this.failure) return Promise.reject(this.failure);
-    if (this.protocol === 'h2') return this.session().then((s) => (s ? sendH2(req, s, stopper) : sendH1(req, this.h1Agent(), stopper)));
-    return sendH1(req, this.h1Agent(), stopper);
+    if (this.protocol === 'h2') return this.session().then((s) => (s ? sendH2(req, s, stopper) : sendH1(req, this.h1Held(), stopper)));
+    return sendH1(req, this.h1Held(), stopper);
   }
 
   /** The HTTP/2 session, reconnected when the last one went away; null if the new one is HTTP/1.1. */
@@ -92,14 +92,14 @@ export class TlsUpstream implements Upstream {
     return session;
   }
 
-  private h1Agent(): DialAgent {
-    this.agent ??= new DialAgent(async () => {
+  private h1Held(): HeldConnections {
+    this.held ??= new HeldConnections(async () => {
       const s = this.first;
       this.first = undefined;
       if (s && !s.destroyed) return s;
       return this.connect(['http/1.1']);
     });
-    return this.agent;
+    return this.held;
   }
 
   /** Another verified connection to the same target (dialled through the gate, never re-resolved). */
@@ -113,7 +113,7 @@ export class TlsUpstream implements Upstream {
     this.closed = true;
     this.first?.destroy();
     this.h2?.destroy();
-    this.agent?.destroy();
+    this.held?.destroy();
   }
 }
 

@@ -5,7 +5,7 @@ import { PassThrough, Readable, Transform } from 'node:stream';
 import { createServer, connect, type AddressInfo } from 'node:net';
 import { brotliCompressSync, deflateSync, gzipSync } from 'node:zlib';
 import { exchange, Stopper, type Frontend, type Upstream, type UpstreamReply } from '../../src/proxy/exchange.js';
-import { DialAgent, sendH1 } from '../../src/proxy/upstream-send.js';
+import { HeldConnections, sendH1 } from '../../src/proxy/upstream-send.js';
 import { endToEndHeaders, formatAuthority, RefusedError, upgradeToForward, type Header, type ProxyRequest, type ProxyResponse, type Refusal, type Stage } from '../../src/proxy/pipeline.js';
 import type { Target } from '../../src/proxy/gate.js';
 
@@ -281,16 +281,16 @@ describe('transfer codings from an HTTP/1.1 upstream', () => {
     };
     const server = createServer((socket) => socket.once('data', (d: Buffer) => socket.end(answers[d.toString('latin1').split(' ')[1]!])));
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    const agent = new DialAgent(async () => connect((server.address() as AddressInfo).port, '127.0.0.1'));
+    const held = new HeldConnections(async () => connect((server.address() as AddressInfo).port, '127.0.0.1'));
     try {
       for (const path of ['/gzip-chunked', '/two-lines', '/until-close']) {
-        const reply = await sendH1(request({ method: 'GET', path, body: null }), agent, new Stopper());
+        const reply = await sendH1(request({ method: 'GET', path, body: null }), held, new Stopper());
         expect(reply.res.headers.map(([k]) => k.toLowerCase()), path).not.toContain('transfer-encoding');
         expect(await text(reply.res.body), path).toBe(plain);
       }
-      await expect(sendH1(request({ method: 'GET', path: '/compress', body: null }), agent, new Stopper())).rejects.toThrow('Transfer-Encoding compress, which srt cannot decode (it decodes gzip, deflate, br)');
+      await expect(sendH1(request({ method: 'GET', path: '/compress', body: null }), held, new Stopper())).rejects.toThrow('Transfer-Encoding compress, which srt cannot decode (it decodes gzip, deflate, br)');
     } finally {
-      agent.destroy();
+      held.destroy();
       server.close();
     }
   });
