@@ -5,10 +5,12 @@
 // file system that does not report every change locally or a change of the mount table makes
 // every kept landing stale (tree-watch.ts; docs/design-choices.md "Reusing the tree search" says
 // why the watch is sound). What is read from files' contents (git configuration, hooks paths) is
-// no landing, and is read again for every command.
+// no landing, and is read again for every command. A snapshot's listing (names, kinds, symlinks'
+// targets) is kept with them when its directory was watched before it was listed: none of it
+// changes without an event in that directory.
 
 import type { Landing } from '../profiles/landing.js';
-import { landingResolver } from './landing.js';
+import { landingResolver, listSnapshot } from './landing.js';
 import { TreeWatch } from './tree-watch.js';
 
 export class KeptLandings {
@@ -16,8 +18,11 @@ export class KeptLandings {
   /** Directories and names watched, by real path. */
   private readonly dirs = new Set<string>();
   private readonly names = new Set<string>();
-  /** How many landings this command took from earlier ones. */
+  /** Snapshots' listings taken while their directory was watched, and how many names each read. */
+  private readonly listings = new Map<string, { listed: Exclude<ReturnType<typeof listSnapshot>, 'too-large'>; read: number }>();
+  /** How many landings and snapshot listings this command took from earlier ones. */
   reused = 0;
+  listingsReused = 0;
 
   constructor(readonly watch: TreeWatch) {}
 
@@ -27,6 +32,7 @@ export class KeptLandings {
   static next(previous: KeptLandings | undefined, runRoot: string): KeptLandings | undefined {
     if (previous && previous.watch.stale === undefined) {
       previous.reused = 0;
+      previous.listingsReused = 0;
       return previous;
     }
     previous?.watch.close();
@@ -64,6 +70,23 @@ export class KeptLandings {
       },
       close: r.close,
     };
+  }
+
+  /** listSnapshot(dir, max), from an earlier command while current. */
+  listing(dir: string, max: number): ReturnType<typeof listSnapshot> {
+    const kept = this.listings.get(dir);
+    if (kept) {
+      this.listingsReused++;
+      // listSnapshot gives up past `max` names.
+      return kept.read > max ? 'too-large' : kept.listed;
+    }
+    const listed = listSnapshot(dir, max);
+    // Kept only if the watch of `dir` was set before it was read (the walk to a landing watches
+    // each directory before looking a name up in it).
+    if (listed !== 'too-large' && this.dirs.has(dir) && this.watch.stale === undefined) {
+      this.listings.set(dir, { listed, read: listed.entries.length + listed.skipped.length });
+    }
+    return listed;
   }
 
   close(): void {

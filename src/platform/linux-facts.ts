@@ -468,9 +468,10 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
       ...(seccomp ? { seccomp } : {}),
       replaceable: replaceableNames([...landings.values(), ...globs.flatMap(([, g]) => [...g.matches, ...g.undecodable, ...g.unreadable])]),
     };
-    // A first plan says which directories must be snapshots (listed now) and whether opens
-    // must be checked (the filter then sends every open to the supervisor). The last command's
-    // plans, if made from the same policy and facts (kept-plan.ts).
+    // A first plan says which directories must be snapshots (listed now, or kept with the
+    // landings) and whether opens must be checked (the filter then sends every open to the
+    // supervisor). The last command's plans, if made from the same policy and facts
+    // (kept-plan.ts).
     const same = previous?.plan && samePolicy(previous.plan, policy) && sameValue(previous.plan.facts, facts) ? previous.plan : undefined;
     const planner = same?.planner ?? mountPlanner(policy, facts);
     const first = same?.first ?? planner(undefined);
@@ -482,7 +483,7 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
     let budget = supervise ? SNAPSHOT_BUDGET : Infinity;
     for (const d of first.snapshots) {
       let listed: ReturnType<typeof listSnapshot>;
-      try { listed = budget < 0 ? 'too-large' : listSnapshot(d, Math.min(MAX_SNAPSHOT_ENTRIES, budget)); } catch {
+      try { listed = budget < 0 ? 'too-large' : (kept?.listing.bind(kept) ?? listSnapshot)(d, Math.min(MAX_SNAPSHOT_ENTRIES, budget)); } catch {
         throw new SandboxError(`${d} changed or disappeared while srt was setting up the sandbox; nothing ran, try again`);
       }
       budget -= listed === 'too-large' ? Infinity : listed.entries.length;

@@ -152,7 +152,7 @@ export function linuxPlan(policy: Policy, g: LinuxFacts, argv: string[]): { bwra
       sections, warnings, notes: [...plan.notes, ...g.credentials.notes],
       treeSearch: {
         searches: g.search.searches, reused: g.search.reused, watched: g.search.watch?.size ?? 0,
-        ...(g.search.stale ? { stale: g.search.stale } : {}), landingsKept: g.kept?.reused ?? 0, planKept: g.planKept,
+        ...(g.search.stale ? { stale: g.search.stale } : {}), landingsKept: g.kept?.reused ?? 0, listingsKept: g.kept?.listingsReused ?? 0, planKept: g.planKept,
       },
     },
   };

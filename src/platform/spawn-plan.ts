@@ -49,6 +49,8 @@ export interface SpawnPlan {
     searches: number; reused: boolean; watched: number; stale?: string;
     /** How many landings (where a path leads) this command took from earlier ones, unchanged since. */
     landingsKept: number;
+    /** How many snapshots' listings this command took from earlier ones, unchanged since. */
+    listingsKept: number;
     /** Whether the mounts were planned by an earlier command from the same policy and facts. */
     planKept: boolean;
   };

@@ -29,7 +29,7 @@ function world(settings: object = {}): World {
 }
 
 type Step = { run: string } | { host: string; busyMs?: number } | { policy: string };
-interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number; planKept: boolean }
+interface TreeSearch { searches: number; reused: boolean; watched: number; stale?: string; landingsKept: number; listingsKept: number; planKept: boolean }
 
 /** The fixture running `steps` in one sandbox of the library (it exits with the status it ends with). */
 function driver(w: World, steps: Step[], mode: SrtMode = {}, path = process.env.PATH) {
@@ -184,6 +184,31 @@ describe('a sandbox running many commands', () => {
     // The mounts are planned again after each change (the facts differ), and kept from the
     // command before while the facts are the same.
     expect(r.steps.map((s) => s.search.planKept)).toEqual([false, true, false, false, false, false, true, true, true]);
+  });
+
+  it("keeps a snapshot's listing while its directory is unchanged; a name a host program adds, renames or renames over the denied file is seen (or denied) in the next command", async () => {
+    const w = world();
+    const out = join(w.base, 'out');
+    mkdirSync(out);
+    writeFileSync(join(out, 'secret'), 'S-OLD');
+    writeFileSync(join(out, 'plain'), 'P');
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { denyRead: [join(out, 'secret')] } }));
+    const look = (key: string, name: string) => `echo ${key}=$(cat ${join(out, name)} 2>/dev/null || echo none)`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' }, { run: `${look('p', 'plain')}; ${look('s1', 'secret')}` },
+      { host: `echo ADDED > ${out}/added` },
+      { run: look('a', 'added') },
+      { host: `mv ${out}/added ${out}/moved` },
+      { run: `${look('a2', 'added')}; ${look('m', 'moved')}` },
+      { host: `echo S-NEW > ${out}/.t && mv ${out}/.t ${out}/secret` },
+      { run: look('s2', 'secret') }, { run: 'true' }, { run: 'true' }, { run: 'true' },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    expect(r.values).toMatchObject({ p: 'P', s1: 'none', a: 'ADDED', a2: 'none', m: 'ADDED', s2: 'none' });
+    // Listed again after each change; kept while nothing changed (the way to this test's
+    // directory passes /tmp, where other tests make files, so not for every command).
+    expect([3, 4, 5].map((i) => r.steps[i]!.search.listingsKept)).toEqual([0, 0, 0]);
+    expect(Math.max(...[1, 2, 6, 7, 8].map((i) => r.steps[i]!.search.listingsKept))).toBeGreaterThan(0);
   });
 
   it("follows its policy changed in place between commands (sandbox.policy, at any depth): a file moved from allowRead to denyRead is denied, unix sockets taken back are refused; the plan is kept only while the policy's value stays", async () => {
