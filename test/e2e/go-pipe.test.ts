@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { processesWith, scratchDirs, srt, srtArgv, stopStragglers, tempDir, track } from './helpers.js';
+import { keyValues, processesWith, scratchDirs, srt, srtArgv, stopStragglers, tempDir, track } from './helpers.js';
 
 const tmp = tempDir('srt-go-');
 afterAll(async () => {
@@ -118,6 +118,18 @@ describe('the go pipe: srt-init starts the command only once srt says its proxy 
     expect(processesWith(marker)).toEqual([]);
     expect(existsSync(marker)).toBe(false);
   }, 120_000);
+
+  it('the go descriptor never reaches the command, and init has closed its own by then', async () => {
+    const { home, cwd } = scratch();
+    // init is PID 1 of the command's PID namespace; its argv names the go descriptor.
+    const r = await srt(['--', 'sh', '-c', 'g=$(tr "\\0" "\\n" < /proc/1/cmdline | grep -x -A1 -e --go-fd | tail -n 1); echo "go=$g"; echo "self=$(ls /proc/self/fd | sort -n | tr "\\n" " ")"; echo "init=$(ls /proc/1/fd | sort -n | tr "\\n" " ")"'], { home, cwd });
+    expect(r.exitCode, r.stderr).toBe(0);
+    const kv = keyValues(r.stdout);
+    expect(kv.go).toMatch(/^\d+$/);
+    // ls's own descriptor on /proc/self/fd is 3.
+    expect(kv.self!.trim()).toBe('0 1 2 3');
+    expect(kv.init!.trim().split(' ')).not.toContain(kv.go);
+  });
 
   it('the command runs once the proxy listens, and reaches it', async () => {
     const { home, cwd } = scratch();

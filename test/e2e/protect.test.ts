@@ -835,6 +835,22 @@ describe('the supervisor itself', () => {
     expect(r.stderr).toContain('srt: refused writing .bashrc (protected)');
   });
 
+  it('the supervisor does not stop while the filter has users: after an idle spell, and from a setsid grandchild whose parents exited, protected writes are refused, never hang', async () => {
+    const { home, cwd } = scratch();
+    // The grandchild is reparented to init (its parent and the subshell exit at once) and writes
+    // after 1.5 s of no call under the filter; the command writes again after 3 s.
+    const script = '(setsid sh -c \'sleep 1.5; echo x > .bashrc; echo grandchild=$?\' > out &); sleep 3; cat out; echo x > .bashrc; echo command=$?';
+    const started = Date.now();
+    const r = await srt(['-c', script], { home, cwd, timeout: 30_000 });
+    expect(r.timedOut).toBe(false);
+    expect(r.exitCode, r.stderr).toBe(0);
+    // The shells say 1 (bash) or 2 (dash) for a refused redirection.
+    expect(keyValues(r.stdout)).toEqual({ grandchild: expect.stringMatching(/^[12]$/), command: expect.stringMatching(/^[12]$/) });
+    expect(Date.now() - started).toBeLessThan(25_000);
+    expect(lstatSync(join(cwd, '.bashrc'), { throwIfNoEntry: false })).toBeUndefined();
+    expect(r.stderr).toContain('srt: refused writing .bashrc (protected)');
+  }, 60_000);
+
   it('fails closed: when the supervisor dies, the command dies with it and nothing more is written', async () => {
     const { home, cwd } = scratch();
     const bg = await startBackground(['-c', 'echo; echo ready; for i in $(seq 1 100); do sleep 0.1; echo $i > f$i; done'], home, cwd);
