@@ -134,6 +134,8 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
         ...(opts.go ? [{ at: opts.go.fd, value: 'pipe' as const }] : []),
       ]),
     });
+    // Whether srt-init was told to start the command (always, without a go descriptor).
+    let went = !opts.go;
     if (opts.go) {
       const pipe = child.stdio[opts.go.fd] as import('node:stream').Writable;
       pipe.on('error', () => { /* srt-init is gone: bwrap's status says how it ended */ });
@@ -143,10 +145,13 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
         decided = true;
         pipe.destroy();
       };
-      void opts.go.start().then((go) => {
+      // A signal delivered while the proxy started (or while srt was stopped) reaches the
+      // listeners only when the loop next polls for I/O: the go waits for that poll.
+      void opts.go.start().then(afterNextPoll).then((go) => {
         if (!go || received !== undefined) return withholdGo();
         if (decided) return;
         decided = true;
+        went = true;
         pipe.end(Buffer.of(1));
       });
     }
@@ -182,12 +187,20 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     child.on('error', (err) => { finish(); reject(err); });
     child.on('close', (code, sig) => {
       finish();
+      // The go withheld for a signal: nothing ran, and srt ends as that signal would.
+      if (!went && received !== undefined) return resolve({ started: false, status: signalExit(received), signal: received });
       const m = /"exit-code":\s*(\d+)/.exec(statusText);
       if (m) return resolve({ started: true, status: Number(m[1]), signal: received });
       if (sig) return resolve({ started: true, status: signalExit(sig), signal: received });
       resolve({ started: false, status: code ?? 125, signal: received });
     });
   });
+}
+
+/** `value`, once the event loop has polled for I/O again (libuv reads delivered signals there;
+ *  an immediate set in the check phase runs in the next turn's, after its poll). */
+function afterNextPoll<T>(value: T): Promise<T> {
+  return new Promise((resolve) => setImmediate(() => setImmediate(() => resolve(value))));
 }
 
 /** The exit status for death by `sig` (SPEC §1: 128+N). */

@@ -105,6 +105,22 @@ describe('the go pipe: srt-init starts the command only once srt says its proxy 
     expect(readdirSync(join(home, '.srt', 'run'))).toEqual([]);
   });
 
+  for (const [sig, n] of [['SIGINT', 2], ['SIGTERM', 15], ['SIGHUP', 1]] as const) {
+    it(`${sig} to srt while srt-init waits for the go: 128+${n}, nothing runs, nothing left in ~/.srt/run, no process of the run left`, async () => {
+      const { home, cwd } = scratch();
+      const marker = join(cwd, `ran-after-${sig}`);
+      const held = await holdBeforeGo(home, cwd, marker);
+      held.child.kill(sig);
+      held.child.kill('SIGCONT');
+      expect(await held.exit).toBe(128 + n);
+      const deadline = Date.now() + 10_000;
+      while (processesWith(marker).length > 0 && Date.now() < deadline) await sleep(50);
+      expect(processesWith(marker)).toEqual([]);
+      expect(existsSync(marker)).toBe(false);
+      expect(readdirSync(join(home, '.srt', 'run'))).toEqual([]);
+    }, 120_000);
+  }
+
   it('srt killed while srt-init waits for the go: nothing runs, no process of the run is left', async () => {
     const { home, cwd } = scratch();
     const marker = join(cwd, 'ran-after-kill');
