@@ -134,24 +134,22 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
         ...(opts.go ? [{ at: opts.go.fd, value: 'pipe' as const }] : []),
       ]),
     });
-    // Whether srt-init was told to start the command (always, without a go descriptor).
-    let went = !opts.go;
+    // srt-init's go: sent (always, without a go descriptor), withheld, or not decided yet.
+    let go: 'sent' | 'withheld' | undefined = opts.go ? undefined : 'sent';
     if (opts.go) {
       const pipe = child.stdio[opts.go.fd] as import('node:stream').Writable;
       pipe.on('error', () => { /* srt-init is gone: bwrap's status says how it ended */ });
-      let decided = false;
       withholdGo = () => {
-        if (decided) return;
-        decided = true;
+        if (go) return;
+        go = 'withheld';
         pipe.destroy();
       };
       // A signal delivered while the proxy started (or while srt was stopped) reaches the
       // listeners only when the loop next polls for I/O: the go waits for that poll.
-      void opts.go.start().then(afterNextPoll).then((go) => {
-        if (!go || received !== undefined) return withholdGo();
-        if (decided) return;
-        decided = true;
-        went = true;
+      void opts.go.start().then(afterNextPoll).then((listens) => {
+        if (!listens || received !== undefined) return withholdGo();
+        if (go) return;
+        go = 'sent';
         pipe.end(Buffer.of(1));
       });
     }
@@ -188,7 +186,7 @@ export async function launch(opts: LaunchOptions): Promise<LaunchResult> {
     child.on('close', (code, sig) => {
       finish();
       // The go withheld for a signal: nothing ran, and srt ends as that signal would.
-      if (!went && received !== undefined) return resolve({ started: false, status: signalExit(received), signal: received });
+      if (go !== 'sent' && received !== undefined) return resolve({ started: false, status: signalExit(received), signal: received });
       const m = /"exit-code":\s*(\d+)/.exec(statusText);
       if (m) return resolve({ started: true, status: Number(m[1]), signal: received });
       if (sig) return resolve({ started: true, status: signalExit(sig), signal: received });
