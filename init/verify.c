@@ -51,7 +51,26 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
+#include <sys/syscall.h>
 #include <unistd.h>
+
+// The new mount API (Linux 5.2), where the C library's headers lack it: the same numbers on
+// every architecture.
+#ifndef SYS_open_tree
+#define SYS_open_tree 428
+#endif
+#ifndef SYS_move_mount
+#define SYS_move_mount 429
+#endif
+#ifndef OPEN_TREE_CLONE
+#define OPEN_TREE_CLONE 1
+#endif
+#ifndef OPEN_TREE_CLOEXEC
+#define OPEN_TREE_CLOEXEC O_CLOEXEC
+#endif
+#ifndef MOVE_MOUNT_F_EMPTY_PATH
+#define MOVE_MOUNT_F_EMPTY_PATH 0x4
+#endif
 
 struct planned {
   char kind;
@@ -371,17 +390,45 @@ static void open_denied(void) {
     die("srt-init: %s is not srt's denied file: a path changed while the sandbox was being set up; nothing ran, try again", denied.dest);
 }
 
+// The first denied file's read-only bind, held open: each next one is a clone of it moved onto
+// its name in the held directory (open_tree, move_mount), one mount where a bind and a read-only
+// remount took two, each looked up through /proc/self/fd. A clone keeps its source's flags.
+// Before Linux 5.2, or where a seccomp filter around srt refuses those calls, every one is a bind
+// and a remount, as the first is.
+static int denied_mount = -1;
+static int clones_refused;
+
+// A clone of denied_mount moved onto `name` in `dir`; 0 when there is none to clone from, or the
+// kernel refuses the calls themselves.
+static int clone_denied(int dir, const char *name, const char *dest) {
+  if (denied_mount < 0 || clones_refused) return 0;
+  int m = (int)syscall(SYS_open_tree, denied_mount, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_EMPTY_PATH);
+  if (m >= 0 && syscall(SYS_move_mount, m, "", dir, name, MOVE_MOUNT_F_EMPTY_PATH) == 0) {
+    close(m);
+    return 1;
+  }
+  int e = errno;
+  if (m >= 0) close(m);
+  if (e == ENOSYS || e == EPERM) {
+    clones_refused = 1;
+    return 0;
+  }
+  die("srt-init: cannot bind over the denied file %s: %s", dest, strerror(e));
+}
+
 // The denied file bound at `name` in `dir` (what is there now: made first when `make`), then
 // re-mounted read-only: the bind keeps the flags of the run directory's mount.
 static void bind_denied(int dir, const char *name, const char *dest, int make) {
   if (make && mknodat(dir, name, S_IFREG | 0600, 0) != 0)
     die("srt-init: denied file %s: cannot make its mount point: %s", dest, strerror(errno));
-  int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-  if (at < 0) die("the sandbox's denied file %s is gone: a path changed while the sandbox was being set up; nothing ran, try again", dest);
   struct stat st;
-  if (fstat(at, &st) != 0) die_errno("fstat");
+  if (fstatat(dir, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+    die("the sandbox's denied file %s is gone: a path changed while the sandbox was being set up; nothing ran, try again", dest);
   if (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode))
     die("the sandbox's denied file %s is no longer a file: a path changed while the sandbox was being set up; nothing ran, try again", dest);
+  if (clone_denied(dir, name, dest)) return;
+  int at = openat(dir, name, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (at < 0) die("the sandbox's denied file %s is gone: a path changed while the sandbox was being set up; nothing ran, try again", dest);
   char from[40], to[40];
   snprintf(from, sizeof from, "/proc/self/fd/%d", denied_fd);
   snprintf(to, sizeof to, "/proc/self/fd/%d", at);
@@ -393,7 +440,8 @@ static void bind_denied(int dir, const char *name, const char *dest, int make) {
   snprintf(to, sizeof to, "/proc/self/fd/%d", at);
   if (mount(NULL, to, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY | kept_flags(at), NULL) != 0)
     die("srt-init: cannot make the bind over the denied file %s read-only: %s", dest, strerror(errno));
-  close(at);
+  if (denied_mount < 0 && !clones_refused) denied_mount = at;
+  else close(at);
 }
 
 static int in_snapshot(const char *dest) {
@@ -451,6 +499,7 @@ void verify_fill_snapshots(void) {
   held_drop();
   held.on = 0;
   if (denied_fd >= 0) close(denied_fd);
+  if (denied_mount >= 0) close(denied_mount);
   if (area && mount("tmpfs", area, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
     die("srt-init: cannot cover the snapshots' stages at %s: %s", area, strerror(errno));
 }

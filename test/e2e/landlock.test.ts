@@ -18,7 +18,7 @@ mkdirSync(cwd);
 // A host FIFO outside every writable path (mode 666: any user could open it but for the sandbox).
 const fifo = join(tmp.path, 'host.fifo');
 execFileSync('mkfifo', ['-m', '666', fifo]);
-const SHIM = join(REPO, 'test/e2e/fixtures/without-landlock.py');
+const SHIM = join(REPO, 'test/e2e/fixtures/refuse-syscall.py');
 // No reader: ENXIO once the open got past the permission checks, EACCES when Landlock refused it.
 const probe = ['python3', '-c', `import os\ntry: os.open(${JSON.stringify(fifo)}, os.O_WRONLY | os.O_NONBLOCK); print("fifo=opened")\nexcept OSError as e: print("fifo=" + ("refused" if e.errno == 13 else "reachable"))`];
 const warnings = (stderr: string) => stderr.split('\n').filter((l) => l.startsWith('srt: warning:') && /Landlock/.test(l));
@@ -72,7 +72,7 @@ describe('Landlock is never off without a warning', () => {
 
 /** srt under the shim: node runs srt, so the filter covers bwrap and the helper too. */
 function withoutLandlock(errno: number, args: string[]): { stdout: string; stderr: string } {
-  const r = spawnSync('python3', [SHIM, String(errno), process.execPath, SRT_BIN, ...args],
+  const r = spawnSync('python3', [SHIM, '444', String(errno), process.execPath, SRT_BIN, ...args],
     { cwd, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, timeout: 60_000 });
   return { stdout: r.stdout.trim(), stderr: r.stderr };
 }
