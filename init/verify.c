@@ -44,6 +44,7 @@
 #include "helper.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/magic.h>
 #include <sys/mount.h>
 #include <stdio.h>
@@ -243,51 +244,93 @@ static long mount_id(int fd) {
   return m ? strtol(m + 7, NULL, 10) : -1;
 }
 
-// While verify_mounts runs (every mount made, nothing else running), the directory holding the
-// last destination checked stays open, with its mount: the entries of a snapshot are then one
-// lookup each rather than a walk from / (and the directory's mount is read once).
+// While the denied files are bound and while verify_mounts runs (every mount made, nothing else
+// running), the directories on the way to the last destination stay open (O_PATH), each reached
+// with no symlink followed: dirs.fd[k] is the directory at the first dirs.end[k] bytes of
+// dirs.path (dirs.fd[0] is /), dirs.mnt[k] its mount once read (-2 before). The next destination
+// is reached from the deepest one its path shares: the entries of a directory are one lookup
+// each, a directory beside the last one a lookup or two, rather than a walk from /.
+#define DIRS_MAX 256
 static struct {
-  int on;
-  char *path;
-  int fd;
-  long mnt;
-} held = {0, NULL, -1, -1};
+  char path[PATH_MAX];
+  size_t end[DIRS_MAX];
+  int fd[DIRS_MAX];
+  long mnt[DIRS_MAX];
+  int depth; // open entries; 0: none
+  int on;    // walk_held uses them
+} dirs;
 
-static void held_drop(void) {
-  if (held.fd >= 0) close(held.fd);
-  free(held.path);
-  held.path = NULL;
-  held.fd = -1;
+static void dirs_drop(int keep) {
+  while (dirs.depth > keep) close(dirs.fd[--dirs.depth]);
 }
 
-// walk_nofollow, the parent taken from `held` when it is on: *parent is then held's (*own 0).
+// The directory at the first n bytes of the absolute path p, open: -1 with *err set when a
+// component is missing, a symlink (ELOOP), not a directory or `.`/`..` (EINVAL), or the path is
+// deeper than DIRS_MAX (E2BIG: the caller walks it from / instead).
+static int dirs_open(const char *p, size_t n, int *err) {
+  if (n >= sizeof dirs.path) { *err = ENAMETOOLONG; return -1; }
+  if (dirs.depth == 0) {
+    dirs.fd[0] = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (dirs.fd[0] < 0) { *err = errno; return -1; }
+    dirs.end[0] = 0;
+    dirs.mnt[0] = -2;
+    dirs.depth = 1;
+  }
+  // Keep the held prefix that p shares, component by component.
+  int k = 1;
+  while (k < dirs.depth && dirs.end[k] <= n && memcmp(dirs.path, p, dirs.end[k]) == 0 &&
+         (dirs.end[k] == n || p[dirs.end[k]] == '/'))
+    k++;
+  dirs_drop(k);
+  memcpy(dirs.path, p, n);
+  dirs.path[n] = '\0';
+  for (size_t at = dirs.end[k - 1]; at < n;) {
+    while (at < n && p[at] == '/') at++;
+    if (at == n) break;
+    const char *e = memchr(p + at, '/', n - at);
+    size_t end = e ? (size_t)(e - p) : n;
+    char comp[NAME_MAX + 1];
+    if (end - at > NAME_MAX) { *err = ENAMETOOLONG; return -1; }
+    memcpy(comp, p + at, end - at);
+    comp[end - at] = '\0';
+    if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) { *err = EINVAL; return -1; }
+    if (dirs.depth == DIRS_MAX) { *err = E2BIG; return -1; }
+    int fd = openat(dirs.fd[dirs.depth - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0) { *err = errno; return -1; }
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      *err = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+      close(fd);
+      return -1;
+    }
+    dirs.fd[dirs.depth] = fd;
+    dirs.mnt[dirs.depth] = -2;
+    dirs.end[dirs.depth++] = end;
+    at = end;
+  }
+  return dirs.fd[dirs.depth - 1];
+}
+
+// The mount of the deepest open directory.
+static long dirs_mount(void) {
+  int k = dirs.depth - 1;
+  if (dirs.mnt[k] == -2) dirs.mnt[k] = mount_id(dirs.fd[k]);
+  return dirs.mnt[k];
+}
+
+// walk_nofollow, the parent taken from `dirs` when they are on: *parent is then theirs (*own 0).
 static int walk_held(const char *path, int *parent, int *own) {
   *own = 1;
   const char *slash = strrchr(path, '/');
   const char *leaf = slash + 1;
-  if (!held.on || slash == path || !*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
+  if (!dirs.on || slash == path || !*leaf || strcmp(leaf, ".") == 0 || strcmp(leaf, "..") == 0)
     return walk_nofollow(path, parent);
-  size_t n = slash - path;
-  if (!held.path || strlen(held.path) != n || strncmp(held.path, path, n) != 0) {
-    held_drop();
-    char *dir = strndup(path, n);
-    if (!dir) die_errno("strndup");
-    int up, d = walk_nofollow(dir, &up);
-    if (up >= 0) close(up);
-    struct stat st;
-    if (d < 0 || fstat(d, &st) != 0 || !S_ISDIR(st.st_mode)) {
-      // Not a directory reached without symlinks: the full walk says what is wrong.
-      if (d >= 0) close(d);
-      free(dir);
-      return walk_nofollow(path, parent);
-    }
-    held.path = dir;
-    held.fd = d;
-    held.mnt = mount_id(d);
-  }
+  int err, d = dirs_open(path, slash - path, &err);
+  // Not a directory reached without symlinks: the full walk says what is wrong.
+  if (d < 0) return walk_nofollow(path, parent);
   *own = 0;
-  *parent = held.fd;
-  int fd = openat(held.fd, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  *parent = d;
+  int fd = openat(d, leaf, O_PATH | O_NOFOLLOW | O_CLOEXEC);
   return fd < 0 ? -errno : fd;
 }
 
@@ -315,7 +358,7 @@ static int check(const struct planned *r, int *fd_out) {
     if (n >= 0) target[n] = '\0';
     ok = n >= 0 && strcmp(target, r->target) == 0;
     if (!ok) mismatch = "not the planned symlink";
-  } else if (parent >= 0 && mount_id(fd) == (own ? mount_id(parent) : held.mnt)) {
+  } else if (parent >= 0 && mount_id(fd) == (own ? mount_id(parent) : dirs_mount())) {
     mismatch = "nothing is mounted there";
   } else if (r->kind == 'T' || r->kind == 'K') {
     ok = sf.f_type == TMPFS_MAGIC && (sf.f_flags & ST_RDONLY);
@@ -481,23 +524,27 @@ void verify_fill_snapshots(void) {
     if (plan[i].kind == 'S') fill_snapshot(&plan[i]);
     if (plan[i].kind == 'K') area = plan[i].dest;
   }
-  // Denied files outside the snapshots: over the file that is there, the directory holding the
-  // last one kept open for the next in it. Where each bind lands is the check's to judge
-  // (verify_mounts walks every destination again), so a directory moved meanwhile fails the run.
-  held.on = 1;
+  // Denied files outside the snapshots: over the file that is there, reached from the deepest
+  // directory its path shares with the last one's (dirs). Where each bind lands is the check's
+  // to judge (verify_mounts walks every destination again, from / at first), so a directory
+  // moved meanwhile fails the run.
   for (int i = 0; i < nplan; i++) {
     if (plan[i].kind != 'B' || !plan[i].deny || in_snapshot(plan[i].dest)) continue;
-    int parent, own;
-    int fd = walk_held(plan[i].dest, &parent, &own);
-    if (fd < 0 || parent < 0)
-      die("the sandbox's denied file %s: %s: a path changed while the sandbox was being set up; nothing ran, try again",
-          plan[i].dest, fd < 0 ? strerror(-fd) : "is /");
-    close(fd);
-    bind_denied(parent, strrchr(plan[i].dest, '/') + 1, plan[i].dest, 0);
-    if (own) close(parent);
+    const char *leaf = strrchr(plan[i].dest, '/') + 1;
+    int err, own = 0, dir = *leaf ? dirs_open(plan[i].dest, leaf - plan[i].dest - 1, &err) : -1;
+    if (dir < 0) {
+      // Deeper than dirs hold, or not there as planned: the full walk says what is wrong.
+      int fd = walk_nofollow(plan[i].dest, &dir);
+      if (fd < 0 || dir < 0)
+        die("the sandbox's denied file %s: %s: a path changed while the sandbox was being set up; nothing ran, try again",
+            plan[i].dest, fd < 0 ? strerror(-fd) : "is /");
+      close(fd);
+      own = 1;
+    }
+    bind_denied(dir, leaf, plan[i].dest, 0);
+    if (own) close(dir);
   }
-  held_drop();
-  held.on = 0;
+  dirs_drop(0);
   if (denied_fd >= 0) close(denied_fd);
   if (denied_mount >= 0) close(denied_mount);
   if (area && mount("tmpfs", area, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0555") != 0)
@@ -514,7 +561,7 @@ static int completed_late(const struct planned *r) {
 }
 
 void verify_mounts(int all) {
-  held.on = 1;
+  dirs.on = 1;
   for (int i = 0; i < nplan; i++) {
     if (plan[i].kind == 'S') continue; // its tmpfs and entries have records of their own
     if (!all && completed_late(&plan[i])) continue;
@@ -523,8 +570,8 @@ void verify_mounts(int all) {
           "sandbox was being set up; nothing ran, try again",
           plan[i].dest, mismatch);
   }
-  held_drop();
-  held.on = 0;
+  dirs_drop(0);
+  dirs.on = 0;
   if (cwd_at) {
     struct stat at;
     if (stat(cwd_at, &at) != 0) die("srt-init: %s: %s", cwd_at, strerror(errno));

@@ -58,3 +58,46 @@ describe('every denied file is a read-only bind, with or without the new mount A
     for (const p of denied) expect(readFileSync(p, 'utf8')).toBe(`SECRET ${p}\n`);
   });
 });
+
+// srt-init reaches each denied file from the deepest directory its path shares with the last one
+// bound or checked (init/verify.c, dirs): directories whose names share a prefix (a, ab, abc),
+// climbs up and down the tree, and a path deeper than it holds directories for (walked from /)
+// must each get their own file covered, and only theirs.
+describe('denied files spread over a tree: each covered where it lies, its neighbours untouched', () => {
+  const rel = ['ab/f', 'a/f', 'a/b/c/d/e/f', 'abc/f', 'a/b/f', 'f', 'a/bc/d/f', 'b/f', `deep/${'d/'.repeat(300)}f`];
+  const roots = [join(cwd, 'tree'), join(outside, 'tree')];
+  const spread = roots.flatMap((r) => rel.map((p) => join(r, p)));
+  const neighbours = spread.map((p) => join(p, '..', 'g'));
+  for (const p of spread) {
+    mkdirSync(join(p, '..'), { recursive: true });
+    writeFileSync(p, `SECRET ${p}\n`);
+    writeFileSync(join(p, '..', 'g'), 'PUBLIC\n');
+  }
+  const spreadSettings = join(home, 'spread.json');
+  writeFileSync(spreadSettings, JSON.stringify({ filesystem: { denyRead: spread } }));
+  const spreadScript = [
+    ...spread.flatMap((p, i) => [
+      attempt(`read${i}`, `cat ${p}`),
+      `echo "mount${i}=$(awk -v p=${p} '$5 == p { split($6, o, ","); print o[1] }' /proc/self/mountinfo | tail -n 1)"`,
+    ]),
+    ...neighbours.map((p, i) => `echo "public${i}=$(cat ${p})"`),
+  ].join('\n');
+
+  it.each([
+    ['with open_tree and move_mount', undefined],
+    ['move_mount refused with EPERM (a container filter)', [429, 1]],
+  ] as const)('%s', (_, refuse) => {
+    const argv = [process.execPath, SRT_BIN, '--settings', spreadSettings, '--', 'sh', '-c', spreadScript];
+    const [cmd, ...args] = refuse ? ['python3', SHIM, String(refuse[0]), String(refuse[1]), ...argv] : argv;
+    const r = spawnSync(cmd!, args, { cwd, encoding: 'utf8', env: { PATH: process.env.PATH, HOME: home, LANG: 'C.UTF-8' }, timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const got = keyValues(r.stdout);
+    spread.forEach((p, i) => {
+      expect(got[`read${i}`], p).toBe('no');
+      expect(got[`mount${i}`], p).toBe('ro');
+      expect(got[`public${i}`], neighbours[i]).toBe('PUBLIC');
+    });
+    expect(r.stdout).not.toContain('SECRET');
+    for (const p of spread) expect(readFileSync(p, 'utf8')).toBe(`SECRET ${p}\n`);
+  });
+});
