@@ -6,11 +6,12 @@
 // every kept landing stale (tree-watch.ts; docs/design-choices.md "Reusing the tree search" says
 // why the watch is sound). What is read from files' contents (git configuration, hooks paths) is
 // no landing, and is read again for every command. A snapshot's listing (names, kinds, symlinks'
-// targets) is kept with them when its directory was watched before it was listed: none of it
-// changes without an event in that directory.
+// targets), or that it holds too many names to list, is kept with them when its directory was
+// watched before it was listed: none of it changes without an event in that directory. So are
+// replaceableNames' verdicts on the directories the walks watched.
 
 import type { Landing } from '../profiles/landing.js';
-import { landingResolver, listSnapshot } from './landing.js';
+import { landingResolver, listSnapshot, type KeptVerdicts } from './landing.js';
 import { TreeWatch } from './tree-watch.js';
 
 export class KeptLandings {
@@ -18,8 +19,11 @@ export class KeptLandings {
   /** Directories and names watched, by real path. */
   private readonly dirs = new Set<string>();
   private readonly names = new Set<string>();
-  /** Snapshots' listings taken while their directory was watched, and how many names each read. */
-  private readonly listings = new Map<string, { listed: Exclude<ReturnType<typeof listSnapshot>, 'too-large'>; read: number }>();
+  /** Snapshots' listings taken while their directory was watched, and how many names each read
+   *  (for 'too-large', one more than the most it was asked for: it holds at least that many). */
+  private readonly listings = new Map<string, { listed: ReturnType<typeof listSnapshot>; read: number }>();
+  /** replaceableNames' verdicts on watched directories (landing.ts KeptVerdicts). */
+  readonly replaceable: KeptVerdicts = { verdicts: new Map(), watched: (dir) => this.dirs.has(dir) && this.watch.stale === undefined };
   /** How many landings and snapshot listings this command took from earlier ones. */
   reused = 0;
   listingsReused = 0;
@@ -75,16 +79,16 @@ export class KeptLandings {
   /** listSnapshot(dir, max), from an earlier command while current. */
   listing(dir: string, max: number): ReturnType<typeof listSnapshot> {
     const kept = this.listings.get(dir);
-    if (kept) {
+    // listSnapshot gives up past `max` names; a directory too large for a smaller `max` may not be.
+    if (kept && (kept.read > max || kept.listed !== 'too-large')) {
       this.listingsReused++;
-      // listSnapshot gives up past `max` names.
       return kept.read > max ? 'too-large' : kept.listed;
     }
     const listed = listSnapshot(dir, max);
     // Kept only if the watch of `dir` was set before it was read (the walk to a landing watches
     // each directory before looking a name up in it).
-    if (listed !== 'too-large' && this.dirs.has(dir) && this.watch.stale === undefined) {
-      this.listings.set(dir, { listed, read: listed.entries.length + listed.skipped.length });
+    if (this.dirs.has(dir) && this.watch.stale === undefined) {
+      this.listings.set(dir, { listed, read: listed === 'too-large' ? max + 1 : listed.entries.length + listed.skipped.length });
     }
     return listed;
   }

@@ -245,17 +245,27 @@ export function listSnapshot(dir: string, max = MAX_SNAPSHOT_ENTRIES): { entries
 }
 
 /**
+ * replaceableNames' verdicts kept from an earlier command: only for directories watched before
+ * they were judged (a chmod, chown or ACL change of a watched directory is an event: the verdicts
+ * go with the landings then).
+ */
+export interface KeptVerdicts {
+  verdicts: Map<string, boolean>;
+  watched: (dir: string) => boolean;
+}
+
+/**
  * For every directory on the way to these landings (and to the directory a deny could not look
  * into): the paths whose name a program of this user could replace, rename or create in its
  * directory, outside the sandbox. Root can anywhere; anyone in a directory they own (they may
  * chmod it) or can write. A sticky directory (/tmp) counts as not: it is shared by every user,
  * and srt never makes it a snapshot.
  */
-export function replaceableNames(landings: Landing[]): Set<string> {
+export function replaceableNames(landings: Landing[], kept?: KeptVerdicts): Set<string> {
   const uid = process.getuid?.() ?? -1;
   const dirs = new Map<string, boolean>();
   const changeable = (dir: string): boolean => {
-    let v = dirs.get(dir);
+    let v = dirs.get(dir) ?? kept?.verdicts.get(dir);
     if (v !== undefined) return v;
     v = false;
     try {
@@ -268,6 +278,7 @@ export function replaceableNames(landings: Landing[]): Set<string> {
       }
     } catch { /* gone or unreadable: nothing to pin */ }
     dirs.set(dir, v);
+    if (kept?.watched(dir)) kept.verdicts.set(dir, v);
     return v;
   };
   const out = new Set<string>();

@@ -466,7 +466,7 @@ async function gather(opts: SandboxOptions, runRoot: string, keep: boolean, kept
       runtimeFiles: seccompHelper ? runtimeFiles(seccompHelper.path) : [],
       ...(worktree ? { worktree } : {}),
       ...(seccomp ? { seccomp } : {}),
-      replaceable: replaceableNames([...landings.values(), ...globs.flatMap(([, g]) => [...g.matches, ...g.undecodable, ...g.unreadable])]),
+      replaceable: replaceableNames([...landings.values(), ...globs.flatMap(([, g]) => [...g.matches, ...g.undecodable, ...g.unreadable])], kept?.replaceable),
     };
     // A first plan says which directories must be snapshots (listed now, or kept with the
     // landings) and whether opens must be checked (the filter then sends every open to the

@@ -5,7 +5,7 @@
 // it is still protected in the next command, with a control that is not; and that the search
 // really is reused when nothing changed (SpawnPlan.treeSearch, docs/library.md "Many commands").
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { execa } from 'execa';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -209,6 +209,48 @@ describe('a sandbox running many commands', () => {
     // directory passes /tmp, where other tests make files, so not for every command).
     expect([3, 4, 5].map((i) => r.steps[i]!.search.listingsKept)).toEqual([0, 0, 0]);
     expect(Math.max(...[1, 2, 6, 7, 8].map((i) => r.steps[i]!.search.listingsKept))).toBeGreaterThan(0);
+  });
+
+  it("judges again whether a denied file's name can be replaced outside when its directory's mode changes between commands (a sticky directory made plain): from then on the directory is held", async () => {
+    const w = world();
+    const out = join(w.base, 'out');
+    mkdirSync(out);
+    chmodSync(out, 0o1777);
+    writeFileSync(join(out, 'secret'), 'S');
+    writeFileSync(join(out, 'plain'), 'P');
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { denyRead: [join(out, 'secret')] } }));
+    // A tmpfs at the directory itself: the snapshot holding its names (bwrap-ops.ts).
+    const held = (key: string) => `echo ${key}=$(awk -v p=${out} '$5 == p && / - tmpfs /' /proc/self/mountinfo | wc -l); echo p${key}=$(cat ${join(out, 'plain')})`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' }, { run: held('h1') },
+      { host: `chmod 0777 ${out}` },
+      { run: held('h2') }, { run: 'true' }, { run: held('h3') },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0]);
+    expect(r.values).toMatchObject({ h1: '0', ph1: 'P', ph2: 'P', ph3: 'P' });
+    expect(Number(r.values.h2)).toBeGreaterThan(0);
+    expect(Number(r.values.h3)).toBeGreaterThan(0);
+  });
+
+  it('keeps that a directory is too large to list while it is unchanged; once a host program removes enough names it is listed and held in the next command', async () => {
+    const w = world();
+    const big = join(w.base, 'big');
+    mkdirSync(big);
+    for (let i = 0; i < 1001; i++) writeFileSync(join(big, `f${i}`), '');
+    writeFileSync(join(big, 'secret'), 'S');
+    writeFileSync(w.settings, JSON.stringify({ filesystem: { denyRead: [join(big, 'secret')] } }));
+    const look = (key: string) => `echo ${key}=$(awk -v p=${big} '$5 == p && / - tmpfs /' /proc/self/mountinfo | wc -l); echo s${key}=$(cat ${join(big, 'secret')} 2>/dev/null || echo none)`;
+    const r = await inOneSandbox(w, [
+      { run: 'true' }, { run: 'true' }, { run: look('t1') },
+      { host: `cd ${big} && rm f1*` },
+      { run: look('t2') }, { run: 'true' }, { run: look('t3') },
+    ]);
+    expect(r.steps.map((s) => s.status)).toEqual([0, 0, 0, 0, 0, 0]);
+    // Too large: the read gate holds the deny (no snapshot); then a snapshot.
+    expect(r.values).toMatchObject({ t1: '0', st1: 'none', st2: 'none', st3: 'none' });
+    expect(Number(r.values.t2)).toBeGreaterThan(0);
+    expect(Number(r.values.t3)).toBeGreaterThan(0);
+    expect(r.steps[3]!.search.listingsKept).toBe(0);
   });
 
   it("follows its policy changed in place between commands (sandbox.policy, at any depth): a file moved from allowRead to denyRead is denied, unix sockets taken back are refused; the plan is kept only while the policy's value stays", async () => {
