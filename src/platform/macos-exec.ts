@@ -126,7 +126,9 @@ export class SeatbeltRun {
       };
       process.on('SIGTSTP', onStop);
       const unlisten = signals.listen(group);
-      let watchdog: ChildProcess | undefined;
+      // Started before the command: srt killed while a watchdog was still being forked would
+      // leave the command running.
+      const watchdog = this.watch();
       const done = () => {
         process.off('SIGTSTP', onStop);
         unlisten();
@@ -137,7 +139,7 @@ export class SeatbeltRun {
       for (const fd of opened) closeSync(fd);
       pgid = child.pid;
       if (pgid !== undefined) {
-        watchdog = this.watch(pgid);
+        this.arm(watchdog, pgid);
         for (const sig of pending.splice(0)) group(sig);
       }
       child.on('error', (e) => { done(); reject(e); });
@@ -150,17 +152,21 @@ export class SeatbeltRun {
 
   /**
    * macOS has no die-with-parent: a watchdog in its own session holds the read end of a pipe
-   * only srt writes to. When srt ends in any way (SIGKILL included) the pipe closes, and the
-   * watchdog kills the command's process group and srt's log follower.
+   * only srt writes to. Told the command's process group and srt's helpers (arm), it waits for
+   * the pipe to close — srt ending in any way, SIGKILL included — and kills them.
    */
-  private watch(pgid: number): ChildProcess {
-    const also = [...this.helpers].map((h) => h.pid).filter((p): p is number => p !== undefined).join(' ');
-    const child = spawn('/bin/sh', ['-c', `read _; kill -KILL -${pgid} ${also} 2>/dev/null`], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
+  private watch(): ChildProcess {
+    const child = spawn('/bin/sh', ['-c', 'read g also; [ -n "$g" ] || exit 0; read _; kill -KILL -"$g" $also 2>/dev/null'], { stdio: ['pipe', 'ignore', 'ignore'], detached: true });
     child.stdin!.on('error', () => { /* it was stopped first */ });
     (child.stdin as unknown as { unref(): void }).unref();
     child.unref();
     this.helpers.add(child);
     return child;
+  }
+
+  private arm(watchdog: ChildProcess, pgid: number): void {
+    const also = [...this.helpers].filter((h) => h !== watchdog).map((h) => h.pid).filter((p): p is number => p !== undefined);
+    watchdog.stdin!.write(`${[pgid, ...also].join(' ')}\n`);
   }
 
   private stopHelper(child: ChildProcess | undefined): void {
