@@ -189,6 +189,27 @@ void verify_load(const char *path) {
   }
 }
 
+// One component of a path (`len` bytes at `name`) looked up in `dir` with O_PATH and no symlink
+// followed; when `want_dir`, it must be a directory (a symlink: ELOOP). `.` and `..` are refused
+// (EINVAL). Returns the descriptor or -errno.
+static int open_component(int dir, const char *name, size_t len, int want_dir) {
+  char comp[NAME_MAX + 1];
+  if (len > NAME_MAX) return -ENAMETOOLONG;
+  memcpy(comp, name, len);
+  comp[len] = '\0';
+  if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) return -EINVAL;
+  int fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return -errno;
+  if (!want_dir) return fd;
+  struct stat st;
+  int err = fstat(fd, &st) != 0 ? errno : S_ISDIR(st.st_mode) ? 0 : S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
+  if (err) {
+    close(fd);
+    return -err;
+  }
+  return fd;
+}
+
 // Open the last component of an absolute path with O_PATH, every component looked up with
 // O_NOFOLLOW in the directory before it (a symlink on the way: ELOOP). *parent gets the
 // directory holding it (for "/": -1). Returns the descriptor or -errno.
@@ -201,26 +222,17 @@ static int walk_nofollow(const char *path, int *parent) {
     while (*p == '/') p++;
     if (*p == '\0') return cur;
     const char *e = strchrnul(p, '/');
-    char comp[256];
-    if ((size_t)(e - p) >= sizeof comp) { close(cur); return -ENAMETOOLONG; }
-    memcpy(comp, p, e - p);
-    comp[e - p] = '\0';
-    if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) { close(cur); return -EINVAL; }
-    int fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) { int err = errno; close(cur); return -err; }
     const char *rest = e;
     while (*rest == '/') rest++;
-    if (*rest == '\0') {
-      if (*parent >= 0) close(*parent);
-      *parent = cur;
+    int last = *rest == '\0';
+    int fd = open_component(cur, p, e - p, !last);
+    if (fd < 0) {
+      close(cur);
       return fd;
     }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
-      int err = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-      close(fd);
-      close(cur);
-      return -err;
+    if (last) {
+      *parent = cur;
+      return fd;
     }
     close(cur);
     cur = fd;
@@ -289,20 +301,9 @@ static int dirs_open(const char *p, size_t n, int *err) {
     if (at == n) break;
     const char *e = memchr(p + at, '/', n - at);
     size_t end = e ? (size_t)(e - p) : n;
-    char comp[NAME_MAX + 1];
-    if (end - at > NAME_MAX) { *err = ENAMETOOLONG; return -1; }
-    memcpy(comp, p + at, end - at);
-    comp[end - at] = '\0';
-    if (strcmp(comp, ".") == 0 || strcmp(comp, "..") == 0) { *err = EINVAL; return -1; }
     if (dirs.depth == DIRS_MAX) { *err = E2BIG; return -1; }
-    int fd = openat(dirs.fd[dirs.depth - 1], comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0) { *err = errno; return -1; }
-    struct stat st;
-    if (fstat(fd, &st) != 0 || !S_ISDIR(st.st_mode)) {
-      *err = S_ISLNK(st.st_mode) ? ELOOP : ENOTDIR;
-      close(fd);
-      return -1;
-    }
+    int fd = open_component(dirs.fd[dirs.depth - 1], p + at, end - at, 1);
+    if (fd < 0) { *err = -fd; return -1; }
     dirs.fd[dirs.depth] = fd;
     dirs.mnt[dirs.depth] = -2;
     dirs.end[dirs.depth++] = end;
